@@ -1,0 +1,161 @@
+// Package sim is fabricsim's discrete-event kernel: one clock in integer picoseconds, one queue of
+// value-typed events, and a run loop. Events at the same time run in the order they were
+// scheduled (a sequence number breaks ties), so a run is a pure function of its inputs and seed.
+//
+// Components (ports, NICs, timers) implement Handler; an event names its handler and carries a
+// small opcode, an integer and an optional pointer, so scheduling allocates nothing once the
+// queue's backing array has grown to the run's working size.
+package sim
+
+import (
+	"fmt"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Time is simulated time in picoseconds.
+type Time = units.Time
+
+// Handler receives the events scheduled for it.
+type Handler interface {
+	Handle(ev *Event)
+}
+
+// Event is one scheduled occurrence. Op, I and P mean whatever the handler defines.
+type Event struct {
+	At  Time
+	seq uint64
+	H   Handler
+	Op  int32
+	I   int32
+	P   any
+}
+
+// Sim owns the clock and the event queue.
+type Sim struct {
+	now     Time
+	seq     uint64
+	q       queue
+	events  uint64
+	stopped bool
+	err     error
+	cur     Event // the event being handled; a field so that &cur does not escape per event
+	// Progress, if set, is called about every ProgressEvery events with the current time.
+	Progress      func(now Time, events uint64)
+	ProgressEvery uint64
+}
+
+// New returns an empty simulator at time zero.
+func New() *Sim { return &Sim{ProgressEvery: 1 << 20} }
+
+// Now is the current simulated time.
+func (s *Sim) Now() Time { return s.now }
+
+// Events is the number of events executed so far.
+func (s *Sim) Events() uint64 { return s.events }
+
+// Pending is the number of events in the queue.
+func (s *Sim) Pending() int { return len(s.q) }
+
+// Schedule runs h.Handle at time at. Scheduling in the past is a broken invariant.
+func (s *Sim) Schedule(at Time, h Handler, op, i int32, p any) {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
+	}
+	s.seq++
+	s.q.push(Event{At: at, seq: s.seq, H: h, Op: op, I: i, P: p})
+}
+
+// After runs h.Handle d after now.
+func (s *Sim) After(d Time, h Handler, op, i int32, p any) { s.Schedule(s.now+d, h, op, i, p) }
+
+// Stop ends Run after the current event. A non-nil err is returned by Run (an invariant
+// violation, a detected deadlock); the first error wins.
+func (s *Sim) Stop(err error) {
+	s.stopped = true
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// Stopped reports whether Stop was called.
+func (s *Sim) Stopped() bool { return s.stopped }
+
+// Run executes events in order until the queue is empty, Stop is called, or the next event lies
+// after until (use units.MaxTime for no limit). The clock is left at the last executed event.
+func (s *Sim) Run(until Time) error {
+	next := s.ProgressEvery
+	for len(s.q) > 0 && !s.stopped {
+		if s.q[0].At > until {
+			break
+		}
+		s.cur = s.q.pop()
+		s.now = s.cur.At
+		s.events++
+		s.cur.H.Handle(&s.cur)
+		if s.Progress != nil && s.events >= next {
+			next += s.ProgressEvery
+			s.Progress(s.now, s.events)
+		}
+	}
+	return s.err
+}
+
+// queue is a 4-ary min-heap of events ordered by (At, seq). A 4-ary heap halves the depth of a
+// binary heap and keeps a node's children in one or two cache lines.
+type queue []Event
+
+func less(a, b *Event) bool {
+	return a.At < b.At || (a.At == b.At && a.seq < b.seq)
+}
+
+func (q *queue) push(e Event) {
+	h := append(*q, e)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !less(&e, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
+	*q = h
+}
+
+func (q *queue) pop() Event {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	last := h[n]
+	h[n] = Event{} // drop references for the GC
+	h = h[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := 4*i + 1
+			if c >= n {
+				break
+			}
+			m := c
+			end := c + 4
+			if end > n {
+				end = n
+			}
+			for j := c + 1; j < end; j++ {
+				if less(&h[j], &h[m]) {
+					m = j
+				}
+			}
+			if !less(&h[m], &last) {
+				break
+			}
+			h[i] = h[m]
+			i = m
+		}
+		h[i] = last
+	}
+	*q = h
+	return top
+}

@@ -1,0 +1,139 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+type recorder struct {
+	s   *Sim
+	got []int32
+	at  []Time
+}
+
+func (r *recorder) Handle(ev *Event) {
+	r.got = append(r.got, ev.I)
+	r.at = append(r.at, r.s.Now())
+}
+
+func TestOrderTimeThenInsertion(t *testing.T) {
+	s := New()
+	r := &recorder{s: s}
+	s.Schedule(30, r, 0, 3, nil)
+	s.Schedule(10, r, 0, 1, nil)
+	s.Schedule(20, r, 0, 2, nil)
+	s.Schedule(10, r, 0, 11, nil) // same time as 1, scheduled later: runs after it
+	s.Schedule(20, r, 0, 21, nil)
+	if err := s.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{1, 11, 2, 21, 3}
+	for i := range want {
+		if r.got[i] != want[i] {
+			t.Fatalf("order %v, want %v", r.got, want)
+		}
+	}
+	if s.Now() != 30 || s.Events() != 5 {
+		t.Fatalf("now %d events %d, want 30 and 5", s.Now(), s.Events())
+	}
+}
+
+func TestHeapMatchesSort(t *testing.T) {
+	// Random times with many ties: the pop order must be exactly (time, insertion).
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := New()
+	r := &recorder{s: s}
+	type key struct {
+		at  Time
+		seq int32
+	}
+	var keys []key
+	for i := 0; i < 5000; i++ {
+		at := Time(rng.IntN(200))
+		s.Schedule(at, r, 0, int32(i), nil)
+		keys = append(keys, key{at, int32(i)})
+	}
+	if err := s.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(r.got); i++ {
+		a, b := keys[r.got[i-1]], keys[r.got[i]]
+		if a.at > b.at || (a.at == b.at && a.seq > b.seq) {
+			t.Fatalf("event %d (%v) ran before %d (%v)", r.got[i-1], a, r.got[i], b)
+		}
+	}
+	if len(r.got) != 5000 {
+		t.Fatalf("ran %d events, want 5000", len(r.got))
+	}
+}
+
+func TestRunUntilAndStop(t *testing.T) {
+	s := New()
+	r := &recorder{s: s}
+	for i := 1; i <= 5; i++ {
+		s.Schedule(Time(i*10), r, 0, int32(i), nil)
+	}
+	s.Run(25)
+	if len(r.got) != 2 || s.Pending() != 3 {
+		t.Fatalf("ran %d, pending %d; want 2 and 3", len(r.got), s.Pending())
+	}
+	s.Run(units.MaxTime)
+	if len(r.got) != 5 {
+		t.Fatalf("ran %d, want 5", len(r.got))
+	}
+}
+
+// chain reschedules itself: the steady state of a simulation.
+type chain struct {
+	s *Sim
+	n int
+}
+
+func (c *chain) Handle(ev *Event) {
+	c.n++
+	c.s.After(Time(1+c.n%7), c, 0, ev.I, nil)
+}
+
+func TestNoAllocationsPerEvent(t *testing.T) {
+	s := New()
+	cs := make([]*chain, 64)
+	for i := range cs {
+		cs[i] = &chain{s: s}
+		s.Schedule(Time(i), cs[i], 0, int32(i), nil)
+	}
+	s.Run(10000) // grow the heap to its working size
+	allocs := testing.AllocsPerRun(10, func() {
+		s.Run(s.Now() + 100000)
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per run of ~10^5 events, want 0", allocs)
+	}
+}
+
+func BenchmarkEventLoop(b *testing.B) {
+	// 4096 pending events (the order of a k=16 fat-tree run's queue), each rescheduling itself.
+	s := New()
+	for i := 0; i < 4096; i++ {
+		c := &chain{s: s}
+		s.Schedule(Time(i), c, 0, int32(i), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := s.Events()
+	for s.Events()-start < uint64(b.N) {
+		s.Run(s.Now() + 1000)
+	}
+	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
+}
+
+func TestRNGStreamsIndependent(t *testing.T) {
+	a1 := RNG(7, "switch3").Uint64()
+	a2 := RNG(7, "switch3").Uint64()
+	b := RNG(7, "switch4").Uint64()
+	c := RNG(8, "switch3").Uint64()
+	if a1 != a2 || a1 == b || a1 == c {
+		t.Fatalf("streams: same %x %x, other name %x, other seed %x", a1, a2, b, c)
+	}
+}
