@@ -271,19 +271,22 @@ func (r Rate) String() string {
 	return strconv.FormatInt(int64(r), 10) + "bps"
 }
 
-// String formats s exactly, preferring binary units when they divide evenly ("2MiB"), then
-// decimal ("2MB"), then bytes ("4097B").
+// String formats s exactly in the shortest of its binary ("2MiB"), decimal ("256MB") and plain
+// byte ("4097B") spellings, binary on a tie.
 func (s Size) String() string {
 	if s == 0 {
 		return "0B"
 	}
-	if f := format(int64(s), []unit{{"TiB", float64(TiB)}, {"GiB", float64(GiB)}, {"MiB", float64(MiB)}, {"KiB", float64(KiB)}}); f != "" {
-		return f
+	best := strconv.FormatInt(int64(s), 10) + "B"
+	for _, f := range []string{
+		format(int64(s), []unit{{"TiB", float64(TiB)}, {"GiB", float64(GiB)}, {"MiB", float64(MiB)}, {"KiB", float64(KiB)}}),
+		format(int64(s), []unit{{"TB", float64(TB)}, {"GB", float64(GB)}, {"MB", float64(MB)}, {"KB", float64(KB)}}),
+	} {
+		if f != "" && len(f) < len(best) {
+			best = f
+		}
 	}
-	if f := format(int64(s), []unit{{"TB", float64(TB)}, {"GB", float64(GB)}, {"MB", float64(MB)}, {"KB", float64(KB)}}); f != "" {
-		return f
-	}
-	return strconv.FormatInt(int64(s), 10) + "B"
+	return best
 }
 
 // String formats t exactly in the largest unit that keeps it readable, e.g. "1us", "1.5us",

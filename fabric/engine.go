@@ -1,0 +1,122 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// engine walks the message graph: a message starts when its dependencies are done, its start
+// time has come and its delay has passed; it completes when its last byte is delivered.
+type engine struct {
+	n          *Network
+	g          *msggraph.Graph
+	waiting    []int32 // dependencies not yet complete
+	readyAt    []units.Time
+	depStart   []int32 // CSR: dependents of message i are depList[depStart[i]:depStart[i+1]]
+	depList    []int32
+	started    []units.Time
+	finish     []units.Time
+	done       int
+	lastFinish units.Time
+}
+
+func (e *engine) init(n *Network, g *msggraph.Graph) {
+	e.n, e.g = n, g
+	m := len(g.Msgs)
+	e.waiting = make([]int32, m)
+	e.readyAt = make([]units.Time, m)
+	e.started = make([]units.Time, m)
+	e.finish = make([]units.Time, m)
+	e.depStart = make([]int32, m+1)
+	for i := range g.Msgs {
+		e.waiting[i] = int32(len(g.Msgs[i].Deps))
+		for _, d := range g.Msgs[i].Deps {
+			e.depStart[d+1]++
+		}
+	}
+	for i := 0; i < m; i++ {
+		e.depStart[i+1] += e.depStart[i]
+	}
+	e.depList = make([]int32, e.depStart[m])
+	fill := append([]int32(nil), e.depStart[:m]...)
+	for i := range g.Msgs {
+		for _, d := range g.Msgs[i].Deps {
+			e.depList[fill[d]] = int32(i)
+			fill[d]++
+		}
+	}
+	for i := range g.Msgs {
+		e.readyAt[i] = g.Msgs[i].Start
+		if e.waiting[i] == 0 {
+			e.schedule(int32(i))
+		}
+	}
+}
+
+func (e *engine) schedule(i int32) {
+	m := &e.g.Msgs[i]
+	at := e.readyAt[i] + m.Delay
+	if now := e.n.sim.Now(); at < now {
+		at = now
+	}
+	e.n.sim.Schedule(at, e, opMsgStart, i, nil)
+}
+
+// Handle starts a message or runs the no-progress watchdog.
+func (e *engine) Handle(ev *sim.Event) {
+	n := e.n
+	switch ev.Op {
+	case opMsgStart:
+		i := ev.I
+		e.started[i] = n.sim.Now()
+		if e.g.Msgs[i].Bytes == 0 {
+			// A delay node (compute) reports the span it occupied: ready .. ready+Delay.
+			e.started[i] -= e.g.Msgs[i].Delay
+			e.complete(i)
+			return
+		}
+		f := n.flows[i]
+		n.NICs[f.src].startFlow(f)
+	case opWatchdog:
+		if e.done == len(e.g.Msgs) {
+			return
+		}
+		if n.stats.BytesDelivered == n.progressMark && n.pool.live > 0 {
+			n.sim.Stop(fmt.Errorf("no progress for %v at %v: %d packets in the network and no byte delivered (%d of %d messages complete)",
+				n.cfg.NoProgress, n.sim.Now(), n.pool.live, e.done, len(e.g.Msgs)))
+			return
+		}
+		n.progressMark = n.stats.BytesDelivered
+		n.sim.After(n.cfg.NoProgress, e, opWatchdog, 0, nil)
+	}
+}
+
+// complete records message i's completion and releases its dependents.
+func (e *engine) complete(i int32) {
+	n := e.n
+	now := n.sim.Now()
+	if n.cfg.Check && e.finish[i] != 0 {
+		n.violation(fmt.Sprintf("message %d", i), "completed twice")
+		return
+	}
+	e.finish[i] = now
+	if now > e.lastFinish {
+		e.lastFinish = now
+	}
+	e.done++
+	for _, d := range e.depList[e.depStart[i]:e.depStart[i+1]] {
+		if now > e.readyAt[d] {
+			e.readyAt[d] = now
+		}
+		e.waiting[d]--
+		if e.waiting[d] == 0 {
+			e.schedule(d)
+		}
+	}
+}
+
+// Progress returns how many messages are complete out of how many.
+func (n *Network) Progress() (done, total int) { return n.eng.done, len(n.eng.g.Msgs) }

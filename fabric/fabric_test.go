@@ -1,0 +1,139 @@
+package fabric
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// line builds host0 - sw1 - ... - swN - host1: a path of n switches (n+1 links).
+func line(n int, rate units.Rate, lat units.Time) *topo.Graph {
+	g := &topo.Graph{Name: "line"}
+	h0 := g.AddNode(topo.Host, "host0", 0)
+	prev := h0
+	for i := 0; i < n; i++ {
+		sw := g.AddNode(topo.Switch, fmt.Sprintf("sw%d", i), 1)
+		g.Connect(prev, sw, rate, lat)
+		prev = sw
+	}
+	h1 := g.AddNode(topo.Host, "host1", 0)
+	g.Connect(prev, h1, rate, lat)
+	return g
+}
+
+func runOne(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph) *Network {
+	t.Helper()
+	r, err := topo.ComputeRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Check = true
+	n, err := New(g, r, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Run(mg, units.MaxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.lastRun = res
+	return n
+}
+
+// closedForm is the FCT of one flow alone on a path of `links` equal links (DOMAIN.md §2 framing):
+// every packet's wire bytes at line rate, plus one store-and-forward of the largest packet at each
+// of the links-1 later hops, plus propagation on every link and the latency of every switch.
+func closedForm(bytes int64, mtu, header, l1, minFrame int, links int, rate units.Rate, prop, swLat units.Time) units.Time {
+	var wireTotal, wireMax int64
+	for sent := int64(0); sent < bytes; {
+		p := bytes - sent
+		if p > int64(mtu) {
+			p = int64(mtu)
+		}
+		sent += p
+		f := p + int64(header)
+		if f < int64(minFrame) {
+			f = int64(minFrame)
+		}
+		w := f + int64(l1)
+		wireTotal += w
+		if w > wireMax {
+			wireMax = w
+		}
+	}
+	bitsPerPs := float64(rate) / 1e12
+	t := float64(wireTotal*8)/bitsPerPs + float64(int64(links-1)*wireMax*8)/bitsPerPs
+	return units.Time(t) + units.Time(links)*prop + units.Time(links-1)*swLat
+}
+
+func TestSingleFlowMatchesClosedForm(t *testing.T) {
+	for _, rate := range []units.Rate{100 * units.Gbps, 400 * units.Gbps, 25 * units.Gbps} {
+		for _, switches := range []int{1, 3, 5} {
+			for _, mtu := range []units.Size{1024, 4096} {
+				for _, size := range []units.Size{1, 1000, 4096, 4097, 2 * units.MB, 10*units.MB + 3} {
+					cfg := DefaultEthernet()
+					cfg.MTU = mtu
+					cfg.SwitchLatency = 300 * units.Nanosecond
+					g := line(switches, rate, 1500*units.Nanosecond)
+					mg := &msggraph.Graph{Endpoints: 2}
+					mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: size, Start: 7 * units.Microsecond})
+					n := runOne(t, g, cfg, mg)
+					m := n.lastRun.Messages[0]
+					want := closedForm(int64(size), int(mtu), cfg.HeaderBytes, cfg.L1Overhead, cfg.MinFrame, switches+1, rate, 1500*units.Nanosecond, cfg.SwitchLatency)
+					diff := m.FCT() - want
+					if diff < -units.Nanosecond || diff > units.Nanosecond {
+						t.Errorf("rate %v, %d switches, mtu %d, %d B: FCT %v, closed form %v", rate, switches, mtu, size, m.FCT(), want)
+					}
+					if m.IdealFCT != m.FCT() {
+						t.Errorf("ideal FCT %v != simulated alone %v", m.IdealFCT, m.FCT())
+					}
+					if m.Start != 7*units.Microsecond {
+						t.Errorf("start %v, want 7us", m.Start)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestFatTreePathsAndConservation(t *testing.T) {
+	g, err := topo.FatTree(4, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultEthernet()
+	// Host 0 to host 1 (same edge: 2 links), host 2 (same pod: 4 links), host 15 (other pod: 6).
+	for dst, links := range map[int32]int{1: 2, 2: 4, 15: 6} {
+		mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+		mg.Add(msggraph.Message{Src: 0, Dst: dst, Bytes: units.MB})
+		n := runOne(t, g, cfg, mg)
+		m := n.lastRun.Messages[0]
+		want := closedForm(int64(units.MB), 4096, 62, 20, 64, links, 100*units.Gbps, units.Microsecond, cfg.SwitchLatency)
+		if d := m.FCT() - want; d < -units.Nanosecond || d > units.Nanosecond {
+			t.Errorf("host0->host%d (%d links): FCT %v, closed form %v", dst, links, m.FCT(), want)
+		}
+	}
+}
+
+func TestDependenciesAndDelays(t *testing.T) {
+	g := line(1, 100*units.Gbps, units.Microsecond)
+	cfg := DefaultEthernet()
+	mg := &msggraph.Graph{Endpoints: 2}
+	a := mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 4096})
+	c := mg.Add(msggraph.Message{Src: 1, Dst: 1, Delay: 5 * units.Microsecond, Deps: []msggraph.ID{a}}) // compute
+	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 4096, Deps: []msggraph.ID{c}})
+	n := runOne(t, g, cfg, mg)
+	ms := n.lastRun.Messages
+	if ms[1].Start != ms[0].Finish || ms[1].Finish != ms[0].Finish+5*units.Microsecond {
+		t.Errorf("compute node ran %v..%v, want %v..+5us", ms[1].Start, ms[1].Finish, ms[0].Finish)
+	}
+	if ms[2].Start != ms[1].Finish {
+		t.Errorf("reply started %v, want %v", ms[2].Start, ms[1].Finish)
+	}
+	if ms[2].FCT() != ms[0].FCT() {
+		t.Errorf("reply FCT %v, request %v: symmetric path should match", ms[2].FCT(), ms[0].FCT())
+	}
+}

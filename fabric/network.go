@@ -1,0 +1,274 @@
+// Package fabric is fabricsim's packet backend: every packet, every queue, every link. Hosts'
+// NICs segment messages into MTU packets and pace them at line rate; links add serialization
+// and propagation; switches queue packets per egress port and priority in a shared buffer and
+// route them over equal-cost shortest paths. Fabric variants (PFC, ECN/DCQCN, InfiniBand
+// credits) plug in at the marked extension points: Port.Paused gates priorities, Network.route
+// is the routing policy, and the NIC owns the transport.
+//
+// A packet's life: NIC.nextData builds it -> Port.kick starts serialization -> Port.Handle
+// (opTxDone) sends it across the link -> Switch.Handle (opArrive) routes and queues it -> ...
+// -> NIC.Handle (opArrive) delivers it and ACKs. Two events per packet per hop.
+package fabric
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Drop causes.
+const (
+	DropBuffer   = iota // tail drop: the shared buffer (or the queue's dynamic share) was full
+	DropCorrupt         // the link's error rate corrupted the packet
+	DropNoRoute         // no path to the destination
+	DropHeadroom        // a lossless class overflowed its PFC headroom: a misconfiguration
+	DropWatchdog        // flushed by the PFC watchdog from a queue paused too long
+	DropRandom          // injected random loss (lossy-fabric experiments)
+	numDropCauses
+)
+
+var dropNames = [numDropCauses]string{"buffer", "corrupt", "no_route", "headroom", "pfc_watchdog", "random_loss"}
+
+// Stats are the run's totals.
+type Stats struct {
+	BytesSent          int64
+	BytesDelivered     int64
+	BytesRetransmitted int64
+	Drops              [numDropCauses]int64
+	Timeouts           int64
+	NAKs               int64
+	OutOfOrder         int64
+	Duplicates         int64
+}
+
+// Network is a built fabric ready to run a message graph.
+type Network struct {
+	cfg    Config
+	g      *topo.Graph
+	routes *topo.Routes
+	sim    *sim.Sim
+
+	Switches []*Switch // indexed by node ID (nil for hosts)
+	NICs     []*NIC    // indexed by host index
+	nodes    []sim.Handler
+
+	fc     LinkFlowControl
+	marker Marker
+	cc     CongestionControl
+	sched  Scheduler
+	router Router
+
+	pool  packetPool
+	flows []*Flow // indexed by message ID (nil for delay nodes)
+	eng   engine
+	stats Stats
+
+	packetHops   uint64
+	dataInjected int64 // payload bytes of data packets created (conservation check)
+	dataArrived  int64 // payload bytes of data packets that reached a NIC
+	dataDropped  int64
+	lastDelivery units.Time
+	progressMark int64
+	lastRun      *result.Run // for tests
+}
+
+// New builds the packet-level network for graph g with routes r.
+func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}
+	n.Switches = make([]*Switch, len(g.Nodes))
+	n.NICs = make([]*NIC, len(g.Hosts))
+	n.nodes = make([]sim.Handler, len(g.Nodes))
+	ports := make([][]*Port, len(g.Nodes))
+	for i := range g.Nodes {
+		node := &g.Nodes[i]
+		ports[i] = make([]*Port, len(node.Ports))
+		for p := range node.Ports {
+			l := &g.Links[node.Ports[p].Link]
+			port := &Port{
+				net: n, Owner: node.ID, Index: int32(p), Link: l.ID, Rate: l.Rate,
+				queues: make([]fifo, cfg.Priorities), qbytes: make([]int64, cfg.Priorities),
+				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate,
+			}
+			if l.ErrorRate > 0 {
+				port.rng = sim.RNG(cfg.Seed, fmt.Sprintf("link%d/%s", l.ID, node.Name))
+			}
+			if g.Nodes[node.Ports[p].Peer].Kind == topo.Switch {
+				port.delay += cfg.SwitchLatency
+			}
+			ports[i][p] = port
+		}
+		if node.Kind == topo.Switch {
+			sw := &Switch{net: n, Node: node.ID, Name: node.Name, Ports: ports[i], salt: sim.Mix64(cfg.Seed ^ uint64(node.ID)*0x9e3779b97f4a7c15)}
+			for _, p := range sw.Ports {
+				p.sw = sw
+			}
+			n.Switches[i] = sw
+			n.nodes[i] = sw
+		} else {
+			nic := &NIC{net: n, Host: node.Host, Node: node.ID, Port: ports[i][0]}
+			ports[i][0].nic = nic
+			n.NICs[node.Host] = nic
+			n.nodes[i] = nic
+		}
+	}
+	for i := range g.Nodes {
+		for p, port := range ports[i] {
+			port.peer = n.nodes[g.Nodes[i].Ports[p].Peer]
+		}
+	}
+	var err error
+	switch cfg.Kind {
+	case "roce":
+		err = n.installRoCE()
+	case "infiniband":
+		err = n.installInfiniBand()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Sim exposes the event kernel (for progress reporting and extensions).
+func (n *Network) Sim() *sim.Sim { return n.sim }
+
+// route picks the egress port for pkt at switch s: the routing policy's extension point.
+func (n *Network) route(s *Switch, pkt *Packet) int32 {
+	hops := n.routes.NextHops(s.Node, int(pkt.Dst))
+	if n.router != nil {
+		return n.router.Route(s, pkt, hops)
+	}
+	switch len(hops) {
+	case 0:
+		return -1
+	case 1:
+		return hops[0]
+	}
+	if n.cfg.Routing == "spray" {
+		return hops[int(sim.Mix64(uint64(n.packetHops)^s.salt)%uint64(len(hops)))]
+	}
+	return hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
+}
+
+func (n *Network) drop(pkt *Packet, cause int) {
+	n.stats.Drops[cause]++
+	if pkt.Kind == Data {
+		n.dataDropped += int64(pkt.Payload)
+	}
+	n.pool.put(pkt)
+}
+
+// violation stops the run on a broken invariant, naming the component, time and event.
+func (n *Network) violation(component, what string) {
+	n.sim.Stop(fmt.Errorf("invariant violated at %v (event %d) in %s: %s", n.sim.Now(), n.sim.Events(), component, what))
+}
+
+// Run executes message graph mg and returns its results. until bounds simulated time
+// (units.MaxTime for none); messages not finished by then are reported with Finish 0.
+func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error) {
+	if err := mg.Validate(); err != nil {
+		return nil, err
+	}
+	if mg.Endpoints > len(n.NICs) {
+		return nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(n.NICs))
+	}
+	wall := time.Now()
+	n.flows = make([]*Flow, len(mg.Msgs))
+	for i := range mg.Msgs {
+		m := &mg.Msgs[i]
+		if m.Bytes > 0 {
+			n.flows[i] = &Flow{msg: int32(i), src: m.Src, dst: m.Dst, size: int64(m.Bytes), prio: m.Prio,
+				hash: uint32(sim.Mix64(n.cfg.Seed ^ (uint64(i)+1)*0x9e3779b97f4a7c15 ^ uint64(m.Src)<<40 ^ uint64(m.Dst)<<20))}
+			if int(m.Prio) >= n.cfg.Priorities {
+				if n.cfg.Kind != "ethernet" {
+					return nil, fmt.Errorf("message %d (%s) uses priority %d but the fabric has %d", i, m.Tag, m.Prio, n.cfg.Priorities)
+				}
+				// The generic Ethernet fabric has one traffic class: every priority shares it.
+				n.flows[i].prio = 0
+			}
+			if n.routes.Hops(n.g.Hosts[m.Src], int(m.Dst)) < 0 {
+				return nil, fmt.Errorf("message %d (%s): no path from host %d to host %d", i, m.Tag, m.Src, m.Dst)
+			}
+		}
+	}
+	n.eng.init(n, mg)
+	if n.cfg.NoProgress > 0 {
+		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)
+	}
+	err := n.sim.Run(until)
+	if err == nil && n.cfg.Check {
+		err = n.checkEnd()
+	}
+	res := n.collect(mg)
+	res.WallSeconds = time.Since(wall).Seconds()
+	return res, err
+}
+
+// checkEnd verifies conservation once the event queue is drained.
+func (n *Network) checkEnd() error {
+	if n.sim.Pending() > 0 {
+		return nil // stopped early (time limit): conservation holds only with packets counted in flight
+	}
+	if n.pool.live != 0 {
+		return fmt.Errorf("invariant violated at end: %d packets neither delivered nor dropped", n.pool.live)
+	}
+	if n.dataInjected != n.dataArrived+n.dataDropped {
+		return fmt.Errorf("invariant violated at end: %d payload bytes injected, %d arrived + %d dropped", n.dataInjected, n.dataArrived, n.dataDropped)
+	}
+	var want int64
+	for i, f := range n.flows {
+		if f == nil {
+			continue
+		}
+		if !f.received {
+			return fmt.Errorf("invariant violated at end: message %d incomplete with no events left (%d of %d B delivered)", i, f.rcvNxt, f.size)
+		}
+		want += f.size
+	}
+	if n.stats.BytesDelivered != want {
+		return fmt.Errorf("invariant violated at end: delivered %d B, messages total %d B", n.stats.BytesDelivered, want)
+	}
+	return nil
+}
+
+func (n *Network) collect(mg *msggraph.Graph) *result.Run {
+	res := &result.Run{
+		Backend: "packet", Events: n.sim.Events(), PacketHops: n.packetHops, SimTime: n.eng.lastFinish,
+		BytesSent: n.stats.BytesSent, BytesDelivered: n.stats.BytesDelivered,
+		BytesRetransmitted: n.stats.BytesRetransmitted, Timeouts: n.stats.Timeouts, NAKs: n.stats.NAKs,
+		DropsByCause: map[string]int64{}, Counters: map[string]float64{},
+	}
+	for c, v := range n.stats.Drops {
+		res.Drops += v
+		res.DropsByCause[dropNames[c]] = v
+	}
+	res.Counters["out_of_order_packets"] = float64(n.stats.OutOfOrder)
+	res.Counters["duplicate_packets"] = float64(n.stats.Duplicates)
+	var maxBuf int64
+	for _, s := range n.Switches {
+		if s != nil && s.MaxBufUsed > maxBuf {
+			maxBuf = s.MaxBufUsed
+		}
+	}
+	res.Counters["max_switch_buffer_bytes"] = float64(maxBuf)
+	ideal := newIdealCache(n)
+	res.Messages = make([]result.Message, len(mg.Msgs))
+	for i := range mg.Msgs {
+		m := &mg.Msgs[i]
+		rm := result.Message{ID: int32(i), Src: m.Src, Dst: m.Dst, Bytes: int64(m.Bytes), Prio: m.Prio, Tag: m.Tag,
+			Start: n.eng.started[i], Finish: n.eng.finish[i]}
+		if m.Bytes > 0 {
+			rm.IdealFCT = ideal.fct(m.Src, m.Dst, int64(m.Bytes))
+		}
+		res.Messages[i] = rm
+	}
+	return res
+}

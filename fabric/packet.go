@@ -1,0 +1,147 @@
+package fabric
+
+import "github.com/fabricsim/fabricsim/units"
+
+// PacketKind says what a packet carries.
+type PacketKind uint8
+
+const (
+	// Data carries a message's payload bytes.
+	Data PacketKind = iota
+	// Ack acknowledges all bytes before Seq (cumulative).
+	Ack
+	// Nak asks the sender to go back to Seq (a sequence error was seen).
+	Nak
+	// CNP is a congestion notification from the receiver to the sender of a flow (RoCEv2 BTH
+	// opcode 0x81; InfiniBand BECN). Routed end to end like an ACK.
+	CNP
+	// LinkCtrl is a link-local control frame (PFC PAUSE, InfiniBand flow-control credit
+	// update): it crosses one link, is never routed or buffered, and is handed to the fabric's
+	// LinkFlowControl at the receiving port.
+	LinkCtrl
+)
+
+func (k PacketKind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Ack:
+		return "ack"
+	case Nak:
+		return "nak"
+	case CNP:
+		return "cnp"
+	case LinkCtrl:
+		return "link-ctrl"
+	}
+	return "?"
+}
+
+// ECN codepoints of the IP header's two ECN bits (RFC 3168).
+const (
+	ECNNotECT uint8 = 0
+	ECNECT1   uint8 = 1
+	ECNECT0   uint8 = 2
+	ECNCE     uint8 = 3
+)
+
+// Packet is one frame in flight. Packets are pooled by the Network: a component that consumes a
+// packet (a NIC that delivered it, a switch that dropped it) returns it with Network.free.
+type Packet struct {
+	Kind PacketKind
+	Prio uint8 // traffic class (Ethernet priority / IB service level); selects the queue
+	ECN  uint8
+	// Flow is the message (msggraph.ID) the packet belongs to.
+	Flow int32
+	Src  int32 // sending host index
+	Dst  int32 // receiving host index
+	// Seq is the byte offset of the first payload byte (Data) or the acknowledged/requested
+	// offset (Ack, Nak).
+	Seq     int64
+	Payload int32 // payload bytes (0 for control packets)
+	// Size is the frame size in bytes as stored in a buffer: headers, payload, trailers (CRCs).
+	Size int32
+	// Wire is the bytes the frame occupies on the link: Size plus layer-1 overhead (preamble,
+	// start delimiter and inter-frame gap on Ethernet).
+	Wire int32
+	// Hash is the flow's entropy for ECMP (a 5-tuple hash on real switches).
+	Hash uint32
+	// InPort is the ingress port at the node that currently holds the packet.
+	InPort int32
+	// Hops counts links traversed.
+	Hops int16
+	// SentAt is when the NIC started transmitting it.
+	SentAt units.Time
+	// QP is the sender's queue pair (0 when the fabric does not model several per connection).
+	QP int32
+	// Ctrl carries a link-control frame's content: the PFC priority-enable vector and per-
+	// priority pause quanta, or an IB credit update (VL in Prio, FCCL in Ctrl[0]).
+	Ctrl [8]uint16
+	// Mark carries end-to-end congestion marks beyond ECN (InfiniBand FECN/BECN bits).
+	Mark uint8
+}
+
+// packetPool recycles packets: a run allocates only as many as are ever in flight at once.
+type packetPool struct {
+	free []*Packet
+	live int64 // packets handed out and not yet returned
+}
+
+func (p *packetPool) get() *Packet {
+	p.live++
+	if n := len(p.free); n > 0 {
+		pkt := p.free[n-1]
+		p.free = p.free[:n-1]
+		return pkt
+	}
+	return new(Packet)
+}
+
+func (p *packetPool) put(pkt *Packet) {
+	p.live--
+	*pkt = Packet{}
+	p.free = append(p.free, pkt)
+}
+
+// fifo is a growable ring buffer of packets; its capacity is a power of two so that wrapping
+// is a mask, not a division (this is on the per-packet path).
+type fifo struct {
+	buf        []*Packet
+	head, size int
+}
+
+func (q *fifo) len() int { return q.size }
+
+func (q *fifo) push(p *Packet) {
+	if q.size == len(q.buf) {
+		n := 2 * len(q.buf)
+		if n == 0 {
+			n = 16
+		}
+		nb := make([]*Packet, n)
+		for i := 0; i < q.size; i++ {
+			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.size)&(len(q.buf)-1)] = p
+	q.size++
+}
+
+func (q *fifo) peek() *Packet {
+	if q.size == 0 {
+		return nil
+	}
+	return q.buf[q.head]
+}
+
+func (q *fifo) pop() *Packet {
+	if q.size == 0 {
+		return nil
+	}
+	p := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.size--
+	return p
+}

@@ -1,0 +1,180 @@
+package fabric
+
+import (
+	"math/rand/v2"
+
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Event opcodes. Every component reads only the opcodes scheduled for it.
+const (
+	opTxDone   int32 = iota // Port: the packet in ev.P finished serializing
+	opArrive                // Switch/NIC: ev.P arrived (fully received) on port ev.I
+	opTimer                 // NIC: retransmission timer of flow ev.I
+	opWake                  // NIC: paced sender may send again
+	opMsgStart              // engine: message ev.I starts
+	opWatchdog              // engine: no-progress check
+)
+
+// Port is the egress half of one end of a link: per-priority queues, a transmitter that
+// serializes one packet at a time at the link rate, and the link's propagation delay to the node
+// at the other end. The ingress half is implicit: a packet arriving at a node carries the port
+// index it came in on.
+type Port struct {
+	net   *Network
+	Owner topo.NodeID
+	Index int32
+	Link  topo.LinkID
+	Rate  units.Rate
+	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
+	// time from the last bit leaving here to the packet being ready at the peer's egress.
+	delay    units.Time
+	peer     sim.Handler
+	peerPort int32
+
+	queues []fifo
+	qbytes []int64 // frame bytes queued per priority
+	ctrl   fifo    // link-control frames: sent at the next packet boundary, never paused
+	busy   bool
+	// Paused has bit p set while priority p may not start a new packet (link-level flow control
+	// such as PFC or IB credits sets it).
+	Paused uint8
+
+	nic     *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
+	sw      *Switch // set on a switch's port: buffer accounting on departure
+	errRate float64
+	rng     *rand.Rand
+
+	// The last frame size and its serialization time: most frames are full-size, and the
+	// 128-bit division in TransmitTime is the costliest arithmetic on the per-packet path.
+	lastWire int32
+	lastSer  units.Time
+
+	// Counters.
+	TxPackets int64
+	TxBytes   int64 // wire bytes
+	BusyTime  units.Time
+}
+
+// QueueBytes returns the frame bytes waiting in priority prio's queue.
+func (p *Port) QueueBytes(prio int) int64 { return p.qbytes[prio] }
+
+// enqueue appends a packet to its priority's queue.
+func (p *Port) enqueue(pkt *Packet) {
+	p.queues[pkt.Prio].push(pkt)
+	p.qbytes[pkt.Prio] += int64(pkt.Size)
+}
+
+// SendCtrl transmits a link-control frame (PAUSE, credit update) ahead of every queue as soon as
+// the current packet, if any, has finished.
+func (p *Port) SendCtrl(pkt *Packet) {
+	pkt.Kind = LinkCtrl
+	p.ctrl.push(pkt)
+	p.kick()
+}
+
+// next picks the packet to send: link-control frames first, then strict priority, highest
+// class first, skipping classes that are paused or that link-level flow control blocks; a host
+// port then asks its NIC for data.
+func (p *Port) next() *Packet {
+	if p.ctrl.len() > 0 {
+		return p.ctrl.pop()
+	}
+	fc := p.net.fc
+	if sch := p.net.sched; sch != nil {
+		if prio := sch.Pick(p); prio >= 0 {
+			pkt := p.queues[prio].pop()
+			p.qbytes[prio] -= int64(pkt.Size)
+			if fc != nil {
+				fc.Sent(p, pkt)
+			}
+			return pkt
+		}
+	} else {
+		for prio := len(p.queues) - 1; prio >= 0; prio-- {
+			if !p.Eligible(prio) {
+				continue
+			}
+			pkt := p.queues[prio].pop()
+			p.qbytes[prio] -= int64(pkt.Size)
+			if fc != nil {
+				fc.Sent(p, pkt)
+			}
+			return pkt
+		}
+	}
+	if p.nic != nil {
+		pkt := p.nic.nextData()
+		if pkt != nil && fc != nil {
+			fc.Sent(p, pkt)
+		}
+		return pkt
+	}
+	return nil
+}
+
+// Eligible reports whether priority prio has a packet that may start now: queued, not paused,
+// not blocked by link-level flow control.
+func (p *Port) Eligible(prio int) bool {
+	if p.queues[prio].len() == 0 || p.Paused&(1<<prio) != 0 {
+		return false
+	}
+	return p.net.fc == nil || !p.net.fc.Blocked(p, p.queues[prio].peek())
+}
+
+// Head returns the packet at the head of priority prio's queue, or nil.
+func (p *Port) Head(prio int) *Packet { return p.queues[prio].peek() }
+
+// NumPrio is the number of priority queues.
+func (p *Port) NumPrio() int { return len(p.queues) }
+
+// Kick restarts a port that may have been blocked (a pause expired, credits returned).
+func (p *Port) Kick() { p.kick() }
+
+// Net returns the network the port belongs to.
+func (p *Port) Net() *Network { return p.net }
+
+// Peer returns the node at the other end of the link and the port index there.
+func (p *Port) Peer() (sim.Handler, int32) { return p.peer, p.peerPort }
+
+// kick starts a transmission if the port is idle and has something to send.
+func (p *Port) kick() {
+	if p.busy {
+		return
+	}
+	pkt := p.next()
+	if pkt == nil {
+		return
+	}
+	p.busy = true
+	if pkt.Wire != p.lastWire {
+		p.lastWire = pkt.Wire
+		p.lastSer = p.Rate.TransmitTime(units.Size(pkt.Wire))
+	}
+	ser := p.lastSer
+	p.BusyTime += ser
+	p.TxPackets++
+	p.TxBytes += int64(pkt.Wire)
+	p.net.sim.After(ser, p, opTxDone, 0, pkt)
+}
+
+// Handle finishes a transmission: the packet leaves this node's buffer and is on its way to
+// the peer, which has it after the propagation delay (plus its switch latency).
+func (p *Port) Handle(ev *sim.Event) {
+	pkt := ev.P.(*Packet)
+	p.busy = false
+	if p.sw != nil && pkt.Kind != LinkCtrl {
+		p.sw.release(p, pkt)
+	}
+	n := p.net
+	n.packetHops++
+	if p.errRate > 0 && p.rng.Float64() < p.errRate {
+		n.drop(pkt, DropCorrupt)
+	} else {
+		pkt.Hops++
+		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)
+	}
+	p.kick()
+}

@@ -1,0 +1,98 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+)
+
+// Switch is an output-queued switch with one shared packet buffer: a packet is admitted to its
+// egress queue if the buffer (and, with a dynamic threshold, the queue's share of it) has room,
+// and tail-dropped otherwise.
+type Switch struct {
+	net   *Network
+	Node  topo.NodeID
+	Name  string
+	Ports []*Port
+	salt  uint64
+
+	bufUsed int64
+	// Counters.
+	MaxBufUsed int64
+	Drops      int64
+}
+
+// BufferUsed returns the bytes currently held.
+func (s *Switch) BufferUsed() int64 { return s.bufUsed }
+
+// Handle receives a packet on port ev.I, routes it and queues it at the egress port.
+func (s *Switch) Handle(ev *sim.Event) {
+	pkt := ev.P.(*Packet)
+	pkt.InPort = ev.I
+	n := s.net
+	if pkt.Kind == LinkCtrl {
+		n.fc.Control(s.Ports[ev.I], pkt)
+		n.pool.put(pkt)
+		return
+	}
+	out := n.route(s, pkt)
+	if out < 0 {
+		n.drop(pkt, DropNoRoute)
+		return
+	}
+	port := s.Ports[out]
+	size := int64(pkt.Size)
+	buf := int64(n.cfg.Buffer)
+	if adm, ok := n.fc.(Admitter); ok {
+		if cause := adm.Admit(s, s.Ports[pkt.InPort], port, pkt); cause >= 0 {
+			s.Drops++
+			n.drop(pkt, cause)
+			return
+		}
+	} else if !s.sharedBufferAdmits(port, pkt) {
+		s.Drops++
+		n.drop(pkt, DropBuffer)
+		return
+	}
+	s.bufUsed += size
+	if s.bufUsed > s.MaxBufUsed {
+		s.MaxBufUsed = s.bufUsed
+		if n.cfg.Check && s.bufUsed > buf {
+			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
+		}
+	}
+	if n.fc != nil {
+		n.fc.Arrived(s.Ports[pkt.InPort], pkt)
+	}
+	if n.marker != nil {
+		n.marker.Enqueue(port, pkt)
+	}
+	port.enqueue(pkt)
+	port.kick()
+}
+
+// sharedBufferAdmits is the default admission: the packet fits in the shared buffer and, with a
+// dynamic threshold, in its queue's share of the free buffer.
+func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) bool {
+	size := int64(pkt.Size)
+	buf := int64(s.net.cfg.Buffer)
+	if s.bufUsed+size > buf {
+		return false
+	}
+	if a := s.net.cfg.BufferAlpha; a > 0 && float64(port.qbytes[pkt.Prio]+size) > a*float64(buf-s.bufUsed) {
+		return false
+	}
+	return true
+}
+
+// release returns a departing packet's buffer space.
+func (s *Switch) release(p *Port, pkt *Packet) {
+	s.bufUsed -= int64(pkt.Size)
+	if fc := s.net.fc; fc != nil {
+		fc.Departed(s.Ports[pkt.InPort], pkt)
+	}
+	if s.net.cfg.Check && s.bufUsed < 0 {
+		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
+	}
+}

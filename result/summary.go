@@ -1,0 +1,161 @@
+package result
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Summary is summary.json: the figures a user or a sweep compares across runs.
+type Summary struct {
+	Scenario           string             `json:"scenario"`
+	Seed               uint64             `json:"seed"`
+	Backend            string             `json:"backend"`
+	SimTimeNs          float64            `json:"sim_time_ns"`
+	Flows              int                `json:"flows"`
+	FCTNs              Dist               `json:"fct_ns"`
+	Slowdown           SlowdownDist       `json:"slowdown"`
+	BytesSent          int64              `json:"bytes_sent"`
+	BytesDelivered     int64              `json:"bytes_delivered"`
+	BytesRetransmitted int64              `json:"bytes_retransmitted"`
+	Drops              int64              `json:"drops"`
+	DropsByCause       map[string]int64   `json:"drops_by_cause"`
+	Timeouts           int64              `json:"timeouts"`
+	NAKs               int64              `json:"naks"`
+	Events             uint64             `json:"events"`
+	PacketHops         uint64             `json:"packet_hops"`
+	Counters           map[string]float64 `json:"counters,omitempty"`
+	WallSeconds        float64            `json:"wall_seconds"`
+}
+
+// SlowdownDist is FCT over ideal FCT.
+type SlowdownDist struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Summary computes the summary over messages that carry bytes.
+func (r *Run) Summary() Summary {
+	var fct, slow []float64
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if m.Bytes == 0 {
+			continue
+		}
+		f := m.FCT().Nanoseconds()
+		fct = append(fct, f)
+		if m.IdealFCT > 0 {
+			slow = append(slow, float64(m.FCT())/float64(m.IdealFCT))
+		}
+	}
+	sd := Summarize(slow)
+	drops := r.DropsByCause
+	if drops == nil {
+		drops = map[string]int64{}
+	}
+	return Summary{
+		Scenario: r.Scenario, Seed: r.Seed, Backend: r.Backend,
+		SimTimeNs: r.SimTime.Nanoseconds(), Flows: len(fct), FCTNs: Summarize(fct),
+		Slowdown:  SlowdownDist{P50: sd.P50, P99: sd.P99, Max: sd.Max, Mean: sd.Mean},
+		BytesSent: r.BytesSent, BytesDelivered: r.BytesDelivered, BytesRetransmitted: r.BytesRetransmitted,
+		Drops: r.Drops, DropsByCause: drops, Timeouts: r.Timeouts, NAKs: r.NAKs,
+		Events: r.Events, PacketHops: r.PacketHops, Counters: r.Counters, WallSeconds: r.WallSeconds,
+	}
+}
+
+// Metrics flattens the summary into dotted names ("fct_ns.p99", "drops") for sweeps.
+func (s Summary) Metrics() map[string]float64 {
+	m := map[string]float64{
+		"sim_time_ns": s.SimTimeNs, "flows": float64(s.Flows),
+		"fct_ns.min": s.FCTNs.Min, "fct_ns.p50": s.FCTNs.P50, "fct_ns.p90": s.FCTNs.P90,
+		"fct_ns.p99": s.FCTNs.P99, "fct_ns.max": s.FCTNs.Max, "fct_ns.mean": s.FCTNs.Mean,
+		"slowdown.p50": s.Slowdown.P50, "slowdown.p99": s.Slowdown.P99,
+		"slowdown.max": s.Slowdown.Max, "slowdown.mean": s.Slowdown.Mean,
+		"bytes_sent": float64(s.BytesSent), "bytes_delivered": float64(s.BytesDelivered),
+		"bytes_retransmitted": float64(s.BytesRetransmitted), "drops": float64(s.Drops),
+		"timeouts": float64(s.Timeouts), "naks": float64(s.NAKs),
+		"events": float64(s.Events), "packet_hops": float64(s.PacketHops),
+	}
+	for k, v := range s.DropsByCause {
+		m["drops."+k] = float64(v)
+	}
+	for k, v := range s.Counters {
+		m[k] = v
+	}
+	return m
+}
+
+// WriteJSON writes the summary as indented JSON with sorted keys (deterministic bytes).
+func (s Summary) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// ns formats picoseconds as nanoseconds exactly ("1234.56").
+func ns(t units.Time) string {
+	neg := ""
+	if t < 0 {
+		neg, t = "-", -t
+	}
+	whole, frac := int64(t)/1000, int64(t)%1000
+	if frac == 0 {
+		return neg + strconv.FormatInt(whole, 10)
+	}
+	s := fmt.Sprintf("%s%d.%03d", neg, whole, frac)
+	for s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// WriteFlowsCSV writes flows.csv: id,src,dst,size_bytes,start_ns,fct_ns,ideal_fct_ns, one row
+// per message that carries bytes, in message order. Times are exact (picosecond resolution).
+func (r *Run) WriteFlowsCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("id,src,dst,size_bytes,start_ns,fct_ns,ideal_fct_ns\n")
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if m.Bytes == 0 {
+			continue
+		}
+		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s\n", m.ID, m.Src, m.Dst, m.Bytes, ns(m.Start), ns(m.FCT()), ns(m.IdealFCT))
+	}
+	return bw.Flush()
+}
+
+// WriteHPCCFct writes per-flow results in HPCC ns-3's fct.txt format (DOMAIN.md §11):
+// "%08x %08x %u %u %lu %lu %lu %lu" = sip dip sport dport size start_ns fct_ns standalone_fct_ns,
+// where node n's IP is 0x0b000001 + (n << 8). nodeOf maps a host index to its topology node ID
+// (HPCC numbers hosts and switches together). Flows are ordered by finish time as ns-3 writes
+// them when they complete. sport/dport: HPCC assigns sport per flow; we write 10000+flow ID and
+// the flow's dport 100 (HPCC's default in its flow files).
+func (r *Run) WriteHPCCFct(w io.Writer, nodeOf func(host int32) int) error {
+	idx := make([]int, 0, len(r.Messages))
+	for i := range r.Messages {
+		if r.Messages[i].Bytes > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return r.Messages[idx[a]].Finish < r.Messages[idx[b]].Finish })
+	bw := bufio.NewWriter(w)
+	for _, i := range idx {
+		m := &r.Messages[i]
+		sip := 0x0b000001 + uint32(nodeOf(m.Src))<<8
+		dip := 0x0b000001 + uint32(nodeOf(m.Dst))<<8
+		fmt.Fprintf(bw, "%08x %08x %d %d %d %d %d %d\n", sip, dip, 10000+int(m.ID), 100, m.Bytes,
+			int64(m.Start)/1000, int64(m.FCT())/1000, int64(m.IdealFCT)/1000)
+	}
+	return bw.Flush()
+}

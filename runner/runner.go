@@ -1,0 +1,66 @@
+// Package runner ties a scenario to a backend: scenario -> topology -> workload -> backend ->
+// result. The CLI, sweeps and tests all run scenarios through it.
+package runner
+
+import (
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/scenario"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Options adjust a run without editing the scenario.
+type Options struct {
+	// Seed overrides the scenario's seed when non-nil.
+	Seed *uint64
+	// Check turns on the run-time invariant checks.
+	Check bool
+	// Progress, when set, is called periodically with messages done and total. Returning
+	// false stops the run (an interrupt); the results so far are still returned.
+	Progress func(now units.Time, done, total int) bool
+}
+
+// Run builds and runs s. The returned error is either a scenario error (bad input, from
+// Build) or a run error (an invariant violation, a deadlock, an interrupt); in the latter case
+// the partial result is returned too.
+func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error) {
+	if opt.Seed != nil {
+		s.Seed = *opt.Seed
+	}
+	b, err := s.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	b.Fabric.Check = opt.Check
+	net, err := fabric.New(b.Graph, b.Routes, b.Fabric)
+	if err != nil {
+		return nil, b, err
+	}
+	if opt.Progress != nil {
+		sm := net.Sim()
+		sm.ProgressEvery = 1 << 18
+		sm.Progress = func(now units.Time, _ uint64) {
+			done, total := net.Progress()
+			if !opt.Progress(now, done, total) {
+				sm.Stop(ErrInterrupted)
+			}
+		}
+	}
+	until := units.MaxTime
+	if s.Duration > 0 {
+		until = s.Duration
+	}
+	res, err := net.Run(b.Work, until)
+	if res != nil {
+		res.Scenario = s.Name
+		res.Seed = s.Seed
+	}
+	return res, b, err
+}
+
+// ErrInterrupted is returned when a Progress callback stopped the run.
+var ErrInterrupted = interrupted{}
+
+type interrupted struct{}
+
+func (interrupted) Error() string { return "interrupted" }

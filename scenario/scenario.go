@@ -1,0 +1,181 @@
+// Package scenario reads fabricsim's scenario files: a cluster network (topology), how it
+// forwards and recovers packets (fabric), and the traffic to run on it. Decoding is strict (an
+// unknown key is an error), defaults are filled in for what the file leaves out, and every error
+// names file:line:column and the dotted field path. docs/scenario.md documents every field.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Scenario is one scenario file.
+type Scenario struct {
+	Name string `yaml:"name"`
+	Seed uint64 `yaml:"seed"`
+	// Backend is "packet" (the only one in this release).
+	Backend string `yaml:"backend"`
+	// Duration stops the run at this simulated time; 0 runs until every message completes.
+	Duration units.Time `yaml:"duration"`
+	Topology Topology   `yaml:"topology"`
+	Fabric   Fabric     `yaml:"fabric"`
+	Traffic  Traffic    `yaml:"traffic"`
+
+	// File is the path the scenario was read from ("<embedded>/x.yaml" for built-ins); Dir
+	// resolves relative file references. Neither is part of the YAML.
+	File string `yaml:"-"`
+	Dir  string `yaml:"-"`
+
+	d *decoder
+}
+
+// Link is a link class.
+type Link struct {
+	Rate    units.Rate `yaml:"rate"`
+	Latency units.Time `yaml:"latency"`
+}
+
+// Topology selects and sizes the network.
+type Topology struct {
+	// Kind is fat-tree, leaf-spine or hpcc.
+	Kind string `yaml:"kind"`
+	// fat-tree
+	K    int  `yaml:"k"`
+	Link Link `yaml:"link"`
+	// leaf-spine
+	Leaves           int     `yaml:"leaves"`
+	Spines           int     `yaml:"spines"`
+	HostsPerLeaf     int     `yaml:"hosts_per_leaf"`
+	HostLink         Link    `yaml:"host_link"`
+	SpineLink        Link    `yaml:"spine_link"`
+	Oversubscription float64 `yaml:"oversubscription"`
+	// hpcc
+	File string `yaml:"file"`
+}
+
+// Fabric is the packet backend's fabric.
+type Fabric struct {
+	// Kind is ethernet (roce and infiniband come with their own issues).
+	Kind          string     `yaml:"kind"`
+	MTU           units.Size `yaml:"mtu"`
+	HeaderBytes   int        `yaml:"header_bytes"`
+	AckBytes      int        `yaml:"ack_bytes"`
+	L1Overhead    int        `yaml:"l1_overhead"`
+	SwitchLatency units.Time `yaml:"switch_latency"`
+	Buffer        units.Size `yaml:"buffer"`
+	BufferAlpha   float64    `yaml:"buffer_alpha"`
+	Routing       string     `yaml:"routing"`
+	AckEvery      int        `yaml:"ack_every"`
+	RTO           units.Time `yaml:"rto"`
+	NoProgress    units.Time `yaml:"no_progress"`
+
+	// Fabric-kind parameters, each in its own file (roce.go, infiniband.go); their keys sit
+	// directly under fabric: and are valid only with their kind.
+	RoCE       RoCE       `yaml:",inline"`
+	InfiniBand InfiniBand `yaml:",inline"`
+}
+
+// Flow is one explicit flow of `traffic: {kind: flows}`.
+type Flow struct {
+	Src   int        `yaml:"src"`
+	Dst   int        `yaml:"dst"`
+	Size  units.Size `yaml:"size"`
+	Start units.Time `yaml:"start"`
+}
+
+// Traffic is the workload.
+type Traffic struct {
+	// Kind is permutation, shift, incast, all-to-all, flows, hpcc or htsim.
+	Kind  string     `yaml:"kind"`
+	Size  units.Size `yaml:"size"`
+	Start units.Time `yaml:"start"`
+	// Hosts limits generated traffic to hosts 0..Hosts-1 (0 = all hosts).
+	Hosts int `yaml:"hosts"`
+	// Offset is the shift of `kind: shift` (host i sends to host (i+offset) mod hosts).
+	Offset int `yaml:"offset"`
+	// Senders is the incast fan-in: hosts Receiver+1 .. Receiver+Senders (mod hosts), unless
+	// SenderHosts lists them.
+	Senders     int    `yaml:"senders"`
+	SenderHosts []int  `yaml:"sender_hosts"`
+	Receiver    int    `yaml:"receiver"`
+	Flows       []Flow `yaml:"flows"`
+	File        string `yaml:"file"`
+}
+
+// Parse decodes and validates a scenario from YAML. name is used in messages; dir resolves
+// relative paths in the file.
+func Parse(data []byte, name, dir string) (*Scenario, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, errEOF(err)) || len(bytes.TrimSpace(data)) == 0 {
+			return nil, &Error{File: name, Msg: "file is empty (want a scenario: name, topology, fabric, traffic)"}
+		}
+		return nil, &Error{File: name, Msg: "not valid YAML: " + yamlMsg(err)}
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Pos: Pos{root.Line, root.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
+	}
+	s := &Scenario{File: name, Dir: dir}
+	s.d = &decoder{file: name, pos: map[string]Pos{}, present: map[string]bool{}}
+	if err := s.d.decode(&root, reflectOf(s), ""); err != nil {
+		return nil, err
+	}
+	s.applyDefaults()
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Load reads a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot read scenario: " + unwrapPathErr(err)}
+	}
+	return Parse(data, path, filepath.Dir(path))
+}
+
+// Path resolves a path written in the scenario relative to the scenario's directory.
+func (s *Scenario) Path(p string) string {
+	if filepath.IsAbs(p) || s.Dir == "" {
+		return p
+	}
+	return filepath.Join(s.Dir, p)
+}
+
+// errf returns an error at the position of field path (or its nearest written parent).
+func (s *Scenario) errf(path, format string, args ...any) error {
+	p := path
+	for {
+		if pos, ok := s.d.pos[p]; ok {
+			return &Error{File: s.File, Pos: pos, Field: path, Msg: fmt.Sprintf(format, args...)}
+		}
+		i := lastDot(p)
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return &Error{File: s.File, Pos: s.d.pos[""], Field: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Has reports whether the file set field path.
+func (s *Scenario) Has(path string) bool { return s.d.present[path] }
+
+func lastDot(p string) int {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '.' || p[i] == '[' {
+			return i
+		}
+	}
+	return -1
+}
