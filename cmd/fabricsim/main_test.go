@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run executes the CLI in-process and returns its exit code and stdout.
+func run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	code := exitOK
+	if err != nil {
+		code = exitUsage
+		if ee, ok := err.(*exitError); ok {
+			code = ee.code
+		}
+		out.WriteString("ERR " + err.Error())
+	}
+	return code, out.String()
+}
+
+func TestVersion(t *testing.T) {
+	if code, out := run(t, "version"); code != 0 || !strings.HasPrefix(out, "fabricsim ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestRunWritesOutputs(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	os.WriteFile(scen, []byte("name: small\ntopology: {kind: fat-tree, k: 4}\ntraffic: {kind: permutation, size: 100KB}\n"), 0o644)
+	fct := filepath.Join(dir, "fct.txt")
+	code, out := run(t, "run", scen, "--out", filepath.Join(dir, "out"), "--check", "--hpcc-fct", fct)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "out", "flows.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	// k=4 fat tree: 16 hosts, so 16 permutation flows plus the header.
+	if lines[0] != "id,src,dst,size_bytes,start_ns,fct_ns,ideal_fct_ns" || len(lines) != 17 {
+		t.Fatalf("flows.csv: %d lines, header %q", len(lines), lines[0])
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "out", "summary.json"))
+	for _, key := range []string{`"scenario": "small"`, `"seed": 1`, `"backend": "packet"`, `"sim_time_ns"`, `"flows": 16`, `"fct_ns"`, `"p99"`, `"slowdown"`, `"bytes_sent"`, `"bytes_delivered": 1600000`, `"drops": 0`, `"events"`, `"wall_seconds"`} {
+		if !bytes.Contains(sum, []byte(key)) {
+			t.Errorf("summary.json lacks %s", key)
+		}
+	}
+	f, _ := os.ReadFile(fct)
+	if n := len(strings.Split(strings.TrimSpace(string(f)), "\n")); n != 16 {
+		t.Errorf("fct.txt has %d lines, want 16", n)
+	}
+	// HPCC's IP of node n is 0x0b000001 + (n << 8): hosts are nodes 0..15 of the k=4 tree.
+	if !strings.HasPrefix(string(f), "0b0") {
+		t.Errorf("fct.txt line does not start with an HPCC IP: %q", string(f)[:20])
+	}
+}
+
+func TestBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("topology: {kind: fat-tree, k: 3}\ntraffic: {kind: permutation}\n"), 0o644)
+	for _, args := range [][]string{
+		{"run", bad},
+		{"validate", bad},
+		{"run", filepath.Join(dir, "missing.yaml")},
+		{"run", "--seed", "x"},
+		{"frobnicate"},
+	} {
+		code, out := run(t, args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, out)
+		}
+	}
+	_, out := run(t, "validate", bad)
+	if !strings.Contains(out, "bad.yaml:1:") || !strings.Contains(out, "topology.k") {
+		t.Errorf("error does not name file:line and field: %q", out)
+	}
+}
+
+func TestValidateOK(t *testing.T) {
+	code, out := run(t, "validate", "../../examples/leaf-spine-2to1.yaml")
+	if code != 0 || !strings.Contains(out, "128 hosts, 12 switches") {
+		t.Fatalf("%d %q", code, out)
+	}
+}
