@@ -55,7 +55,7 @@ func (s *Sim) Now() Time { return s.now }
 func (s *Sim) Events() uint64 { return s.events }
 
 // Pending is the number of events in the queue.
-func (s *Sim) Pending() int { return len(s.q) }
+func (s *Sim) Pending() int { return s.q.len() }
 
 // Schedule runs h.Handle at time at. Scheduling in the past is a broken invariant.
 func (s *Sim) Schedule(at Time, h Handler, op, i int32, p any) {
@@ -85,11 +85,11 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // after until (use units.MaxTime for no limit). The clock is left at the last executed event.
 func (s *Sim) Run(until Time) error {
 	next := s.ProgressEvery
-	for len(s.q) > 0 && !s.stopped {
-		if s.q[0].At > until {
+	for s.q.len() > 0 && !s.stopped {
+		if s.q.minTime() > until {
 			break
 		}
-		s.cur = s.q.pop()
+		s.q.pop(&s.cur)
 		s.now = s.cur.At
 		s.events++
 		s.cur.H.Handle(&s.cur)
@@ -101,35 +101,63 @@ func (s *Sim) Run(until Time) error {
 	return s.err
 }
 
-// queue is a 4-ary min-heap of events ordered by (At, seq). A 4-ary heap halves the depth of a
-// binary heap and keeps a node's children in one or two cache lines.
-type queue []Event
-
-func less(a, b *Event) bool {
-	return a.At < b.At || (a.At == b.At && a.seq < b.seq)
+// queue is a 4-ary min-heap of 16-byte keys (time, then sequence number with the event's slab
+// slot in its low 24 bits) over a slab of events. Sifting moves only keys, four of which fill one
+// cache line; the events themselves stay put in slots that are reused last-freed-first, so the
+// slab stays small and warm.
+type queue struct {
+	keys []key
+	slab []Event
+	free []int32
 }
 
+type key struct {
+	at Time
+	ss uint64 // seq<<slotBits | slot
+}
+
+const slotBits = 24
+
+func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ss < o.ss) }
+
+func (q *queue) len() int { return len(q.keys) }
+
+func (q *queue) minTime() Time { return q.keys[0].at }
+
 func (q *queue) push(e Event) {
-	h := append(*q, e)
+	var slot int32
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+		q.slab[slot] = e
+	} else {
+		slot = int32(len(q.slab))
+		if slot >= 1<<slotBits {
+			panic("sim: more than 16M pending events")
+		}
+		q.slab = append(q.slab, e)
+	}
+	k := key{at: e.At, ss: e.seq<<slotBits | uint64(slot)}
+	h := append(q.keys, k)
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !less(&e, &h[p]) {
+		if !k.less(h[p]) {
 			break
 		}
 		h[i] = h[p]
 		i = p
 	}
-	h[i] = e
-	*q = h
+	h[i] = k
+	q.keys = h
 }
 
-func (q *queue) pop() Event {
-	h := *q
+// pop removes the earliest event and copies it into *out.
+func (q *queue) pop(out *Event) {
+	h := q.keys
 	top := h[0]
 	n := len(h) - 1
 	last := h[n]
-	h[n] = Event{} // drop references for the GC
 	h = h[:n]
 	if n > 0 {
 		i := 0
@@ -144,11 +172,11 @@ func (q *queue) pop() Event {
 				end = n
 			}
 			for j := c + 1; j < end; j++ {
-				if less(&h[j], &h[m]) {
+				if h[j].less(h[m]) {
 					m = j
 				}
 			}
-			if !less(&h[m], &last) {
+			if !h[m].less(last) {
 				break
 			}
 			h[i] = h[m]
@@ -156,6 +184,9 @@ func (q *queue) pop() Event {
 		}
 		h[i] = last
 	}
-	*q = h
-	return top
+	q.keys = h
+	slot := int32(top.ss & (1<<slotBits - 1))
+	*out = q.slab[slot]
+	q.slab[slot] = Event{} // drop references for the GC
+	q.free = append(q.free, slot)
 }
