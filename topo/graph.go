@@ -55,6 +55,12 @@ type Node struct {
 	// Host is the dense host index for hosts, -1 for switches.
 	Host  int32
 	Ports []Port
+	// Server is the GPU server a host (NIC) belongs to in a rail-optimized cluster, and Rail the
+	// rail (NIC index within the server, and the rail a leaf switch serves). Both are -1 where
+	// they do not apply: switches without a rail, and every node of a non-GPU topology. The GPU
+	// layer maps GPU g of server s to host s*NICsPerServer+g.
+	Server int32
+	Rail   int32
 }
 
 // Link is a full-duplex point-to-point link; both directions have the same rate and latency.
@@ -85,7 +91,7 @@ type Graph struct {
 // AddNode appends a node and returns its ID.
 func (g *Graph) AddNode(kind Kind, name string, tier int) NodeID {
 	id := NodeID(len(g.Nodes))
-	n := Node{ID: id, Kind: kind, Name: name, Tier: tier, Host: -1}
+	n := Node{ID: id, Kind: kind, Name: name, Tier: tier, Host: -1, Server: -1, Rail: -1}
 	if kind == Host {
 		n.Host = int32(len(g.Hosts))
 		g.Hosts = append(g.Hosts, id)

@@ -1,0 +1,65 @@
+package topo
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// Planning constants for EstimateMemory (est.): what the packet backend keeps per switch or NIC
+// port (queues per traffic class, PFC/credit counters, ECN state, link event slots) and per
+// forwarding-table entry of a switch (destination, next-hop set, adaptive-routing state).
+const (
+	BytesPerPort       = 2048
+	BytesPerRouteEntry = 64
+)
+
+// EstimateMemory estimates the bytes a run needs for a fabric of this size: the graph itself
+// (nodes, both ends of every link, link records), a routing table with one entry per switch per
+// destination host (switches*hosts*BytesPerRouteEntry), and the simulator's per-port state
+// (2*links*BytesPerPort). It saturates at math.MaxInt64 instead of overflowing. Callers check it
+// before building: a k=64 fat tree needs about 21 GiB, dominated by the routing table.
+func EstimateMemory(hosts, switches, links int) int64 {
+	if hosts < 0 || switches < 0 || links < 0 {
+		return 0
+	}
+	nodes := float64(hosts) + float64(switches)
+	ports := 2 * float64(links)
+	graph := nodes*(float64(unsafe.Sizeof(Node{}))+16) + // 16: a typical short name
+		ports*float64(unsafe.Sizeof(Port{})) +
+		float64(links)*float64(unsafe.Sizeof(Link{})) +
+		float64(hosts)*float64(unsafe.Sizeof(NodeID(0)))
+	total := graph + float64(switches)*float64(hosts)*BytesPerRouteEntry + ports*BytesPerPort
+	if total >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(total)
+}
+
+// CheckMemory returns an error naming the estimate when a fabric of this size would need more
+// than limit bytes (see EstimateMemory), so a scenario is refused before anything is built.
+// what names the fabric in the message, e.g. "fat tree k=64".
+func CheckMemory(what string, hosts, switches, links int, limit int64) error {
+	est := EstimateMemory(hosts, switches, links)
+	if est <= limit {
+		return nil
+	}
+	return fmt.Errorf("%s: estimated memory %s (%d hosts, %d switches, %d links; %d B per port, %d B per routing entry) exceeds the limit of %s; choose a smaller fabric or raise the limit",
+		what, humanBytes(est), hosts, switches, links, BytesPerPort, BytesPerRouteEntry, humanBytes(limit))
+}
+
+// humanBytes prints n in the largest binary unit that keeps one decimal meaningful.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		v /= unit
+		if v < unit {
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+	}
+	return fmt.Sprintf("%.1f EiB", v/unit)
+}

@@ -1,0 +1,187 @@
+package topo
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+)
+
+// Routes holds, for every node and every destination host, the ports that lie on a shortest
+// (minimum-hop) path toward that host: the candidate set an ECMP hash, a linear forwarding table
+// or adaptive routing chooses from.
+//
+// Layout (compact, because the table is nodes x hosts): only switches have rows; a host's only
+// choice is its single NIC port. Row entry (switch, destination) is a uint32 index into a pool of
+// distinct port sets, interned across the whole table (in a fat tree a handful of sets such as
+// "all uplinks" or "down port 3" cover every entry), plus a uint16 hop count. That is 6 bytes
+// per switch per destination host: about 2 MB for the k=16 fat tree (320 switches x 1,024
+// hosts).
+type Routes struct {
+	g        *Graph
+	hosts    int
+	swIndex  []int32  // node -> row, -1 for hosts
+	set      []uint32 // [row*hosts+dst] -> port-set id; 0 is the empty set
+	hops     []uint16 // [row*hosts+dst] -> links to dst; unreachableHops if none
+	setStart []uint32 // port set i is ports[setStart[i]:setStart[i+1]]
+	ports    []int32
+}
+
+const unreachableHops = ^uint16(0)
+
+// hostPort is the next-hop set of a host: its only port.
+var hostPort = []int32{0}
+
+// ComputeRoutes finds, for every destination host, the minimum-hop next hops of every node by
+// one breadth-first search from that host. As in HPCC's ns-3 routing (CalculateRoute in
+// scratch/third.cc), paths never pass through a host: only switches forward. g must pass
+// Validate (every host has exactly one port). Cost: O(hosts * (nodes + ports)) time.
+func ComputeRoutes(g *Graph) (*Routes, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("routes: %w", err)
+	}
+	H := len(g.Hosts)
+	rt := &Routes{g: g, hosts: H, swIndex: make([]int32, len(g.Nodes))}
+	rows := 0
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind == Switch {
+			rt.swIndex[i] = int32(rows)
+			rows++
+		} else {
+			rt.swIndex[i] = -1
+		}
+	}
+	if float64(rows)*float64(H) > 1<<32 {
+		return nil, fmt.Errorf("routes: %d switches x %d hosts is too large a table", rows, H)
+	}
+	rt.set = make([]uint32, rows*H)
+	rt.hops = make([]uint16, rows*H)
+	rt.setStart = []uint32{0, 0} // set 0: empty
+	intern := map[string]uint32{"": 0}
+	var key []byte
+	var cur []int32
+
+	dist := make([]int32, len(g.Nodes))
+	queue := make([]NodeID, 0, len(g.Nodes))
+	for d := 0; d < H; d++ {
+		for i := range dist {
+			dist[i] = -1
+		}
+		dn := g.Hosts[d]
+		dist[dn] = 0
+		queue = append(queue[:0], dn)
+		for qi := 0; qi < len(queue); qi++ {
+			n := queue[qi]
+			for _, p := range g.Nodes[n].Ports {
+				// Only switches forward, so only switches (and the destination) get a distance.
+				if dist[p.Peer] < 0 && g.Nodes[p.Peer].Kind == Switch {
+					dist[p.Peer] = dist[n] + 1
+					queue = append(queue, p.Peer)
+				}
+			}
+		}
+		for i := range g.Nodes {
+			row := rt.swIndex[i]
+			if row < 0 {
+				continue
+			}
+			e := int(row)*H + d
+			if dist[i] < 0 {
+				rt.hops[e] = unreachableHops
+				continue
+			}
+			if dist[i] >= int32(unreachableHops) {
+				return nil, fmt.Errorf("routes: %s is %d hops from host %d; paths of %d or more hops are not supported", g.Nodes[i].Name, dist[i], d, unreachableHops)
+			}
+			rt.hops[e] = uint16(dist[i])
+			cur = cur[:0]
+			key = key[:0]
+			for pi, p := range g.Nodes[i].Ports {
+				if dist[p.Peer] == dist[i]-1 {
+					cur = append(cur, int32(pi))
+					key = binary.LittleEndian.AppendUint32(key, uint32(pi))
+				}
+			}
+			id, ok := intern[string(key)]
+			if !ok {
+				id = uint32(len(rt.setStart) - 1)
+				intern[string(key)] = id
+				rt.ports = append(rt.ports, cur...)
+				rt.setStart = append(rt.setStart, uint32(len(rt.ports)))
+			}
+			rt.set[e] = id
+		}
+	}
+	return rt, nil
+}
+
+// NextHops returns the ports of node n on shortest paths to host dstHost; empty when n is that
+// host or cannot reach it. The slice is shared: do not modify it.
+func (rt *Routes) NextHops(n NodeID, dstHost int) []int32 {
+	if row := rt.swIndex[n]; row >= 0 {
+		s := rt.set[int(row)*rt.hosts+dstHost]
+		return rt.ports[rt.setStart[s]:rt.setStart[s+1]]
+	}
+	if rt.Hops(n, dstHost) <= 0 {
+		return nil
+	}
+	return hostPort
+}
+
+// Hops returns the number of links on a shortest path from node n to host dstHost: 0 at the host
+// itself, -1 when unreachable.
+func (rt *Routes) Hops(n NodeID, dstHost int) int {
+	if row := rt.swIndex[n]; row >= 0 {
+		h := rt.hops[int(row)*rt.hosts+dstHost]
+		if h == unreachableHops {
+			return -1
+		}
+		return int(h)
+	}
+	if rt.g.Hosts[dstHost] == n {
+		return 0
+	}
+	peer := rt.g.Nodes[n].Ports[0].Peer
+	if peer == rt.g.Hosts[dstHost] {
+		return 1 // two hosts cabled back to back
+	}
+	if rt.swIndex[peer] < 0 {
+		return -1
+	}
+	if h := rt.Hops(peer, dstHost); h >= 0 {
+		return h + 1
+	}
+	return -1
+}
+
+// ShortestPathHops returns the number of links on a shortest path between two hosts, or -1.
+func (rt *Routes) ShortestPathHops(srcHost, dstHost int) int {
+	return rt.Hops(rt.g.Hosts[srcHost], dstHost)
+}
+
+// FirstPath returns the nodes of one shortest path from srcHost to dstHost, always taking the
+// lowest-numbered next-hop port (what a deterministic linear forwarding table without spreading
+// would do); nil when unreachable. For tests and reports.
+func (rt *Routes) FirstPath(srcHost, dstHost int) []NodeID {
+	n := rt.g.Hosts[srcHost]
+	h := rt.Hops(n, dstHost)
+	if h < 0 {
+		return nil
+	}
+	path := make([]NodeID, 0, h+1)
+	path = append(path, n)
+	for n != rt.g.Hosts[dstHost] {
+		nh := rt.NextHops(n, dstHost)
+		n = rt.g.Nodes[n].Ports[nh[0]].Peer
+		path = append(path, n)
+	}
+	return path
+}
+
+// DistinctPortSets is the number of distinct next-hop sets in the table (the empty set included).
+func (rt *Routes) DistinctPortSets() int { return len(rt.setStart) - 1 }
+
+// Bytes is the memory held by the table (excluding the graph).
+func (rt *Routes) Bytes() int64 {
+	return int64(len(rt.swIndex))*4 + int64(len(rt.set))*4 + int64(len(rt.hops))*int64(unsafe.Sizeof(uint16(0))) +
+		int64(len(rt.setStart))*4 + int64(len(rt.ports))*4
+}
