@@ -57,11 +57,12 @@ type Network struct {
 	NICs     []*NIC    // indexed by host index
 	nodes    []sim.Handler
 
-	fc     LinkFlowControl
-	marker Marker
-	cc     CongestionControl
-	sched  Scheduler
-	router Router
+	capture *Capture
+	fc      LinkFlowControl
+	marker  Marker
+	cc      CongestionControl
+	sched   Scheduler
+	router  Router
 
 	pool  packetPool
 	flows []*Flow // indexed by message ID (nil for delay nodes)

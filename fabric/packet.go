@@ -77,9 +77,16 @@ type Packet struct {
 	// Ctrl carries a link-control frame's content: the PFC priority-enable vector and per-
 	// priority pause quanta, or an IB credit update (VL in Prio, FCCL in Ctrl[0]).
 	Ctrl [8]uint16
-	// Mark carries end-to-end congestion marks beyond ECN (InfiniBand FECN/BECN bits).
+	// Mark carries InfiniBand FECN/BECN bits (MarkFECN, MarkBECN) on data and ACKs, and the PFC
+	// class-enable vector on a PAUSE frame.
 	Mark uint8
 }
+
+// Bits of Packet.Mark on routed packets.
+const (
+	MarkFECN uint8 = 1 << 0
+	MarkBECN uint8 = 1 << 1
+)
 
 // packetPool recycles packets: a run allocates only as many as are ever in flight at once.
 type packetPool struct {

@@ -42,8 +42,9 @@ type Port struct {
 	// such as PFC or IB credits sets it).
 	Paused uint8
 
-	nic     *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
-	sw      *Switch // set on a switch's port: buffer accounting on departure
+	tap     *capFile // set while this port is captured to pcap
+	nic     *NIC     // set on a host's port: data is pulled from the NIC when queues are empty
+	sw      *Switch  // set on a switch's port: buffer accounting on departure
 	errRate float64
 	rng     *rand.Rand
 
@@ -149,6 +150,9 @@ func (p *Port) kick() {
 		return
 	}
 	p.busy = true
+	if p.tap != nil {
+		p.net.capture.record(p, p.tap, pkt, p.net.sim.Now())
+	}
 	if pkt.Wire != p.lastWire {
 		p.lastWire = pkt.Wire
 		p.lastSer = p.Rate.TransmitTime(units.Size(pkt.Wire))

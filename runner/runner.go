@@ -3,6 +3,8 @@
 package runner
 
 import (
+	"strings"
+
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
@@ -18,6 +20,16 @@ type Options struct {
 	// Progress, when set, is called periodically with messages done and total. Returning
 	// false stops the run (an interrupt); the results so far are still returned.
 	Progress func(now units.Time, done, total int) bool
+	// Pcap, when set, captures the selected ports' packets to pcap files.
+	Pcap *PcapOptions
+}
+
+// PcapOptions select what to capture.
+type PcapOptions struct {
+	Dir        string
+	Ports      string // selector, see fabric.ParsePortSelector; "" = every host's NIC port
+	SnapLen    int
+	MaxPackets int64
 }
 
 // Run builds and runs s. The returned error is either a scenario error (bad input, from
@@ -36,6 +48,17 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 	if err != nil {
 		return nil, b, err
 	}
+	var capture *fabric.Capture
+	if opt.Pcap != nil {
+		sel := opt.Pcap.Ports
+		if sel == "" {
+			sel = hostPorts(b)
+		}
+		capture, err = net.EnableCapture(opt.Pcap.Dir, sel, opt.Pcap.SnapLen, opt.Pcap.MaxPackets)
+		if err != nil {
+			return nil, b, &scenario.Error{File: "--pcap-ports", Msg: err.Error()}
+		}
+	}
 	if opt.Progress != nil {
 		sm := net.Sim()
 		sm.ProgressEvery = 1 << 18
@@ -51,6 +74,11 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 		until = s.Duration
 	}
 	res, err := net.Run(b.Work, until)
+	if capture != nil {
+		if cerr := capture.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	if res != nil {
 		res.Scenario = s.Name
 		res.Seed = s.Seed
@@ -64,3 +92,12 @@ var ErrInterrupted = interrupted{}
 type interrupted struct{}
 
 func (interrupted) Error() string { return "interrupted" }
+
+// hostPorts selects every host's NIC port by name.
+func hostPorts(b *scenario.Built) string {
+	var sel []string
+	for _, h := range b.Graph.Hosts {
+		sel = append(sel, b.Graph.Nodes[h].Name+":0")
+	}
+	return strings.Join(sel, ",")
+}

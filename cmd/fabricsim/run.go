@@ -59,6 +59,7 @@ type runFlags struct {
 	check   bool
 	json    bool
 	hpccFct string
+	pcap    runner.PcapOptions
 }
 
 func newRunCmd() *cobra.Command {
@@ -81,6 +82,10 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
 	c.Flags().BoolVar(&f.json, "json", false, "print summary.json to stdout instead of the text summary")
 	c.Flags().StringVar(&f.hpccFct, "hpcc-fct", "", "also write per-flow results in HPCC ns-3 fct.txt format to this file")
+	c.Flags().StringVar(&f.pcap.Dir, "pcap", "", "capture packets to pcap files in this directory (one per port)")
+	c.Flags().StringVar(&f.pcap.Ports, "pcap-ports", "", "ports to capture: NODE:PORT,... with globs, e.g. 'edge0_0:*,host3:0' (default: every host's NIC port)")
+	c.Flags().Int64Var(&f.pcap.MaxPackets, "pcap-max-packets", 0, "stop capturing a port after this many packets (0 = no limit)")
+	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
 	return c
 }
 
@@ -90,6 +95,14 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		return usageErr(err)
 	}
 	opt := runner.Options{Check: f.check}
+	if f.pcap.Dir != "" {
+		opt.Pcap = &f.pcap
+	} else if c.Flags().Changed("pcap-ports") || c.Flags().Changed("pcap-max-packets") || c.Flags().Changed("pcap-snaplen") {
+		return usageErr(fmt.Errorf("--pcap-ports, --pcap-max-packets and --pcap-snaplen need --pcap DIR"))
+	}
+	if f.pcap.SnapLen < 0 || f.pcap.MaxPackets < 0 {
+		return usageErr(fmt.Errorf("--pcap-snaplen and --pcap-max-packets must not be negative"))
+	}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}
