@@ -85,15 +85,19 @@ func TestRunUntilAndStop(t *testing.T) {
 	}
 }
 
-// chain reschedules itself: the steady state of a simulation.
+// chain reschedules itself with the delays of a packet simulation: serialization of frames at
+// 100-400 Gb/s (tens to hundreds of ns), propagation plus switch latency (1-2 us), and now and
+// then zero (a port restarting at once).
 type chain struct {
 	s *Sim
 	n int
 }
 
+var chainDelays = [8]Time{0, 83_560, 334_240, 1_500_000, 5_280, 2_000_000, 334_240, 1_834_240}
+
 func (c *chain) Handle(ev *Event) {
 	c.n++
-	c.s.After(Time(1+c.n%7), c, 0, ev.I, nil)
+	c.s.After(chainDelays[c.n&7], c, 0, ev.I, nil)
 }
 
 func TestNoAllocationsPerEvent(t *testing.T) {
@@ -103,9 +107,9 @@ func TestNoAllocationsPerEvent(t *testing.T) {
 		cs[i] = &chain{s: s}
 		s.Schedule(Time(i), cs[i], 0, int32(i), nil)
 	}
-	s.Run(10000) // grow the heap to its working size
+	s.Run(300 * units.Microsecond) // a full turn of the calendar: every bucket has been used
 	allocs := testing.AllocsPerRun(10, func() {
-		s.Run(s.Now() + 100000)
+		s.Run(s.q.minTime() + 10*units.Microsecond)
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per run of ~10^5 events, want 0", allocs)
@@ -123,7 +127,7 @@ func BenchmarkEventLoop(b *testing.B) {
 	b.ResetTimer()
 	start := s.Events()
 	for s.Events()-start < uint64(b.N) {
-		s.Run(s.Now() + 1000)
+		s.Run(s.q.minTime() + 100_000)
 	}
 	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
 }
@@ -135,5 +139,70 @@ func TestRNGStreamsIndependent(t *testing.T) {
 	c := RNG(8, "switch3").Uint64()
 	if a1 != a2 || a1 == b || a1 == c {
 		t.Fatalf("streams: same %x %x, other name %x, other seed %x", a1, a2, b, c)
+	}
+}
+
+// chaos reschedules at random scales: zero delay (the current bucket), nanoseconds (the ring),
+// milliseconds (beyond the horizon), so every path of the calendar queue is exercised against a
+// reference model: each event run must be the (time, scheduling order) minimum of those pending.
+type chaos struct {
+	s       *Sim
+	rng     *rand.Rand
+	pending map[int64]Time // id -> time
+	next    int64
+	t       *testing.T
+	left    int
+}
+
+func (c *chaos) add(at Time) {
+	c.next++
+	c.pending[c.next] = at
+	c.s.Schedule(at, c, 0, 0, c.next)
+}
+
+func (c *chaos) Handle(ev *Event) {
+	id := ev.P.(int64)
+	for other, at := range c.pending {
+		if at < ev.At || (at == ev.At && other < id) {
+			c.t.Fatalf("ran event %d at %d while event %d at %d was pending", id, ev.At, other, at)
+		}
+	}
+	delete(c.pending, id)
+	if c.left <= 0 {
+		return
+	}
+	for k := c.rng.IntN(3); k >= 0 && c.left > 0; k-- {
+		c.left--
+		var d Time
+		switch c.rng.IntN(6) {
+		case 0:
+			d = 0
+		case 1:
+			d = Time(c.rng.IntN(50))
+		case 2, 3:
+			d = Time(c.rng.IntN(2_000_000)) // up to 2 us
+		case 4:
+			d = Time(c.rng.IntN(int(horizon))) // anywhere in the ring
+		default:
+			d = horizon + Time(c.rng.IntN(10_000_000_000)) // beyond it, up to 10 ms more
+		}
+		c.add(c.s.Now() + d)
+	}
+}
+
+func TestCalendarQueueMatchesReference(t *testing.T) {
+	s := New()
+	c := &chaos{s: s, rng: rand.New(rand.NewPCG(3, 4)), pending: map[int64]Time{}, t: t, left: 6000}
+	for i := 0; i < 50; i++ {
+		c.add(Time(c.rng.IntN(1000)))
+	}
+	if err := s.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.pending) != 0 || s.Pending() != 0 {
+		t.Fatalf("%d events never ran", len(c.pending))
+	}
+	if s.Events() < 6000 {
+		t.Fatalf("only %d events ran", s.Events())
 	}
 }
