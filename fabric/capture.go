@@ -250,8 +250,11 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 			return fc.AppendPacket(dst)
 		}
 		b, reth, aeth, payload := c.bth(pkt)
+		if pkt.Kind == CNP {
+			payload = int(pkt.Size) - n.cfg.HeaderBytes // the CN packet's 16 reserved bytes
+		}
 		ib := wire.IBPacket{
-			LRH:  wire.LRH{VL: pkt.Prio & 0xf, SL: pkt.Prio & 0xf, DLID: uint16(pkt.Dst + 1), SLID: uint16(pkt.Src + 1)},
+			LRH:  wire.LRH{VL: pkt.Prio & 0xf, SL: pkt.SL & 0xf, DLID: uint16(pkt.Dst + 1), SLID: uint16(pkt.Src + 1)},
 			BTH:  b,
 			RETH: reth, AETH: aeth, PayloadLen: payload,
 		}

@@ -55,6 +55,34 @@ type Config struct {
 	// NoProgress, when positive, stops a run that has packets queued but delivers nothing to
 	// any application for this long, and reports it instead of running forever.
 	NoProgress units.Time
+
+	// FirstHeaderExtra is added to the header of the first data packet of every message (per
+	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH (DOMAIN.md §2). 0 = none.
+	FirstHeaderExtra int
+	// DataPriority is the traffic class of messages that ask for class 0 (RoCE: 3, the lossless
+	// class, DOMAIN.md §4). CNPPriority, when positive, is the class CNPs travel on (RoCE: 6);
+	// 0 sends them on their flow's class. ACKs and NAKs always use the flow's class.
+	DataPriority uint8
+	CNPPriority  uint8
+	// Transport is the reliable transport's loss recovery: "gbn" (or empty: go-back-N, the
+	// receiver accepts only the next expected byte) or "irn" (selective repeat: the receiver
+	// keeps out-of-order packets in a bitmap and NAKs each gap with a SACK, the sender resends
+	// only the lost packets and caps its in-flight bytes at IRNBDPCap; Mittal et al. SIGCOMM'18)
+	// or "ooo" (go-back-N sender, but the receiver accepts out-of-order packets without NAKing,
+	// as HCAs do under adaptive routing on a lossless fabric; ibooo.go).
+	Transport string
+	// IRNBDPCap caps a flow's unacknowledged bytes under IRN; 0 derives one bandwidth-delay
+	// product from the topology (host link rate x the longest base round trip).
+	IRNBDPCap units.Size
+	// IRNRTOLow is IRN's timeout while at most IRNLowThreshold packets are outstanding,
+	// IRNRTOHigh otherwise (100 us and 320 us, N = 3; DOMAIN.md §6, IRN §3.1).
+	IRNRTOLow, IRNRTOHigh units.Time
+	IRNLowThreshold       int
+	// QPsPerConn stripes each message over this many queue pairs (0 or 1: one). Every QP has its
+	// own UDP source port and therefore its own ECMP hash; a message completes when all its
+	// QPs have delivered. Messages with the same msggraph Conn (and endpoints) share the QPs'
+	// hashes, as one connection's QPs do.
+	QPsPerConn int
 }
 
 // DefaultEthernet is the generic Ethernet-like fabric of the foundation: RoCEv2 framing, no link
@@ -102,8 +130,18 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ack_every must be at least 1")
 	case c.RTO <= 0:
 		return fmt.Errorf("rto must be positive")
-	case c.Priorities < 1 || c.Priorities > 8:
-		return fmt.Errorf("priorities must be 1..8")
+	case c.Priorities < 1 || c.Priorities > 8 && !(c.Kind == "infiniband" && c.Priorities == 16):
+		return fmt.Errorf("priorities must be 1..8 (16 service levels on infiniband)")
+	case int(c.DataPriority) >= c.Priorities || int(c.CNPPriority) >= c.Priorities:
+		return fmt.Errorf("data priority %d and CNP priority %d must be below the %d priorities", c.DataPriority, c.CNPPriority, c.Priorities)
+	case c.Transport != "" && c.Transport != "gbn" && c.Transport != "irn" && c.Transport != "ooo":
+		return fmt.Errorf("transport %q unknown (valid: gbn, irn, ooo)", c.Transport)
+	case c.Transport == "irn" && (c.IRNRTOLow <= 0 || c.IRNRTOHigh <= 0 || c.IRNBDPCap < 0):
+		return fmt.Errorf("irn needs positive RTOs and a non-negative BDP cap")
+	case c.QPsPerConn < 0 || c.QPsPerConn > 1024:
+		return fmt.Errorf("qps_per_conn must be 1..1024")
+	case c.FirstHeaderExtra < 0:
+		return fmt.Errorf("framing sizes must not be negative")
 	}
 	return nil
 }

@@ -78,13 +78,21 @@ func (e *engine) Handle(ev *sim.Event) {
 			e.complete(i)
 			return
 		}
-		f := n.flows[i]
-		n.NICs[f.src].startFlow(f)
+		for f := n.flows[i]; f != nil; f = n.qpAfter(f) {
+			n.NICs[f.src].startFlow(f)
+		}
 	case opWatchdog:
 		if e.done == len(e.g.Msgs) {
 			return
 		}
 		if n.stats.BytesDelivered == n.progressMark && n.pool.live > 0 {
+			if x, ok := n.fc.(StallExplainer); ok {
+				if why := x.ExplainStall(); why != "" {
+					n.sim.Stop(fmt.Errorf("%s: no byte delivered for %v at %v, %d packets held (%d of %d messages complete)",
+						why, n.cfg.NoProgress, n.sim.Now(), n.pool.live, e.done, len(e.g.Msgs)))
+					return
+				}
+			}
 			n.sim.Stop(fmt.Errorf("no progress for %v at %v: %d packets in the network and no byte delivered (%d of %d messages complete)",
 				n.cfg.NoProgress, n.sim.Now(), n.pool.live, e.done, len(e.g.Msgs)))
 			return

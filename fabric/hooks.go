@@ -1,6 +1,9 @@
 package fabric
 
-import "github.com/fabricsim/fabricsim/topo"
+import (
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/topo"
+)
 
 // LinkFlowControl is a link-level flow-control policy: PFC (per-priority PAUSE driven by ingress
 // occupancy) or InfiniBand's credit loop (per-VL credits in 64-byte blocks). The network calls
@@ -119,3 +122,16 @@ func (n *Network) Config() *Config { return &n.cfg }
 // Drop discards a packet for the given cause (policies use it: PFC watchdog flushes, random
 // loss); it is counted in the results.
 func (n *Network) Drop(pkt *Packet, cause int) { n.drop(pkt, cause) }
+
+// StallExplainer is implemented by a link-level flow control that can say why a network that
+// stopped delivering is stuck (PFC: the cycle of ports pausing each other; a credit loop). The
+// no-progress watchdog asks it before reporting a plain stall; "" means no explanation.
+type StallExplainer interface {
+	ExplainStall() string
+}
+
+// Reporter is implemented by installed policies (flow control, marker, congestion control,
+// scheduler, router) that add their counters to a run's results (stable snake_case names).
+type Reporter interface {
+	Report(res *result.Run)
+}

@@ -29,7 +29,7 @@ type hop struct {
 	delay units.Time
 }
 
-// path follows the first shortest-path next hop from src to dst.
+// path follows the first shortest-path next hop from src to dst, or the router's static tables.
 func (c *idealCache) path(src, dst int32) []hop {
 	n := c.n
 	var hops []hop
@@ -43,6 +43,12 @@ func (c *idealCache) path(src, dst int32) []hop {
 			return hops
 		}
 		node = next
+		if sr, ok := n.router.(staticRouter); ok { // forwarding tables (InfiniBand LFTs)
+			if port = sr.staticPort(node, dst); port < 0 {
+				return nil
+			}
+			continue
+		}
 		nh := n.routes.NextHops(node, int(dst))
 		if len(nh) == 0 {
 			return nil
@@ -85,8 +91,12 @@ func (c *idealCache) fct(src, dst int32, bytes int64) units.Time {
 		if payload > int64(cfg.MTU) {
 			payload = int64(cfg.MTU)
 		}
+		hdr := cfg.HeaderBytes
+		if sent == 0 {
+			hdr += cfg.FirstHeaderExtra
+		}
 		sent += payload
-		_, wire := cfg.frame(int(payload), cfg.HeaderBytes)
+		_, wire := cfg.frame(int(payload), hdr)
 		var ready units.Time // when the packet is ready at the current hop
 		for j, h := range hops {
 			start := ready

@@ -63,6 +63,9 @@ type Network struct {
 	cc      CongestionControl
 	sched   Scheduler
 	router  Router
+	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
+	// the packet's credits at once).
+	hostRx interface{ HostArrived(in *Port, pkt *Packet) }
 
 	pool  packetPool
 	flows []*Flow // indexed by message ID (nil for delay nodes)
@@ -96,13 +99,20 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			port := &Port{
 				net: n, Owner: node.ID, Index: int32(p), Link: l.ID, Rate: l.Rate,
 				queues: make([]fifo, cfg.Priorities), qbytes: make([]int64, cfg.Priorities),
-				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate,
+				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate, errCause: DropCorrupt,
 			}
 			if l.ErrorRate > 0 {
 				port.rng = sim.RNG(cfg.Seed, fmt.Sprintf("link%d/%s", l.ID, node.Name))
 			}
-			if g.Nodes[node.Ports[p].Peer].Kind == topo.Switch {
-				port.delay += cfg.SwitchLatency
+			if peer := &g.Nodes[node.Ports[p].Peer]; peer.Kind == topo.Switch {
+				// A node's own latency (topo.Node.Latency: NVSwitch, PCIe switch, NIC of a GPU
+				// server) replaces the fabric's switch latency; negative means none.
+				switch {
+				case peer.Latency > 0:
+					port.delay += peer.Latency
+				case peer.Latency == 0:
+					port.delay += cfg.SwitchLatency
+				}
 			}
 			ports[i][p] = port
 		}
@@ -182,23 +192,8 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 		return nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(n.NICs))
 	}
 	wall := time.Now()
-	n.flows = make([]*Flow, len(mg.Msgs))
-	for i := range mg.Msgs {
-		m := &mg.Msgs[i]
-		if m.Bytes > 0 {
-			n.flows[i] = &Flow{msg: int32(i), src: m.Src, dst: m.Dst, size: int64(m.Bytes), prio: m.Prio,
-				hash: uint32(sim.Mix64(n.cfg.Seed ^ (uint64(i)+1)*0x9e3779b97f4a7c15 ^ uint64(m.Src)<<40 ^ uint64(m.Dst)<<20))}
-			if int(m.Prio) >= n.cfg.Priorities {
-				if n.cfg.Kind != "ethernet" {
-					return nil, fmt.Errorf("message %d (%s) uses priority %d but the fabric has %d", i, m.Tag, m.Prio, n.cfg.Priorities)
-				}
-				// The generic Ethernet fabric has one traffic class: every priority shares it.
-				n.flows[i].prio = 0
-			}
-			if n.routes.Hops(n.g.Hosts[m.Src], int(m.Dst)) < 0 {
-				return nil, fmt.Errorf("message %d (%s): no path from host %d to host %d", i, m.Tag, m.Src, m.Dst)
-			}
-		}
+	if err := n.makeFlows(mg); err != nil { // qp.go: one flow per message and QP
+		return nil, err
 	}
 	n.eng.init(n, mg)
 	if n.cfg.NoProgress > 0 {
@@ -260,6 +255,11 @@ func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 		}
 	}
 	res.Counters["max_switch_buffer_bytes"] = float64(maxBuf)
+	for _, p := range []any{n.fc, n.marker, n.cc, n.sched, n.router} {
+		if r, ok := p.(Reporter); ok {
+			r.Report(res)
+		}
+	}
 	ideal := newIdealCache(n)
 	res.Messages = make([]result.Message, len(mg.Msgs))
 	for i := range mg.Msgs {

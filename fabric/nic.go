@@ -8,12 +8,18 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// Flow is the transport state of one message: the sender's half (at the source NIC) and the
-// receiver's half (at the destination NIC). The transport is a reliable connection in the style
-// of RDMA RC with go-back-N: the receiver accepts only the next expected byte offset, ACKs
-// cumulatively, NAKs the first gap once, and the sender rewinds on NAK or timeout.
+// Flow is the transport state of one message, or of one QP of a message striped over several
+// (qp.go): the sender's half (at the source NIC) and the receiver's half (at the destination NIC).
+// The transport is a reliable connection in the style of RDMA RC with go-back-N by default: the
+// receiver accepts only the next expected byte offset, ACKs cumulatively, NAKs the first gap
+// once, and the sender rewinds on NAK or timeout. Config.Transport "irn" switches to selective
+// repeat (irn.go).
 type Flow struct {
 	msg      int32
+	id       int32 // index in Network.flows: the message ID for a message's first QP
+	qp       int32 // queue pair of the message's connection (0..QPsPerConn-1)
+	nextQP   int32 // flow ID of the message's next QP, 0 if none
+	qpLeft   int32 // on a message's first QP: QPs not yet fully received
 	src, dst int32
 	size     int64
 	prio     uint8
@@ -34,6 +40,10 @@ type Flow struct {
 	senderDone     bool
 	rtoDeadline    units.Time
 	timerPending   bool
+	// sr is the selective-repeat (IRN) state, nil under go-back-N (irn.go).
+	sr *selRepeat
+	// oooBits marks packets held beyond rcvNxt by the out-of-order receiver (ibooo.go).
+	oooBits []uint64
 
 	// Receiver.
 	rcvNxt   int64
@@ -65,9 +75,9 @@ func (c *NIC) startFlow(f *Flow) {
 }
 
 func (c *NIC) activate(f *Flow) {
-	if !f.active && !f.senderDone && f.sndNxt < f.size {
+	if !f.active && !f.senderDone && f.hasData() {
 		f.active = true
-		c.active = append(c.active, f.msg)
+		c.active = append(c.active, f.id)
 	}
 }
 
@@ -82,7 +92,7 @@ func (c *NIC) nextData() *Packet {
 			c.rr = 0
 		}
 		f := n.flows[c.active[c.rr]]
-		if f.senderDone || f.sndNxt >= f.size {
+		if f.senderDone || (f.sr == nil && f.sndNxt >= f.size) {
 			c.deactivate(c.rr)
 			continue
 		}
@@ -99,30 +109,55 @@ func (c *NIC) nextData() *Packet {
 			tried++
 			continue
 		}
-		payload := f.size - f.sndNxt
+		seq, retx := f.sndNxt, f.sndNxt < f.maxSent
+		if f.sr != nil {
+			var ok bool
+			if seq, retx, ok = f.sr.pick(f); !ok {
+				// Window full, or nothing to resend: an ACK, NAK or timeout reactivates it.
+				c.deactivate(c.rr)
+				continue
+			}
+		}
+		payload := f.size - seq
 		if mtu := int64(n.cfg.MTU); payload > mtu {
 			payload = mtu
 		}
+		hdr := n.cfg.HeaderBytes
+		if seq == 0 {
+			hdr += n.cfg.FirstHeaderExtra // RETH on WRITE First/Only
+		}
 		pkt := n.pool.get()
 		pkt.Kind = Data
-		pkt.Prio = f.prio
-		pkt.Flow = f.msg
+		pkt.SL = f.prio
+		pkt.Prio = c.Port.VLOf(f.prio)
+		pkt.Flow = f.id
+		pkt.QP = f.qp
 		pkt.Src, pkt.Dst = f.src, f.dst
-		pkt.Seq = f.sndNxt
+		pkt.Seq = seq
 		pkt.Payload = int32(payload)
-		pkt.Size, pkt.Wire = n.cfg.frame(int(payload), n.cfg.HeaderBytes)
+		pkt.Size, pkt.Wire = n.cfg.frame(int(payload), hdr)
 		pkt.Hash = f.hash
 		pkt.SentAt = now
+		if n.fc != nil && n.fc.Blocked(c.Port, pkt) { // no credits for it (InfiniBand)
+			n.pool.put(pkt)
+			c.rr++
+			tried++
+			continue
+		}
 		if f.Rate > 0 || f.Gap > 0 {
 			f.nextSend = now + f.Gap
 			if f.Rate > 0 {
 				f.nextSend += f.Rate.TransmitTime(units.Size(pkt.Wire))
 			}
 		}
-		if f.sndNxt < f.maxSent {
+		if retx {
 			n.stats.BytesRetransmitted += payload
 		}
-		f.sndNxt += payload
+		if f.sr == nil {
+			f.sndNxt += payload
+		} else {
+			f.sr.sent(f, seq, payload, retx)
+		}
 		if f.sndNxt > f.maxSent {
 			f.maxSent = f.sndNxt
 		}
@@ -132,11 +167,11 @@ func (c *NIC) nextData() *Packet {
 			n.cc.Sent(f, pkt)
 		}
 		if !f.timerPending {
-			f.rtoDeadline = now + n.cfg.RTO
+			f.rtoDeadline = now + c.rto(f)
 			f.timerPending = true
-			n.sim.Schedule(f.rtoDeadline, c, opTimer, f.msg, nil)
+			n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
 		}
-		if f.sndNxt >= f.size {
+		if !f.hasData() {
 			c.deactivate(c.rr)
 		} else {
 			c.rr++
@@ -162,6 +197,9 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := ev.P.(*Packet)
+		if c.net.hostRx != nil && pkt.Kind != LinkCtrl {
+			c.net.hostRx.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
+		}
 		switch pkt.Kind {
 		case Data:
 			c.receiveData(pkt)
@@ -192,6 +230,14 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if n.cc != nil {
 		n.cc.Received(c, f, pkt)
 	}
+	if f.sr != nil {
+		c.receiveSR(f, pkt)
+		return
+	}
+	if n.cfg.Transport == "ooo" {
+		c.receiveOOO(f, pkt)
+		return
+	}
 	switch {
 	case pkt.Seq == f.rcvNxt && !f.received:
 		f.rcvNxt += int64(pkt.Payload)
@@ -206,7 +252,7 @@ func (c *NIC) receiveData(pkt *Packet) {
 		if f.rcvNxt == f.size {
 			f.received = true
 			c.sendControl(f, Ack, f.rcvNxt)
-			n.eng.complete(f.msg)
+			n.delivered(f)
 		} else if f.unacked >= n.cfg.AckEvery {
 			c.sendControl(f, Ack, f.rcvNxt)
 		}
@@ -229,20 +275,29 @@ func (c *NIC) receiveData(pkt *Packet) {
 }
 
 // sendControl queues an ACK or NAK toward the flow's sender ahead of data.
-func (c *NIC) sendControl(f *Flow, kind PacketKind, seq int64) {
+func (c *NIC) sendControl(f *Flow, kind PacketKind, seq int64) { c.sendCtl(f, kind, seq, 0) }
+
+// sendCtl is sendControl with a selective-repeat NAK's SACK offset.
+func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	n := c.net
 	if kind != CNP {
 		f.unacked = 0
 	}
 	pkt := n.pool.get()
 	pkt.Kind = kind
-	pkt.Prio = f.prio
-	pkt.Flow = f.msg
+	pkt.SL = f.prio
+	pkt.Prio = c.Port.VLOf(f.prio)
+	pkt.Flow = f.id
+	pkt.QP = f.qp
 	pkt.Src, pkt.Dst = f.dst, f.src
 	pkt.Seq = seq
+	pkt.Sack = sack
 	pkt.Size, pkt.Wire = n.cfg.frame(0, n.cfg.AckBytes)
 	if kind == CNP {
 		pkt.Size, pkt.Wire = n.cfg.frame(0, n.cfg.CNPBytes)
+		if n.cfg.CNPPriority > 0 {
+			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class (DOMAIN.md §4)
+		}
 	}
 	pkt.Hash = f.hash
 	pkt.SentAt = n.sim.Now()
@@ -254,6 +309,10 @@ func (c *NIC) receiveAck(pkt *Packet) {
 	n := c.net
 	f := n.flows[pkt.Flow]
 	if f.senderDone {
+		return
+	}
+	if f.sr != nil {
+		c.receiveAckSR(f, pkt)
 		return
 	}
 	if pkt.Seq > f.sndUna {
@@ -279,15 +338,20 @@ func (c *NIC) timer(f *Flow) {
 	now := n.sim.Now()
 	if now < f.rtoDeadline {
 		f.timerPending = true
-		n.sim.Schedule(f.rtoDeadline, c, opTimer, f.msg, nil)
+		n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
 		return
 	}
-	// Timeout: resend everything from the first unacknowledged byte.
+	// Timeout: go-back-N resends everything from the first unacknowledged byte; selective
+	// repeat resends what is neither acknowledged nor selectively acknowledged.
 	n.stats.Timeouts++
-	f.sndNxt = f.sndUna
-	f.rtoDeadline = now + n.cfg.RTO
+	if f.sr != nil {
+		f.sr.timeout(f)
+	} else {
+		f.sndNxt = f.sndUna
+	}
+	f.rtoDeadline = now + c.rto(f)
 	f.timerPending = true
-	n.sim.Schedule(f.rtoDeadline, c, opTimer, f.msg, nil)
+	n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
 	c.activate(f)
 	c.Port.kick()
 }

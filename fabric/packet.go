@@ -80,6 +80,12 @@ type Packet struct {
 	// Mark carries InfiniBand FECN/BECN bits (MarkFECN, MarkBECN) on data and ACKs, and the PFC
 	// class-enable vector on a PAUSE frame.
 	Mark uint8
+	// SL is the service level the message asked for (its msggraph Prio; the InfiniBand LRH SL):
+	// end to end, while Prio is the queue (VL) it occupies on the current link (Port.SL2VL).
+	SL uint8
+	// Sack is, on a selective-repeat (IRN) NAK, the offset of the out-of-order data packet that
+	// triggered it; Seq is then the cumulative acknowledgement.
+	Sack int64
 }
 
 // Bits of Packet.Mark on routed packets.

@@ -47,6 +47,12 @@ type Port struct {
 	sw      *Switch  // set on a switch's port: buffer accounting on departure
 	errRate float64
 	rng     *rand.Rand
+	// SL2VL maps a packet's service level to the queue (InfiniBand VL) it uses on this port's
+	// link; nil means the queue is the service level itself (Port.VLOf).
+	SL2VL *[16]uint8
+	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
+	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
+	errCause int
 
 	// The last frame size and its serialization time: most frames are full-size, and the
 	// 128-bit division in TransmitTime is the costliest arithmetic on the per-packet path.
@@ -175,7 +181,7 @@ func (p *Port) Handle(ev *sim.Event) {
 	n := p.net
 	n.packetHops++
 	if p.errRate > 0 && p.rng.Float64() < p.errRate {
-		n.drop(pkt, DropCorrupt)
+		n.drop(pkt, p.errCause)
 	} else {
 		pkt.Hops++
 		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)

@@ -1,8 +1,239 @@
 package fabric
 
-// RoCEConfig holds the RoCEv2 fabric's parameters (PFC, ECN, DCQCN, loss recovery).
-type RoCEConfig struct {
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/fabricsim/fabricsim/headroom"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// RoCEv2 framing (DOMAIN.md §2): Ethernet 14 (+ 802.1Q 4 when PFC classifies by PCP) + IPv4 20
+// or IPv6 40 + UDP 8 + BTH 12 + ICRC 4 + FCS 4; RETH 16 on WRITE First/Only; AETH 4 on ACK/NAK;
+// a CNP carries 16 reserved bytes after the BTH (RoCEv2 annex A17).
+const (
+	RETHBytes = 16
+	AETHBytes = 4
+)
+
+// RoCEFraming returns the frame bytes around a data packet's payload, an ACK/NAK frame and a
+// CNP frame for the given IP version and VLAN tagging.
+func RoCEFraming(ipv6, vlan bool) (data, ack, cnp int) {
+	data = 14 + 20 + 8 + 12 + 4 + 4
+	if ipv6 {
+		data += 20
+	}
+	if vlan {
+		data += 4
+	}
+	return data, data + AETHBytes, data + 16
 }
 
-// installRoCE installs the RoCEv2 policies (PFC, ECN marking, DCQCN) on a built network.
-func (n *Network) installRoCE() error { return nil }
+// RoCEMTU is the RDMA path MTU a RoCE NIC uses on a netdev MTU: the largest IB MTU (256 ..
+// 4096) not above netdev - 96 (DOMAIN.md §2: 1500 -> 1024, >= 4192 -> 4096); 0 if none fits.
+func RoCEMTU(netdev int) int {
+	best := 0
+	for m := 256; m <= 4096; m *= 2 {
+		if m <= netdev-96 {
+			best = m
+		}
+	}
+	return best
+}
+
+// RoCEConfig holds the RoCEv2 fabric's parameters (PFC, ECN, DCQCN, scheduling, loss). The
+// transport (Config.Transport: gbn or irn) and QPs per connection are in Config.
+type RoCEConfig struct {
+	// PFC turns on priority flow control for the classes in Lossless (a bit per priority).
+	PFC      bool
+	Lossless uint8
+	// PFCDynamic picks the XOFF rule: alpha x the free shared buffer (true) or the static XOFF.
+	// XON is the static resume threshold; with the dynamic rule XON = XOFF - XONOffset.
+	PFCDynamic bool
+	PFCAlpha   float64
+	XOFF, XON  units.Size
+	XONOffset  units.Size
+	// Headroom is reserved per ingress port and lossless priority for bytes that arrive after
+	// XOFF; 0 sizes each port by the larger of the mlx5 formula and the IEEE-style breakdown
+	// (headroom package) for its link rate, cable (latency / 5 ns per m) and the switch latency.
+	Headroom units.Size
+	// PauseQuanta is the pause time of an XOFF in quanta of 512 bit times (65535 = 335 us at
+	// 100G); an XOFF is refreshed every PauseRefresh (0: half the pause time) while it holds.
+	PauseQuanta  uint16
+	PauseRefresh units.Time
+	// Watchdog, when positive, flushes a queue paused continuously this long and lets it ignore
+	// PAUSE for WatchdogRestore (the switch PFC watchdog that breaks pause storms).
+	Watchdog, WatchdogRestore units.Time
+	// StormHost, when >= 0, is a NIC that stops draining at StormAt and sends PAUSE for every
+	// lossless class for StormFor (a pause storm from a stuck receiver).
+	StormHost         int32
+	StormAt, StormFor units.Time
+
+	// ECN turns on RED marking at switch egress: probability 0 below Kmin, rising linearly to
+	// Pmax at Kmax, 1 above (DOMAIN.md §4). Kmin/Kmax 0 scale with each port's rate as HPCC's
+	// ns-3 scripts do: 100 KB and 400 KB per 25 Gb/s.
+	ECN        bool
+	Kmin, Kmax units.Size
+	Pmax       float64
+	// ECNMap, when set, gives thresholds per link rate (HPCC ns-3's KMIN_MAP, KMAX_MAP,
+	// PMAX_MAP); a port whose rate is not listed scales the nearest entry by its rate.
+	ECNMap []ECNThreshold
+
+	// DCQCN turns on the DCQCN reaction and notification points with these parameters.
+	DCQCN       bool
+	DCQCNParams dcqcn.Params
+
+	// Strict is the set of strict-priority classes (a bit per priority, served highest first);
+	// the others share the rest by deficit round robin with Weights.
+	Strict  uint8
+	Weights [8]int
+
+	// RandomLoss drops this fraction of frames on every link (DropRandom), for lossy-fabric
+	// experiments.
+	RandomLoss float64
+	// QPAwareHash spreads the QPs of one connection over distinct equal-cost next hops
+	// (hop = (hash(connection) + QP) mod candidates) instead of hashing each QP independently.
+	QPAwareHash bool
+}
+
+// ECNThreshold is the RED marking of ports of one link rate.
+type ECNThreshold struct {
+	Rate       units.Rate
+	Kmin, Kmax units.Size
+	Pmax       float64
+}
+
+// DefaultRoCE is RoCEv2 as deployed in AI clusters (DOMAIN.md §2, §4-§6): 8 priorities, data on
+// lossless priority 3 with PFC (dynamic XOFF, alpha 1/8), CNPs on strict priority 6, ECN RED
+// with HPCC's rate-scaled thresholds, DCQCN with ConnectX defaults, go-back-N recovery, VLAN-
+// tagged IPv4 framing, 4096 B path MTU.
+func DefaultRoCE() Config {
+	c := DefaultEthernet()
+	c.Kind = "roce"
+	c.Priorities = 8
+	c.DataPriority = 3
+	c.CNPPriority = 6
+	c.HeaderBytes, c.AckBytes, c.CNPBytes = RoCEFraming(false, true)
+	c.FirstHeaderExtra = RETHBytes
+	c.Transport = "gbn"
+	c.IRNRTOLow, c.IRNRTOHigh, c.IRNLowThreshold = 100*units.Microsecond, 320*units.Microsecond, 3
+	c.QPsPerConn = 1
+	c.RoCE = RoCEConfig{
+		PFC: true, Lossless: 1 << 3, PFCDynamic: true, PFCAlpha: 1.0 / 8,
+		XOFF: 200 * units.KB, XON: 180 * units.KB, XONOffset: 2 * 4162,
+		PauseQuanta: 65535,
+		StormHost:   -1,
+		ECN:         true, Pmax: 0.2,
+		DCQCN: true, DCQCNParams: dcqcn.ConnectX(),
+		Strict:  1<<6 | 1<<7,
+		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
+	}
+	return c
+}
+
+// roce is the installed RoCEv2 fabric: global port numbering shared by its policies.
+type roce struct {
+	n     *Network
+	cfg   *RoCEConfig
+	base  []int32 // first global port number of each node
+	ports []*Port // by global port number
+}
+
+// gp is p's global port number.
+func (r *roce) gp(p *Port) int32 { return r.base[p.Owner] + p.Index }
+
+func (r *roce) portName(g int32) string {
+	p := r.ports[g]
+	nd := &r.n.g.Nodes[p.Owner]
+	peer := &r.n.g.Nodes[nd.Ports[p.Index].Peer]
+	return fmt.Sprintf("%s:%d(->%s)", nd.Name, p.Index, peer.Name)
+}
+
+// installRoCE installs the RoCEv2 policies (PFC, ECN marking, DCQCN, scheduling) on a built
+// network.
+func (n *Network) installRoCE() error {
+	c := &n.cfg.RoCE
+	if n.cfg.Priorities != 8 {
+		return fmt.Errorf("roce needs 8 priorities, got %d", n.cfg.Priorities)
+	}
+	r := &roce{n: n, cfg: c, base: make([]int32, len(n.g.Nodes))}
+	for i := range n.g.Nodes {
+		r.base[i] = int32(len(r.ports))
+		r.ports = append(r.ports, n.Ports(int32(i))...)
+	}
+	if c.PFC {
+		fc, err := newPFC(r)
+		if err != nil {
+			return err
+		}
+		n.fc = fc
+	}
+	if c.ECN {
+		if !(c.Pmax > 0 && c.Pmax <= 1) {
+			return fmt.Errorf("ecn_pmax %g outside (0,1]", c.Pmax)
+		}
+		if c.Kmin > c.Kmax {
+			return fmt.Errorf("ecn_kmin %v above ecn_kmax %v", c.Kmin, c.Kmax)
+		}
+		n.marker = newECN(r)
+	}
+	if c.DCQCN {
+		if err := c.DCQCNParams.Validate(); err != nil {
+			return err
+		}
+		n.cc = newDCQCN(r)
+	}
+	n.sched = newDWRR(r)
+	if c.RandomLoss > 0 {
+		n.SetRandomLoss(c.RandomLoss)
+	}
+	if c.QPAwareHash {
+		n.router = qpAwareRouter{}
+	}
+	return nil
+}
+
+// SetRandomLoss drops fraction p of the frames every port transmits (counted as random_loss),
+// on top of each link's own error rate.
+func (n *Network) SetRandomLoss(p float64) {
+	for i := range n.g.Nodes {
+		for _, port := range n.Ports(int32(i)) {
+			port.errRate = 1 - (1-port.errRate)*(1-p)
+			port.errCause = DropRandom
+			if port.rng == nil {
+				port.rng = sim.RNG(n.cfg.Seed, fmt.Sprintf("loss/%d/%d", port.Owner, port.Index))
+			}
+		}
+	}
+}
+
+// qpAwareRouter places QP q of a connection on candidate (hash(connection) + q) mod k, so that a
+// connection's QPs use distinct uplinks (Meta, SIGCOMM'24: QP-aware ECMP). qpHash makes a
+// packet's Hash the connection's hash plus its QP.
+type qpAwareRouter struct{}
+
+func (qpAwareRouter) Route(s *Switch, pkt *Packet, hops []int32) int32 {
+	switch len(hops) {
+	case 0:
+		return -1
+	case 1:
+		return hops[0]
+	}
+	conn := uint32(pkt.Hash) - uint32(pkt.QP)
+	return hops[int((sim.Mix64(uint64(conn)^s.salt)+uint64(pkt.QP))%uint64(len(hops)))]
+}
+
+// autoHeadroom is the headroom reserved at port p per lossless class when none is configured:
+// the larger of the mlx5 formula and the IEEE-style breakdown for its link, rounded up.
+func autoHeadroom(n *Network, p *Port) int64 {
+	lat := n.g.Links[p.Link].Latency
+	cable := float64(lat) / float64(units.Nanosecond) / headroom.FibreNsPerMetre
+	frame := int(n.cfg.MTU) + n.cfg.HeaderBytes + n.cfg.FirstHeaderExtra + n.cfg.L1Overhead
+	h := headroom.Headroom(headroom.Input{Rate: p.Rate, CableMetres: cable, MTU: frame, Response: n.cfg.SwitchLatency})
+	return headroom.Bytes(math.Max(h.MLX5, h.IEEE))
+}
+
+func popcount(x uint8) int { return bits.OnesCount8(x) }

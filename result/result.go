@@ -50,6 +50,8 @@ type Run struct {
 	// Counters holds fabric-specific totals (PFC pauses, ECN marks, credit stalls ...), by
 	// stable snake_case name.
 	Counters map[string]float64
+	// Ports lists per port and priority link-level activity (PFC, ECN) where there was any.
+	Ports []PortCounters
 }
 
 // Dist summarizes a distribution.

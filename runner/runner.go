@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"io"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/fabric"
@@ -22,6 +23,10 @@ type Options struct {
 	Progress func(now units.Time, done, total int) bool
 	// Pcap, when set, captures the selected ports' packets to pcap files.
 	Pcap *PcapOptions
+	// Series, when set, receives sampled time series (queue depths, flow rates) as CSV every
+	// SeriesEvery (fabric.Series).
+	Series      io.Writer
+	SeriesEvery units.Time
 }
 
 // PcapOptions select what to capture.
@@ -59,6 +64,12 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 			return nil, b, &scenario.Error{File: "--pcap-ports", Msg: err.Error()}
 		}
 	}
+	var series *fabric.Series
+	if opt.Series != nil {
+		if series, err = net.EnableSeries(opt.Series, opt.SeriesEvery); err != nil {
+			return nil, b, &scenario.Error{File: "--series-every", Msg: err.Error()}
+		}
+	}
 	if opt.Progress != nil {
 		sm := net.Sim()
 		sm.ProgressEvery = 1 << 18
@@ -74,6 +85,11 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 		until = s.Duration
 	}
 	res, err := net.Run(b.Work, until)
+	if series != nil {
+		if serr := series.Flush(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	if capture != nil {
 		if cerr := capture.Close(); cerr != nil && err == nil {
 			err = cerr

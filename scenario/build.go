@@ -156,7 +156,7 @@ func (s *Scenario) BuildTraffic(g *topo.Graph) (*msggraph.Graph, error) {
 			if fl.Dst >= hosts {
 				return nil, s.errf(p+".dst", "host %d does not exist (the topology has hosts 0..%d)", fl.Dst, hosts-1)
 			}
-			flows = append(flows, traffic.Flow{ID: i, Src: fl.Src, Dst: fl.Dst, Size: fl.Size, Start: fl.Start})
+			flows = append(flows, traffic.Flow{ID: i, Src: fl.Src, Dst: fl.Dst, Size: fl.Size, Start: fl.Start, Prio: fl.Prio})
 		}
 	case "hpcc", "htsim":
 		path := s.Path(tr.File)

@@ -88,6 +88,8 @@ type Flow struct {
 	Dst   int        `yaml:"dst"`
 	Size  units.Size `yaml:"size"`
 	Start units.Time `yaml:"start"`
+	// Prio is the traffic class the flow asks for: the RoCE priority, the InfiniBand SL.
+	Prio uint8 `yaml:"prio"`
 }
 
 // Traffic is the workload.

@@ -44,6 +44,9 @@ func TestDefaults(t *testing.T) {
 
 func TestExamplesValidate(t *testing.T) {
 	for _, name := range examples.Names() {
+		if strings.HasPrefix(name, "compare-") {
+			continue // `fabricsim compare` scenarios; compare.TestExamples validates them
+		}
 		data, _ := examples.Read(name)
 		s, err := Parse(data, name, "../examples")
 		if err != nil {

@@ -154,6 +154,16 @@ func (s *Scenario) validate() error {
 		return s.errf("topology.kind", "%q is not a topology kind (valid: fat-tree, leaf-spine, hpcc)", t.Kind)
 	}
 	f := &s.Fabric
+	if f.Kind != "infiniband" {
+		if err := s.rejectInfiniBandKeys(); err != nil { // scenario/infiniband.go
+			return err
+		}
+	}
+	if f.Kind != "roce" {
+		if err := s.rejectRoCEKeys(); err != nil { // scenario/roce.go
+			return err
+		}
+	}
 	switch f.Kind {
 	case "ethernet":
 	case "roce":

@@ -61,6 +61,11 @@ type Node struct {
 	// layer maps GPU g of server s to host s*NICsPerServer+g.
 	Server int32
 	Rail   int32
+	// Latency is this node's own port-to-port forwarding latency for the packet backend: 0 means
+	// the fabric's SwitchLatency (every network switch), a positive value replaces it, and a
+	// negative value means none. GPU servers (package gpu) use it for NVSwitch, PCIe switches,
+	// NICs and root complexes, whose latencies differ from a network switch's.
+	Latency units.Time
 }
 
 // Link is a full-duplex point-to-point link; both directions have the same rate and latency.

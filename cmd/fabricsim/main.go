@@ -42,7 +42,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr(fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
 	})
-	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newSweepCmd(), newPcapCheckCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newSweepCmd(), newPcapCheckCmd(), newNCCLTestsCmd(), newCompareCmd(), newHeadroomCmd())
 	return root
 }
 

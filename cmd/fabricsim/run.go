@@ -60,6 +60,8 @@ type runFlags struct {
 	json    bool
 	hpccFct string
 	pcap    runner.PcapOptions
+	series  string
+	every   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,6 +88,8 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 	c.Flags().StringVar(&f.pcap.Ports, "pcap-ports", "", "ports to capture: NODE:PORT,... with globs, e.g. 'edge0_0:*,host3:0' (default: every host's NIC port)")
 	c.Flags().Int64Var(&f.pcap.MaxPackets, "pcap-max-packets", 0, "stop capturing a port after this many packets (0 = no limit)")
 	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
+	c.Flags().StringVar(&f.series, "series", "", "write sampled queue depths and flow rates as CSV to this file (time_ns,kind,name,prio,value)")
+	c.Flags().StringVar(&f.every, "series-every", "10us", "sampling period of --series")
 	return c
 }
 
@@ -105,6 +109,20 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
+	}
+	if f.series != "" {
+		every, perr := units.ParseTime(f.every)
+		if perr != nil || every <= 0 {
+			return usageErr(fmt.Errorf("--series-every %q: want a positive duration such as 10us", f.every))
+		}
+		sf, ferr := os.Create(f.series)
+		if ferr != nil {
+			return failureErr(ferr)
+		}
+		defer sf.Close()
+		opt.Series, opt.SeriesEvery = sf, every
+	} else if c.Flags().Changed("series-every") {
+		return usageErr(fmt.Errorf("--series-every needs --series FILE"))
 	}
 	var stop atomic.Bool
 	sig := make(chan os.Signal, 1)
@@ -211,6 +229,11 @@ func writeOutputs(dir string, res *result.Run) error {
 	if err := writeFile(filepath.Join(dir, "flows.csv"), res.WriteFlowsCSV); err != nil {
 		return err
 	}
+	if len(res.Ports) > 0 {
+		if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
+			return err
+		}
+	}
 	return writeFile(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return res.Summary().WriteJSON(w) })
 }
 
@@ -234,6 +257,7 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	fmt.Fprintf(w, "  FCT       min %s  p50 %s  p99 %s  max %s\n", us(sum.FCTNs.Min), us(sum.FCTNs.P50), us(sum.FCTNs.P99), us(sum.FCTNs.Max))
 	fmt.Fprintf(w, "  slowdown  p50 %.3f  p99 %.3f  (FCT / FCT alone on an idle network)\n", sum.Slowdown.P50, sum.Slowdown.P99)
 	fmt.Fprintf(w, "  loss      %d drops, %v retransmitted, %d timeouts, %d NAKs\n", sum.Drops, units.Size(sum.BytesRetransmitted), sum.Timeouts, sum.NAKs)
+	printRoCE(w, res) // roce_summary.go
 	rate := 0.0
 	if res.WallSeconds > 0 {
 		rate = float64(res.Events) / res.WallSeconds / 1e6

@@ -1,0 +1,101 @@
+package fabric
+
+import (
+	"math/rand/v2"
+
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// ecnRED marks ECN-capable data packets CE as they join an egress queue, with RED's probability
+// on the queue's bytes: 0 up to Kmin, rising linearly to Pmax at Kmax, 1 above Kmax (DOMAIN.md
+// §4; DCQCN's congestion point). Thresholds are per port so that rate-scaled defaults work on
+// mixed-rate fabrics.
+type ecnRED struct {
+	*roce
+	kmin, kmax []int64 // per global port
+	pmax       []float64
+	rng        *rand.Rand
+	marks      []int64 // per global port
+	total      int64
+}
+
+func newECN(r *roce) *ecnRED {
+	c := r.cfg
+	np := len(r.ports)
+	e := &ecnRED{roce: r, kmin: make([]int64, np), kmax: make([]int64, np), pmax: make([]float64, np),
+		rng: sim.RNG(r.n.cfg.Seed, "ecn"), marks: make([]int64, np)}
+	for g, p := range r.ports {
+		e.pmax[g] = c.Pmax
+		switch {
+		case c.Kmin > 0 || c.Kmax > 0:
+			e.kmin[g], e.kmax[g] = int64(c.Kmin), int64(c.Kmax)
+		case len(c.ECNMap) > 0:
+			best := c.ECNMap[0]
+			for _, t := range c.ECNMap {
+				if absRate(t.Rate-p.Rate) < absRate(best.Rate-p.Rate) {
+					best = t
+				}
+			}
+			scale := float64(p.Rate) / float64(best.Rate)
+			e.kmin[g], e.kmax[g], e.pmax[g] = int64(float64(best.Kmin)*scale), int64(float64(best.Kmax)*scale), best.Pmax
+		default:
+			e.kmin[g], e.kmax[g] = ECNDefaults(p.Rate)
+		}
+	}
+	return e
+}
+
+// ECNDefaults are HPCC's ns-3 thresholds for a link rate: Kmin 100 KB and Kmax 400 KB per
+// 25 Gb/s (DOMAIN.md §4).
+func ECNDefaults(rate units.Rate) (kmin, kmax int64) {
+	s := float64(rate) / float64(25*units.Gbps)
+	return int64(100e3 * s), int64(400e3 * s)
+}
+
+func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
+	if pkt.Kind != Data || pkt.ECN == ECNNotECT {
+		return
+	}
+	g := e.gp(out)
+	q := out.qbytes[pkt.Prio]
+	if q <= e.kmin[g] {
+		return
+	}
+	if q < e.kmax[g] {
+		p := e.pmax[g] * float64(q-e.kmin[g]) / float64(e.kmax[g]-e.kmin[g])
+		if e.rng.Float64() >= p {
+			return
+		}
+	}
+	pkt.ECN = ECNCE
+	e.marks[g]++
+	e.total++
+}
+
+func (e *ecnRED) Report(res *result.Run) {
+	res.Counters["ecn_marks"] = float64(e.total)
+}
+
+// ECNMarks returns the CE marks made at each port that marked any, by port name.
+func (n *Network) ECNMarks() map[string]int64 {
+	e, ok := n.marker.(*ecnRED)
+	if !ok {
+		return nil
+	}
+	out := map[string]int64{}
+	for g, m := range e.marks {
+		if m > 0 {
+			out[e.portName(int32(g))] = m
+		}
+	}
+	return out
+}
+
+func absRate(r units.Rate) units.Rate {
+	if r < 0 {
+		return -r
+	}
+	return r
+}

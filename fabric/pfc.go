@@ -1,0 +1,504 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// PFC (IEEE 802.1Qbb) per ingress port and priority, as shared-buffer switches implement it
+// (DOMAIN.md §4). Each switch's buffer is a shared pool plus a headroom reserve per ingress port
+// and lossless priority. A lossless packet is admitted to the shared pool while its ingress
+// port-priority holds less than XOFF there; beyond that it goes into the headroom and the switch
+// sends PAUSE (XOFF) upstream, refreshing it before it expires. When the port-priority has left
+// the headroom and holds at most XON, the switch sends a PAUSE of 0 quanta (XON). A lossless
+// packet that finds the headroom full is dropped and counted as a headroom drop: the headroom
+// is too small for the link (a misconfiguration, see `fabricsim headroom`). Lossy classes use
+// the shared pool with tail drop.
+//
+// A port that receives PAUSE stops starting packets of those priorities (Port.Paused) until the
+// pause time (quanta of 512 bit times) runs out or an XON arrives. The PFC watchdog flushes a
+// queue paused longer than Watchdog and ignores PAUSE on it for WatchdogRestore.
+
+// PFC event opcodes (for pfc.Handle only).
+const (
+	opPFCRefresh  int32 = iota // ev.I = port-priority: resend our XOFF
+	opPFCExpire                // ev.I = port-priority: a received pause may have run out
+	opPFCWatchdog              // ev.I = port-priority: paused too long?
+	opPFCStorm                 // ev.I = 1: the stuck NIC starts pausing, 0: it recovers
+)
+
+// PAUSE frame: 64 B minimum frame, plus 20 B preamble, delimiter and gap on the wire.
+const pauseFrameBytes = 64
+
+type pfc struct {
+	*roce
+	lossless   uint8
+	shared     []int64 // per node: shared pool bytes
+	sharedUsed []int64
+	room       []int64 // per global port: headroom per lossless priority
+
+	// Per port-priority (global port x 8 + priority).
+	ing, hdr    []int64 // bytes held that came in through the port; of them, in headroom
+	refreshAt   []units.Time
+	pauseUntil  []units.Time
+	pausedSince []units.Time
+	ignoreUntil []units.Time
+	xoffSent    []int64
+	xonSent     []int64
+	received    []int64
+	pausedTime  []units.Time
+
+	pausing   []uint8      // per global port: priorities we hold paused upstream
+	pauseDur  []units.Time // per global port: PauseQuanta at the link rate
+	hdrDrops  []int64      // per port-priority
+	maxHdr    int64
+	wdTrigger int64
+}
+
+func newPFC(r *roce) (*pfc, error) {
+	n := r.n
+	c := r.cfg
+	np := len(r.ports)
+	f := &pfc{roce: r, lossless: c.Lossless,
+		shared: make([]int64, len(n.g.Nodes)), sharedUsed: make([]int64, len(n.g.Nodes)), room: make([]int64, np),
+		ing: make([]int64, np*8), hdr: make([]int64, np*8), refreshAt: make([]units.Time, np*8),
+		pauseUntil: make([]units.Time, np*8), pausedSince: make([]units.Time, np*8), ignoreUntil: make([]units.Time, np*8),
+		xoffSent: make([]int64, np*8), xonSent: make([]int64, np*8), received: make([]int64, np*8), pausedTime: make([]units.Time, np*8),
+		pausing: make([]uint8, np), pauseDur: make([]units.Time, np), hdrDrops: make([]int64, np*8),
+	}
+	if !c.PFCDynamic && c.XON > c.XOFF {
+		return nil, fmt.Errorf("pfc_xon %v above pfc_xoff %v", c.XON, c.XOFF)
+	}
+	if c.PFCDynamic && !(c.PFCAlpha > 0) {
+		return nil, fmt.Errorf("pfc_alpha must be positive, got %g", c.PFCAlpha)
+	}
+	if c.PauseQuanta == 0 {
+		return nil, fmt.Errorf("pfc_pause_quanta must be positive")
+	}
+	classes := int64(popcount(c.Lossless))
+	for g, p := range r.ports {
+		f.pauseDur[g] = p.Rate.TransmitTime(units.Size(int64(c.PauseQuanta) * 64)) // 512 bit times
+		if c.Headroom > 0 {
+			f.room[g] = int64(c.Headroom)
+		} else {
+			f.room[g] = autoHeadroom(n, p)
+		}
+	}
+	for i, sw := range n.Switches {
+		if sw == nil {
+			continue
+		}
+		var reserved int64
+		for _, p := range sw.Ports {
+			reserved += f.room[r.gp(p)] * classes
+		}
+		f.shared[i] = int64(n.cfg.Buffer) - reserved
+		if f.shared[i] < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
+			return nil, fmt.Errorf("switch %s: PFC headroom %v per port and class x %d ports x %d lossless classes leaves no shared buffer in %v (pfc_headroom larger than the buffer)",
+				sw.Name, units.Size(f.room[r.gp(sw.Ports[0])]), len(sw.Ports), classes, n.cfg.Buffer)
+		}
+	}
+	if h := c.StormHost; h >= 0 {
+		if int(h) >= len(n.NICs) {
+			return nil, fmt.Errorf("pfc_storm_host %d: no such host (0..%d)", h, len(n.NICs)-1)
+		}
+		n.sim.Schedule(c.StormAt, f, opPFCStorm, 1, nil)
+		if c.StormFor > 0 {
+			n.sim.Schedule(c.StormAt+c.StormFor, f, opPFCStorm, 0, nil)
+		}
+	}
+	return f, nil
+}
+
+// xoff is the shared-pool occupancy at which a port-priority of switch node pauses upstream.
+func (f *pfc) xoff(node topo.NodeID) int64 {
+	if f.cfg.PFCDynamic {
+		return int64(f.cfg.PFCAlpha * float64(f.shared[node]-f.sharedUsed[node]))
+	}
+	return int64(f.cfg.XOFF)
+}
+
+func (f *pfc) xon(node topo.NodeID) int64 {
+	if f.cfg.PFCDynamic {
+		return max(f.xoff(node)-int64(f.cfg.XONOffset), 0)
+	}
+	return int64(f.cfg.XON)
+}
+
+// Admit decides buffer admission: shared pool below XOFF, then headroom for lossless classes;
+// tail drop (with the dynamic queue threshold, if set) for lossy ones.
+func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
+	g := f.gp(in)
+	idx := g*8 + int32(pkt.Prio)
+	size := int64(pkt.Size)
+	node := s.Node
+	if f.lossless&(1<<pkt.Prio) != 0 {
+		if f.hdr[idx] == 0 && f.ing[idx]+size <= f.xoff(node) && f.sharedUsed[node]+size <= f.shared[node] {
+			f.sharedUsed[node] += size
+			f.ing[idx] += size
+			return -1
+		}
+		if f.hdr[idx]+size <= f.room[g] {
+			f.hdr[idx] += size
+			f.ing[idx] += size
+			if f.hdr[idx] > f.maxHdr {
+				f.maxHdr = f.hdr[idx]
+			}
+			return -1
+		}
+		f.hdrDrops[idx]++
+		return DropHeadroom
+	}
+	free := f.shared[node] - f.sharedUsed[node]
+	if size > free {
+		return DropBuffer
+	}
+	if a := f.n.cfg.BufferAlpha; a > 0 && float64(out.qbytes[pkt.Prio]+size) > a*float64(free) {
+		return DropBuffer
+	}
+	f.sharedUsed[node] += size
+	f.ing[idx] += size
+	return -1
+}
+
+// Arrived sends XOFF when a lossless port-priority reached its threshold or entered headroom.
+func (f *pfc) Arrived(in *Port, pkt *Packet) {
+	bit := uint8(1) << pkt.Prio
+	if f.lossless&bit == 0 {
+		return
+	}
+	g := f.gp(in)
+	if f.pausing[g]&bit != 0 {
+		return
+	}
+	idx := g*8 + int32(pkt.Prio)
+	if f.hdr[idx] > 0 || f.ing[idx] >= f.xoff(in.Owner) {
+		f.pause(g, pkt.Prio)
+	}
+}
+
+// Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
+func (f *pfc) Departed(in *Port, pkt *Packet) {
+	g := f.gp(in)
+	idx := g*8 + int32(pkt.Prio)
+	size := int64(pkt.Size)
+	h := min(f.hdr[idx], size)
+	f.hdr[idx] -= h
+	f.sharedUsed[in.Owner] -= size - h
+	f.ing[idx] -= size
+	bit := uint8(1) << pkt.Prio
+	if f.pausing[g]&bit != 0 && f.hdr[idx] == 0 && f.ing[idx] <= f.xon(in.Owner) {
+		f.resume(g, pkt.Prio)
+	}
+}
+
+func (f *pfc) Blocked(*Port, *Packet) bool { return false }
+func (f *pfc) Sent(*Port, *Packet)         {}
+
+// sendPause sends a PAUSE for one priority with the given quanta (0 = XON) on global port g.
+func (f *pfc) sendPause(g int32, prio uint8, quanta uint16) {
+	pkt := f.n.pool.get()
+	pkt.Prio = prio
+	pkt.Mark = 1 << prio
+	pkt.Ctrl[prio] = quanta
+	pkt.Size, pkt.Wire = pauseFrameBytes, int32(pauseFrameBytes+f.n.cfg.L1Overhead)
+	pkt.Src, pkt.Dst = -1, -1
+	f.ports[g].SendCtrl(pkt)
+}
+
+func (f *pfc) refreshEvery(g int32) units.Time {
+	if f.cfg.PauseRefresh > 0 {
+		return f.cfg.PauseRefresh
+	}
+	return f.pauseDur[g] / 2
+}
+
+func (f *pfc) pause(g int32, prio uint8) {
+	idx := g*8 + int32(prio)
+	f.pausing[g] |= 1 << prio
+	f.xoffSent[idx]++
+	f.sendPause(g, prio, f.cfg.PauseQuanta)
+	f.refreshAt[idx] = f.n.sim.Now() + f.refreshEvery(g)
+	f.n.sim.Schedule(f.refreshAt[idx], f, opPFCRefresh, idx, nil)
+}
+
+func (f *pfc) resume(g int32, prio uint8) {
+	idx := g*8 + int32(prio)
+	f.pausing[g] &^= 1 << prio
+	f.xonSent[idx]++
+	f.refreshAt[idx] = 0
+	f.sendPause(g, prio, 0)
+}
+
+// Control applies a received PAUSE to the port it arrived on (the egress toward its sender).
+func (f *pfc) Control(in *Port, pkt *Packet) {
+	g := f.gp(in)
+	now := f.n.sim.Now()
+	for prio := uint8(0); prio < 8; prio++ {
+		bit := uint8(1) << prio
+		if pkt.Mark&bit == 0 {
+			continue
+		}
+		idx := g*8 + int32(prio)
+		f.received[idx]++
+		if f.ignoreUntil[idx] > now {
+			continue // the watchdog is ignoring this queue's pauses
+		}
+		q := pkt.Ctrl[prio]
+		if q == 0 {
+			f.unpause(in, idx)
+			continue
+		}
+		until := now + in.Rate.TransmitTime(units.Size(int64(q)*64))
+		f.pauseUntil[idx] = until
+		if in.Paused&bit == 0 {
+			in.Paused |= bit
+			f.pausedSince[idx] = now
+			if wd := f.cfg.Watchdog; wd > 0 {
+				f.n.sim.Schedule(now+wd, f, opPFCWatchdog, idx, nil)
+			}
+		}
+		f.n.sim.Schedule(until, f, opPFCExpire, idx, nil)
+	}
+}
+
+func (f *pfc) unpause(p *Port, idx int32) {
+	bit := uint8(1) << (idx & 7)
+	if p.Paused&bit == 0 {
+		return
+	}
+	p.Paused &^= bit
+	f.pausedTime[idx] += f.n.sim.Now() - f.pausedSince[idx]
+	p.kick()
+}
+
+// Handle runs PFC's timers.
+func (f *pfc) Handle(ev *sim.Event) {
+	n := f.n
+	now := n.sim.Now()
+	idx := ev.I
+	switch ev.Op {
+	case opPFCRefresh:
+		g, prio := idx/8, uint8(idx&7)
+		if f.refreshAt[idx] != now || f.pausing[g]&(1<<prio) == 0 {
+			return
+		}
+		f.pause(g, prio)
+	case opPFCExpire:
+		if now >= f.pauseUntil[idx] {
+			f.unpause(f.ports[idx/8], idx)
+		}
+	case opPFCWatchdog:
+		p := f.ports[idx/8]
+		bit := uint8(1) << (idx & 7)
+		if p.Paused&bit == 0 || now-f.pausedSince[idx] < f.cfg.Watchdog {
+			return
+		}
+		// A pause storm: flush the queue and ignore pauses for a while.
+		f.wdTrigger++
+		q := &p.queues[idx&7]
+		for q.len() > 0 {
+			pkt := q.pop()
+			p.qbytes[idx&7] -= int64(pkt.Size)
+			if p.sw != nil {
+				p.sw.release(p, pkt)
+			}
+			n.drop(pkt, DropWatchdog)
+		}
+		f.ignoreUntil[idx] = now + f.cfg.WatchdogRestore
+		f.unpause(p, idx)
+	case opPFCStorm:
+		g := f.gp(n.NICs[f.cfg.StormHost].Port)
+		for prio := uint8(0); prio < 8; prio++ {
+			bit := uint8(1) << prio
+			if f.lossless&bit == 0 {
+				continue
+			}
+			switch {
+			case ev.I == 1 && f.pausing[g]&bit == 0:
+				f.pause(g, prio)
+			case ev.I == 0 && f.pausing[g]&bit != 0:
+				f.resume(g, prio)
+			}
+		}
+	}
+}
+
+// ExplainStall looks for a cycle in the "waits for" graph of paused ports: port P (at node A,
+// toward B) is paused because B's ingress from A is over XOFF, so P waits for every paused port
+// of B whose queue holds packets that came in from A. A cycle is a PFC deadlock (cyclic buffer
+// dependency; Guo et al. SIGCOMM'16).
+func (f *pfc) ExplainStall() string {
+	n := f.n
+	np := int32(len(f.ports))
+	color := make([]uint8, np*8) // 0 unvisited, 1 on stack, 2 done
+	parent := make([]int32, np*8)
+	next := func(idx int32) []int32 {
+		p := f.ports[idx/8]
+		prio := int(idx & 7)
+		nd := &n.g.Nodes[p.Owner]
+		peer := nd.Ports[p.Index].Peer
+		sw := n.Switches[peer]
+		if sw == nil {
+			return nil
+		}
+		inIdx := nd.Ports[p.Index].PeerPort
+		var out []int32
+		for _, e := range sw.Ports {
+			if e.Paused&(1<<prio) == 0 {
+				continue
+			}
+			q := &e.queues[prio]
+			for i := 0; i < q.size; i++ {
+				if q.buf[(q.head+i)&(len(q.buf)-1)].InPort == inIdx {
+					out = append(out, f.gp(e)*8+int32(prio))
+					break
+				}
+			}
+		}
+		return out
+	}
+	for g := int32(0); g < np; g++ {
+		p := f.ports[g]
+		if p.Paused == 0 || p.sw == nil {
+			continue
+		}
+		for prio := int32(0); prio < 8; prio++ {
+			start := g*8 + prio
+			if p.Paused&(1<<prio) == 0 || color[start] != 0 {
+				continue
+			}
+			// Iterative DFS.
+			type frame struct {
+				v    int32
+				succ []int32
+				i    int
+			}
+			stack := []frame{{start, next(start), 0}}
+			color[start] = 1
+			for len(stack) > 0 {
+				top := &stack[len(stack)-1]
+				if top.i == len(top.succ) {
+					color[top.v] = 2
+					stack = stack[:len(stack)-1]
+					continue
+				}
+				w := top.succ[top.i]
+				top.i++
+				switch color[w] {
+				case 0:
+					color[w] = 1
+					parent[w] = top.v
+					stack = append(stack, frame{w, next(w), 0})
+				case 1:
+					// Cycle: w ... top.v -> w.
+					cyc := []int32{w}
+					for v := top.v; v != w; v = parent[v] {
+						cyc = append(cyc, v)
+					}
+					var names []string
+					names = append(names, f.portName(w/8))
+					for i := len(cyc) - 1; i >= 1; i-- {
+						names = append(names, f.portName(cyc[i]/8))
+					}
+					names = append(names, f.portName(w/8))
+					return fmt.Sprintf("PFC deadlock on priority %d: cyclic buffer dependency, each port paused by the next: %s",
+						w&7, strings.Join(names, " -> "))
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Report adds PFC's counters: totals, and per port and priority where anything happened.
+func (f *pfc) Report(res *result.Run) {
+	var xoff, xon, rcvd, drops int64
+	var paused units.Time
+	now := f.n.sim.Now()
+	for idx := range f.xoffSent {
+		xoff += f.xoffSent[idx]
+		xon += f.xonSent[idx]
+		rcvd += f.received[idx]
+		paused += f.pausedTime[idx]
+		if p := f.ports[idx/8]; p.Paused&(1<<(idx&7)) != 0 {
+			paused += now - f.pausedSince[idx]
+		}
+	}
+	for _, d := range f.hdrDrops {
+		drops += d
+	}
+	res.Counters["pfc_pause_frames_sent"] = float64(xoff)
+	res.Counters["pfc_resume_frames_sent"] = float64(xon)
+	res.Counters["pfc_frames_received"] = float64(rcvd)
+	res.Counters["pfc_paused_time_ns"] = paused.Nanoseconds()
+	res.Counters["pfc_headroom_drops"] = float64(drops)
+	res.Counters["pfc_max_headroom_used_bytes"] = float64(f.maxHdr)
+	res.Counters["pfc_watchdog_triggers"] = float64(f.wdTrigger)
+	if drops > 0 {
+		// Lossless drops mean the headroom is smaller than what arrives after XOFF.
+		res.Counters["pfc_headroom_misconfigured"] = 1
+	}
+	marks := map[string]int64{}
+	if e, ok := f.n.marker.(*ecnRED); ok {
+		for g, m := range e.marks {
+			if m > 0 {
+				marks[f.portName(int32(g))] = m
+			}
+		}
+	}
+	for _, st := range f.n.PFCStats() {
+		pc := result.PortCounters{Port: st.Port, Prio: st.Prio, PausesSent: st.PausesSent, ResumesSent: st.Resumes,
+			PausesReceived: st.Received, PausedNs: st.PausedTime.Nanoseconds(), HeadroomDrops: st.HeadroomDrops}
+		if st.Prio == int(f.n.cfg.DataPriority) {
+			pc.ECNMarks = marks[st.Port]
+			delete(marks, st.Port)
+		}
+		res.Ports = append(res.Ports, pc)
+	}
+	for g := range f.ports { // ports that marked but never paused, in port order
+		name := f.portName(int32(g))
+		if m, ok := marks[name]; ok {
+			res.Ports = append(res.Ports, result.PortCounters{Port: name, Prio: int(f.n.cfg.DataPriority), ECNMarks: m})
+		}
+	}
+}
+
+// PFCPortStats is one port and priority's PFC activity.
+type PFCPortStats struct {
+	Port                          string
+	Prio                          int
+	PausesSent, Resumes, Received int64
+	PausedTime                    units.Time
+	HeadroomDrops                 int64
+}
+
+// PFCStats returns the ports and priorities that sent or received PAUSE or dropped for lack of
+// headroom, in port order (nil without PFC).
+func (n *Network) PFCStats() []PFCPortStats {
+	f, ok := n.fc.(*pfc)
+	if !ok {
+		return nil
+	}
+	now := n.sim.Now()
+	var out []PFCPortStats
+	for idx := range f.xoffSent {
+		g := int32(idx / 8)
+		t := f.pausedTime[idx]
+		if f.ports[g].Paused&(1<<(idx&7)) != 0 {
+			t += now - f.pausedSince[idx]
+		}
+		hd := f.hdrDrops[idx]
+		if f.xoffSent[idx] == 0 && f.received[idx] == 0 && hd == 0 {
+			continue
+		}
+		out = append(out, PFCPortStats{Port: f.portName(g), Prio: idx & 7, PausesSent: f.xoffSent[idx], Resumes: f.xonSent[idx],
+			Received: f.received[idx], PausedTime: t, HeadroomDrops: hd})
+	}
+	return out
+}
