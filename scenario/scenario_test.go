@@ -170,6 +170,7 @@ func FuzzParse(f *testing.F) {
 		data, _ := examples.Read(name)
 		f.Add(data)
 	}
+	f.Add([]byte("topology: {kind: fat-tree, k: 4}\nfabric: {kind: roce, dcqcn: true, pfc: true}\ntraffic: {kind: incast, senders: 4}\n"))
 	f.Add([]byte("topology: {kind: fat-tree, k: 3}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.yaml", t.TempDir())

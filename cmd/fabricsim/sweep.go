@@ -1,15 +1,31 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
 
-// newSweepCmd is replaced when the sweep package lands.
+	"github.com/spf13/cobra"
+
+	"github.com/fabricsim/fabricsim/runner"
+	"github.com/fabricsim/fabricsim/sweep"
+)
+
+// newSweepCmd mounts the sweep command with the packet backend as its engine. A bad sweep file
+// (or a run the sweep rejects before starting) is a usage error; a sweep with failed runs is a
+// failure.
 func newSweepCmd() *cobra.Command {
-	return &cobra.Command{Use: "sweep", Short: "Run a parameter sweep (not yet available)", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return usageErr(errNotYet) }}
+	c := sweep.NewCommand(func() sweep.Engine { return runner.SweepEngine{} })
+	inner := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		err := inner(cmd, args)
+		if err == nil {
+			return nil
+		}
+		var se *sweep.Error
+		var sl sweep.ErrorList
+		if errors.As(err, &se) || errors.As(err, &sl) {
+			return usageErr(err)
+		}
+		return failureErr(err)
+	}
+	return c
 }
-
-var errNotYet = errorString("sweep is not available in this build")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

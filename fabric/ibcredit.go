@@ -1,0 +1,331 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// InfiniBand credit-based link-level flow control (IBA vol. 1 §7.9; DOMAIN.md §3).
+//
+// Every port has, per VL, a receive buffer counted in 64-byte blocks. The receiver keeps ABR,
+// the blocks received (adjusted), and advertises FCCL = ABR + min(free blocks, 2048); the sender
+// keeps FCTBS, the blocks sent, and may start a packet of b blocks on a VL only when
+// FCCL - FCTBS >= b (both 12-bit counters, compared modulo 4096). When a packet leaves a
+// switch's buffer (finishes serializing on its egress), or arrives at an HCA (which places it in
+// memory at once), its blocks are free again and the receiving port sends a 6-byte flow-control
+// packet {VL, FCTBS, FCCL} back on the reverse link: it queues behind the packet in flight
+// there, serializes at the link rate and propagates, so the credit loop has its real latency.
+// Updates for a VL that find the previous one still queued overwrite it (the later FCCL
+// supersedes it), as a link layer that computes FCCL when it sends would.
+//
+// A received flow-control packet also carries the peer's FCTBS: the receiver sets ABR to it,
+// which heals credits lost with a corrupted packet. On lossy links ports send flow-control
+// packets unprompted every FCRefresh, as IBA requires, so a lost update cannot stall a VL.
+
+// ibPort is one port's credit state: the transmit half toward the peer's receive buffer and the
+// receive half for packets the peer sends.
+type ibPort struct {
+	port *Port
+	up   *Port // the peer's port: the egress the packets received here left from
+
+	// Transmit half (this port sends; the peer's buffer).
+	fctbs [IBMaxVLs]int64 // blocks sent, exact (the packet carries it modulo 4096)
+	limit [IBMaxVLs]int64 // last FCCL received, unwrapped against fctbs
+	// Stall accounting: while stallNeed[vl] > 0 the VL has a packet of that many blocks it may
+	// not start; stallFrom is when that was first seen.
+	stallNeed [IBMaxVLs]int64
+	stallFrom [IBMaxVLs]units.Time
+	stalled   [IBMaxVLs]units.Time
+
+	// Receive half (the peer sends; this port's buffer).
+	capBlocks int64
+	abr       [IBMaxVLs]int64
+	used      [IBMaxVLs]int64
+	pending   [IBMaxVLs]*Packet // flow-control packet queued on this port and not yet sent
+	marks     int64             // FECN marking-rate counter (ibcc.go)
+}
+
+// ibCredits is the LinkFlowControl of the InfiniBand fabric.
+type ibCredits struct {
+	n     *Network
+	vls   int
+	base  []int32 // node -> index of its port 0 in ports
+	ports []ibPort
+	check bool
+
+	fcSent   int64
+	maxUsed  int64
+	refresh  []int32 // lossy ports with a refresh timer
+	fcPeriod []units.Time
+}
+
+func newIBCredits(n *Network) *ibCredits {
+	f := &ibCredits{n: n, vls: n.cfg.IB.VLs, check: n.cfg.Check, base: make([]int32, len(n.g.Nodes)+1)}
+	for i := range n.g.Nodes {
+		f.base[i+1] = f.base[i] + int32(len(n.g.Nodes[i].Ports))
+	}
+	f.ports = make([]ibPort, f.base[len(n.g.Nodes)])
+	sw := int64(n.cfg.IB.VLBuffer) / IBBlock
+	hca := int64(n.cfg.IB.HCABuffer) / IBBlock
+	for i := range n.g.Nodes {
+		node := &n.g.Nodes[i]
+		for p := range node.Ports {
+			st := &f.ports[f.base[i]+int32(p)]
+			st.port = n.portOf(node.ID, int32(p))
+			st.up = n.portOf(node.Ports[p].Peer, node.Ports[p].PeerPort)
+			st.capBlocks = sw
+			if n.Switches[i] == nil {
+				st.capBlocks = hca
+			}
+		}
+	}
+	// At link-up every receiver advertises its buffer (IBA vol. 1 §7.9, link flow control): start from that state.
+	for i := range f.ports {
+		st := &f.ports[i]
+		peer := f.state(st.up)
+		for vl := 0; vl < f.vls; vl++ {
+			st.limit[vl] = min(peer.capBlocks, IBMaxCreditWindow)
+		}
+		if st.port.errRate > 0 {
+			f.refresh = append(f.refresh, int32(i))
+			per := n.cfg.IB.FCRefresh
+			if per == 0 {
+				per = st.port.Rate.TransmitTime(65536)
+			}
+			f.fcPeriod = append(f.fcPeriod, per)
+			n.sim.Schedule(per, f, 0, int32(len(f.refresh)-1), nil)
+		}
+	}
+	return f
+}
+
+func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[f.base[p.Owner]+p.Index] }
+
+// inVL is the VL pkt used on the link into port in (the upstream port's SL2VL table).
+func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 { return st.up.VLOf(pkt.SL) }
+
+// Credits returns the blocks port p may still send on vl.
+func (f *ibCredits) Credits(p *Port, vl int) int64 {
+	st := f.state(p)
+	return st.limit[vl] - st.fctbs[vl]
+}
+
+// Blocked: the packet needs more blocks than the peer has advertised.
+func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
+	st := f.state(out)
+	vl := pkt.Prio
+	need := ibBlocks(pkt.Size)
+	if st.limit[vl]-st.fctbs[vl] >= need {
+		return false
+	}
+	if st.stallNeed[vl] == 0 {
+		st.stallFrom[vl] = f.n.sim.Now()
+	}
+	st.stallNeed[vl] = need
+	return true
+}
+
+// Sent consumes the packet's credits.
+func (f *ibCredits) Sent(out *Port, pkt *Packet) {
+	st := f.state(out)
+	vl := pkt.Prio
+	need := ibBlocks(pkt.Size)
+	if f.check && st.limit[vl]-st.fctbs[vl] < need {
+		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.limit[vl]-st.fctbs[vl]))
+	}
+	st.fctbs[vl] += need
+	if st.stallNeed[vl] > 0 { // sending again on this VL ends its stall
+		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
+		st.stallNeed[vl] = 0
+	}
+}
+
+// Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the
+// invariant check proves it.
+func (f *ibCredits) Admit(s *Switch, in, out *Port, pkt *Packet) int {
+	if f.check {
+		st := f.state(in)
+		vl := f.inVL(st, pkt)
+		if st.used[vl]+ibBlocks(pkt.Size) > st.capBlocks {
+			f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer overrun: %d + %d blocks > %d", vl, st.used[vl], ibBlocks(pkt.Size), st.capBlocks))
+		}
+	}
+	return -1
+}
+
+// Arrived takes the packet's blocks from its ingress VL buffer.
+func (f *ibCredits) Arrived(in *Port, pkt *Packet) {
+	st := f.state(in)
+	vl := f.inVL(st, pkt)
+	b := ibBlocks(pkt.Size)
+	st.abr[vl] += b
+	st.used[vl] += b
+	if st.used[vl] > f.maxUsed {
+		f.maxUsed = st.used[vl]
+	}
+}
+
+// Departed frees the blocks and returns the credits upstream.
+func (f *ibCredits) Departed(in *Port, pkt *Packet) {
+	st := f.state(in)
+	vl := f.inVL(st, pkt)
+	st.used[vl] -= ibBlocks(pkt.Size)
+	if f.check && st.used[vl] < 0 {
+		f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.used[vl]))
+	}
+	f.sendFC(in, st, vl)
+}
+
+// HostArrived: an HCA places an arriving packet in memory at once, so its blocks return
+// immediately.
+func (f *ibCredits) HostArrived(in *Port, pkt *Packet) {
+	st := f.state(in)
+	vl := f.inVL(st, pkt)
+	st.abr[vl] += ibBlocks(pkt.Size)
+	f.sendFC(in, st, vl)
+}
+
+// fccl is the credit limit port st advertises for vl.
+func (st *ibPort) fccl(vl uint8) int64 {
+	return st.abr[vl] + min(st.capBlocks-st.used[vl], IBMaxCreditWindow)
+}
+
+// sendFC queues a flow-control packet for vl on port p (toward the peer), or refreshes the one
+// still waiting there.
+func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
+	if pk := st.pending[vl]; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
+		pk.Ctrl[0] = uint16(st.fccl(vl) & 0xfff)
+		pk.Ctrl[1] = uint16(st.fctbs[vl] & 0xfff)
+		return
+	}
+	pk := f.n.pool.get()
+	pk.Prio = vl
+	pk.Ctrl[0] = uint16(st.fccl(vl) & 0xfff)
+	pk.Ctrl[1] = uint16(st.fctbs[vl] & 0xfff)
+	pk.Size, pk.Wire = IBFCPacketBytes, IBFCPacketBytes
+	pk.Src, pk.Dst = -1, -1
+	st.pending[vl] = pk
+	f.fcSent++
+	p.SendCtrl(pk)
+}
+
+// ctrlQueued reports whether pkt is still waiting in the port's link-control queue.
+func (p *Port) ctrlQueued(pkt *Packet) bool {
+	q := &p.ctrl
+	for i := 0; i < q.size; i++ {
+		if q.buf[(q.head+i)&(len(q.buf)-1)] == pkt {
+			return true
+		}
+	}
+	return false
+}
+
+// Control applies a flow-control packet from the peer: its FCCL sets this port's credit limit,
+// its FCTBS resynchronizes this port's ABR.
+func (f *ibCredits) Control(in *Port, pkt *Packet) {
+	st := f.state(in)
+	vl := pkt.Prio
+	// Credits = (FCCL - FCTBS) mod 4096; the window never exceeds 2048, so this is exact.
+	credits := (int64(pkt.Ctrl[0]) - st.fctbs[vl]) & 0xfff
+	if lim := st.fctbs[vl] + credits; lim > st.limit[vl] {
+		st.limit[vl] = lim
+	}
+	if f.check && st.limit[vl]-st.fctbs[vl] > IBMaxCreditWindow {
+		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.limit[vl]-st.fctbs[vl], IBMaxCreditWindow))
+	}
+	// ABR := FCTBS: blocks the peer sent that never arrived (corrupted) count as received.
+	if lost := (int64(pkt.Ctrl[1]) - st.abr[vl]) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
+		st.abr[vl] += lost
+		f.sendFC(in, st, vl)
+	}
+	if need := st.stallNeed[vl]; need > 0 && st.limit[vl]-st.fctbs[vl] >= need {
+		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
+		st.stallNeed[vl] = 0
+	}
+	in.kick()
+}
+
+// Handle is the refresh timer of lossy port f.refresh[ev.I].
+func (f *ibCredits) Handle(ev *sim.Event) {
+	n := f.n
+	if n.eng.g == nil || n.eng.done == len(n.eng.g.Msgs) {
+		return
+	}
+	st := &f.ports[f.refresh[ev.I]]
+	for vl := 0; vl < f.vls; vl++ {
+		f.sendFC(st.port, st, uint8(vl))
+	}
+	n.sim.After(f.fcPeriod[ev.I], f, 0, ev.I, nil)
+}
+
+func (f *ibCredits) name(p *Port) string {
+	return fmt.Sprintf("%s port %d", f.n.g.Nodes[p.Owner].Name, p.Index)
+}
+
+// Report adds the credit counters: time each port and VL could not start a packet for lack of
+// credits (nonzero ones only, as ib_credit_stall_ns.<node>.port<p>.vl<v>), per VL and in total;
+// flow-control packets sent; the fullest receive buffer.
+func (f *ibCredits) Report(res *result.Run) {
+	now := f.n.sim.Now()
+	var total units.Time
+	perVL := make([]units.Time, f.vls)
+	for i := range f.ports {
+		st := &f.ports[i]
+		for vl := 0; vl < f.vls; vl++ {
+			s := st.stalled[vl]
+			if st.stallNeed[vl] > 0 {
+				s += now - st.stallFrom[vl]
+			}
+			if s == 0 {
+				continue
+			}
+			total += s
+			perVL[vl] += s
+			res.Counters[fmt.Sprintf("ib_credit_stall_ns.%s.port%d.vl%d", f.n.g.Nodes[st.port.Owner].Name, st.port.Index, vl)] = s.Nanoseconds()
+		}
+	}
+	res.Counters["ib_credit_stall_ns"] = total.Nanoseconds()
+	for vl, s := range perVL {
+		res.Counters[fmt.Sprintf("ib_credit_stall_ns.vl%d", vl)] = s.Nanoseconds()
+	}
+	res.Counters["ib_fc_packets"] = float64(f.fcSent)
+	res.Counters["ib_max_vl_buffer_bytes"] = float64(f.maxUsed * IBBlock)
+}
+
+// StallTime returns the time port p's VL vl has spent unable to start a packet for lack of
+// credits so far.
+func (f *ibCredits) StallTime(p *Port, vl int) units.Time {
+	st := f.state(p)
+	s := st.stalled[vl]
+	if st.stallNeed[vl] > 0 {
+		s += f.n.sim.Now() - st.stallFrom[vl]
+	}
+	return s
+}
+
+// ExplainStall names the ports and VLs waiting for credits when the network stopped
+// delivering: on InfiniBand a standstill with packets held is a credit deadlock (a cycle of
+// full receive buffers), which up*/down* routing rules out.
+func (f *ibCredits) ExplainStall() string {
+	var names []string
+	count := 0
+	for i := range f.ports {
+		st := &f.ports[i]
+		for vl := 0; vl < f.vls; vl++ {
+			if st.stallNeed[vl] > 0 {
+				count++
+				if len(names) < 4 {
+					names = append(names, fmt.Sprintf("%s VL%d since %v", f.name(st.port), vl, st.stallFrom[vl]))
+				}
+			}
+		}
+	}
+	if count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("credit deadlock: %d port VLs wait for credits (%s ...); use routing_engine: updown on topologies with switch cycles", count, strings.Join(names, ", "))
+}

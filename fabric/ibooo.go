@@ -1,0 +1,53 @@
+package fabric
+
+import "fmt"
+
+// Out-of-order-tolerant receiver (Config.Transport "ooo"): adaptive routing sends one QP's
+// packets over different paths, so they may arrive out of order on a lossless fabric; NVIDIA
+// HCAs place such packets in memory and do not treat the gap as loss (DOMAIN.md §3). The
+// receiver keeps a bitmap of the packets it holds beyond the cumulative acknowledgement,
+// acknowledges the contiguous prefix, counts every packet that arrived ahead of a gap as
+// reordered, and never NAKs; the sender is unchanged (go-back-N on timeout, which a lossless
+// fabric does not reach). Packet numbers are byte offsets / MTU: every packet but a QP's last
+// is full.
+
+func (c *NIC) receiveOOO(f *Flow, pkt *Packet) {
+	n := c.net
+	mtu := int64(n.cfg.MTU)
+	if f.oooBits == nil { // once per flow: one bit per packet of the QP
+		f.oooBits = make([]uint64, ((f.size+mtu-1)/mtu+63)/64)
+	}
+	seq := pkt.Seq
+	idx := seq / mtu
+	has := func(i int64) bool { return f.oooBits[i>>6]>>(i&63)&1 != 0 }
+	switch {
+	case f.received || seq < f.rcvNxt || has(idx):
+		n.stats.Duplicates++
+		c.sendControl(f, Ack, f.rcvNxt)
+	case seq == f.rcvNxt:
+		adv := int64(pkt.Payload)
+		f.rcvNxt += adv
+		for f.rcvNxt < f.size && has(f.rcvNxt/mtu) {
+			p := min(mtu, f.size-f.rcvNxt)
+			f.rcvNxt += p
+			adv += p
+		}
+		n.stats.BytesDelivered += adv
+		n.lastDelivery = n.sim.Now()
+		f.unacked++
+		if n.cfg.Check && f.rcvNxt > f.size {
+			n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d delivered %d B of a %d B message", f.id, f.rcvNxt, f.size))
+			return
+		}
+		if f.rcvNxt == f.size {
+			f.received = true
+			c.sendControl(f, Ack, f.rcvNxt)
+			n.delivered(f)
+		} else if f.unacked >= n.cfg.AckEvery || adv > int64(pkt.Payload) {
+			c.sendControl(f, Ack, f.rcvNxt)
+		}
+	default:
+		f.oooBits[idx>>6] |= 1 << (idx & 63)
+		n.stats.OutOfOrder++
+	}
+}

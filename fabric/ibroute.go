@@ -1,0 +1,85 @@
+package fabric
+
+import (
+	"github.com/fabricsim/fabricsim/ibsm"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/topo"
+)
+
+// ibRouter forwards by the subnet manager's linear forwarding tables (package ibsm) and, with
+// adaptive routing, picks per data packet among the destination's allowed ports the one with the
+// fewest bytes queued on the packet's VL, skipping ports without credits for it; ties keep the
+// LFT's port, so an idle fabric routes exactly as the static tables do (DOMAIN.md §3: AR chooses
+// among equal-cost ports by queue occupancy). It also sets the packet's VL for the egress link
+// from the port's SL2VL table.
+type ibRouter struct {
+	n        *Network
+	t        *ibsm.Tables
+	fc       *ibCredits
+	adaptive bool
+
+	decisions  int64 // adaptive lookups with more than one allowed port
+	deviations int64 // ... that left by another port than the LFT's
+}
+
+// noCredit ranks a port whose VL cannot take the packet now behind any queue depth.
+const noCredit = int64(1) << 50
+
+func (r *ibRouter) Route(s *Switch, pkt *Packet, _ []int32) int32 {
+	dst := int(pkt.Dst)
+	out := r.t.Port(s.Node, dst)
+	if out < 0 {
+		return -1
+	}
+	if r.adaptive && pkt.Kind == Data {
+		if grp := r.t.Group(s.Node, dst); len(grp) > 1 {
+			r.decisions++
+			need := ibBlocks(pkt.Size)
+			score := func(q int32) int64 {
+				p := s.Ports[q]
+				vl := p.VLOf(pkt.SL)
+				sc := p.qbytes[vl]
+				if p.busy {
+					sc += int64(p.lastWire)
+				}
+				if r.fc.Credits(p, int(vl)) < need {
+					sc += noCredit
+				}
+				return sc
+			}
+			best, bestScore := out, score(out)
+			for _, q := range grp {
+				if q == out {
+					continue
+				}
+				if sc := score(q); sc < bestScore {
+					best, bestScore = q, sc
+				}
+			}
+			if best != out {
+				r.deviations++
+				out = best
+			}
+		}
+	}
+	pkt.Prio = s.Ports[out].VLOf(pkt.SL)
+	return out
+}
+
+// Report adds the adaptive-routing counters.
+func (r *ibRouter) Report(res *result.Run) {
+	res.Counters["ib_ar_decisions"] = float64(r.decisions)
+	res.Counters["ib_ar_deviations"] = float64(r.deviations)
+	if r.n.cfg.Transport == "ooo" {
+		// Packets the out-of-order receiver accepted ahead of a gap (ibooo.go).
+		res.Counters["ib_reordered_packets"] = float64(r.n.stats.OutOfOrder)
+	}
+}
+
+// staticRouter is a router with per-switch forwarding tables: the ideal (alone-on-the-network)
+// FCT follows its path, which up*/down* may make longer than the shortest one.
+type staticRouter interface {
+	staticPort(sw topo.NodeID, dst int32) int32
+}
+
+func (r *ibRouter) staticPort(sw topo.NodeID, dst int32) int32 { return r.t.Port(sw, int(dst)) }

@@ -1,0 +1,549 @@
+// Package ibsm is fabricsim's InfiniBand subnet manager: it computes the linear forwarding table
+// (LFT) of every switch, the destination-indexed table an InfiniBand switch looks a packet's
+// DLID up in (IBA vol. 1 ch. 18, switch forwarding), with the routing engines OpenSM offers for the fabrics AI
+// clusters are built as:
+//
+//   - minhop: every switch forwards on a minimum-hop port; among equal ones it takes the port
+//     that carries the fewest destinations so far (OpenSM's min-hop balancing). Deadlock free on
+//     trees, not on topologies with cycles among switches.
+//   - dmodk: fat-tree destination-mod-k (Zahavi et al., "Optimized InfiniBand fat-tree routing
+//     for shift all-to-all communication patterns", 2010): going up, a switch at tier t picks
+//     up-port (d / prod of the up-degrees of the tiers below) mod its up-degree, so a shift
+//     permutation on a full fat tree uses every link exactly once.
+//   - updown: up*/down* (Schroeder et al., Autonet, 1991): switches are ranked by distance from
+//     a root; every route climbs zero or more links toward the root and then descends, which
+//     makes the channel dependency graph acyclic and the fabric deadlock free on any topology.
+//
+// Beside the LFT entry each (switch, destination) has an adaptive-routing group: every port the
+// engine would have accepted (equal cost, and for updown equally legal), from which a switch with
+// adaptive routing picks per packet. Hosts are addressed by their dense host index (the "LID").
+//
+// Everything here is a pure function of a topo.Graph: no simulator types, so the tables can be
+// checked by unit tests (Verify, DependencyCycle) before a packet moves.
+package ibsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/fabricsim/fabricsim/topo"
+)
+
+// Engines lists the routing engines by their scenario names.
+var Engines = []string{"minhop", "dmodk", "updown"}
+
+// Tables are the forwarding tables of every switch of one graph.
+type Tables struct {
+	Engine string
+	g      *topo.Graph
+	hosts  int
+	row    []int32  // node -> switch row, -1 for hosts
+	lft    []int32  // [row*hosts+dst] -> output port, -1 if unreachable
+	group  []uint32 // [row*hosts+dst] -> AR port set id
+	start  []uint32 // set i is ports[start[i]:start[i+1]]
+	ports  []int32
+	// Rank is, for updown, each node's distance from the root set (hosts: -1); nil otherwise.
+	Rank []int32
+}
+
+// Port returns the LFT entry of switch sw for destination host dst (-1 when unreachable).
+func (t *Tables) Port(sw topo.NodeID, dst int) int32 {
+	return t.lft[int(t.row[sw])*t.hosts+dst]
+}
+
+// Group returns the adaptive-routing group of switch sw for destination dst: the ports it may
+// use for that destination, in ascending order; it contains Port(sw, dst). Shared: do not modify.
+func (t *Tables) Group(sw topo.NodeID, dst int) []int32 {
+	s := t.group[int(t.row[sw])*t.hosts+dst]
+	return t.ports[t.start[s]:t.start[s+1]]
+}
+
+// Compute runs routing engine engine ("minhop", "dmodk" or "updown") over g.
+func Compute(g *topo.Graph, engine string) (*Tables, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("subnet manager: %w", err)
+	}
+	t := &Tables{Engine: engine, g: g, hosts: len(g.Hosts), row: make([]int32, len(g.Nodes))}
+	rows := 0
+	for i := range g.Nodes {
+		t.row[i] = -1
+		if g.Nodes[i].Kind == topo.Switch {
+			t.row[i] = int32(rows)
+			rows++
+		}
+	}
+	if float64(rows)*float64(t.hosts) > 1<<31 {
+		return nil, fmt.Errorf("subnet manager: %d switches x %d hosts is too large a table", rows, t.hosts)
+	}
+	t.lft = make([]int32, rows*t.hosts)
+	t.group = make([]uint32, rows*t.hosts)
+	t.start = []uint32{0, 0}
+	b := builder{t: t, intern: map[string]uint32{"": 0}, load: make([][]int32, len(g.Nodes))}
+	for i := range g.Nodes {
+		b.load[i] = make([]int32, len(g.Nodes[i].Ports))
+	}
+	var err error
+	switch engine {
+	case "minhop":
+		err = b.minHop(false)
+	case "dmodk":
+		err = b.minHop(true)
+	case "updown":
+		err = b.upDown()
+	default:
+		return nil, fmt.Errorf("subnet manager: routing engine %q unknown (valid: minhop, dmodk, updown)", engine)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+type builder struct {
+	t      *Tables
+	intern map[string]uint32
+	key    []byte
+	load   [][]int32 // destinations assigned per (node, port): min-hop balancing
+}
+
+// set records switch n's entry for dst: the LFT port is the candidate with the fewest
+// destinations so far (lowest port on ties), unless pick >= 0 names one.
+func (b *builder) set(n topo.NodeID, dst int, cand []int32, pick int) {
+	t := b.t
+	e := int(t.row[n])*t.hosts + dst
+	if len(cand) == 0 {
+		t.lft[e] = -1
+		return
+	}
+	if pick < 0 {
+		pick = 0
+		for i, p := range cand {
+			if b.load[n][p] < b.load[n][cand[pick]] {
+				pick = i
+			}
+		}
+	}
+	port := cand[pick]
+	b.load[n][port]++
+	t.lft[e] = port
+	b.key = b.key[:0]
+	for _, p := range cand {
+		b.key = binary.LittleEndian.AppendUint32(b.key, uint32(p))
+	}
+	id, ok := b.intern[string(b.key)]
+	if !ok {
+		id = uint32(len(t.start) - 1)
+		b.intern[string(b.key)] = id
+		t.ports = append(t.ports, cand...)
+		t.start = append(t.start, uint32(len(t.ports)))
+	}
+	t.group[e] = id
+}
+
+// bfs fills dist with hop counts to node dn through switches only (hosts never forward).
+func bfs(g *topo.Graph, dn topo.NodeID, dist []int32, queue []topo.NodeID) []topo.NodeID {
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[dn] = 0
+	queue = append(queue[:0], dn)
+	for qi := 0; qi < len(queue); qi++ {
+		n := queue[qi]
+		for _, p := range g.Nodes[n].Ports {
+			if dist[p.Peer] < 0 && g.Nodes[p.Peer].Kind == topo.Switch {
+				dist[p.Peer] = dist[n] + 1
+				queue = append(queue, p.Peer)
+			}
+		}
+	}
+	return queue
+}
+
+// upDegree returns, per tier, the largest number of ports a switch of that tier has toward a
+// higher tier, and the D-mod-K divisor of each tier: the product of the up-degrees below it.
+func upDivisors(g *topo.Graph) map[int]int {
+	up := map[int]int{}
+	maxTier := 0
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Kind != topo.Switch {
+			continue
+		}
+		c := 0
+		for _, p := range n.Ports {
+			if g.Nodes[p.Peer].Kind == topo.Switch && g.Nodes[p.Peer].Tier > n.Tier {
+				c++
+			}
+		}
+		if c > up[n.Tier] {
+			up[n.Tier] = c
+		}
+		if n.Tier > maxTier {
+			maxTier = n.Tier
+		}
+	}
+	div := map[int]int{}
+	d := 1
+	for tier := 0; tier <= maxTier; tier++ {
+		div[tier] = d
+		if u := up[tier]; u > 0 && d < 1<<40 {
+			d *= u
+		}
+	}
+	return div
+}
+
+// minHop fills min-hop tables; with dmodk, upward choices follow destination mod k.
+func (b *builder) minHop(dmodk bool) error {
+	g := b.t.g
+	dist := make([]int32, len(g.Nodes))
+	var queue []topo.NodeID
+	var cand []int32
+	var div map[int]int
+	if dmodk {
+		div = upDivisors(g)
+	}
+	for d, dn := range g.Hosts {
+		queue = bfs(g, dn, dist, queue)
+		for i := range g.Nodes {
+			n := &g.Nodes[i]
+			if n.Kind != topo.Switch {
+				continue
+			}
+			cand = cand[:0]
+			up := true
+			if dist[i] > 0 {
+				for pi, p := range n.Ports {
+					if dist[p.Peer] == dist[i]-1 {
+						cand = append(cand, int32(pi))
+						if g.Nodes[p.Peer].Kind != topo.Switch || g.Nodes[p.Peer].Tier <= n.Tier {
+							up = false
+						}
+					}
+				}
+			}
+			pick := -1
+			if dmodk && len(cand) > 0 {
+				if up {
+					pick = (d / div[n.Tier]) % len(cand)
+				} else {
+					pick = 0
+				}
+			}
+			b.set(n.ID, d, cand, pick)
+		}
+	}
+	return nil
+}
+
+// upDown fills up*/down* tables. Roots: the switches of the highest tier when the graph has
+// tiers, else the switch with the smallest eccentricity (lowest ID on ties). Node keys order
+// (rank, ID); a link is "up" toward the smaller key. A switch with a descending-only path to the
+// destination takes the shortest such path; otherwise it climbs toward the shortest legal path.
+func (b *builder) upDown() error {
+	t := b.t
+	g := t.g
+	N := len(g.Nodes)
+	rank := make([]int32, N)
+	for i := range rank {
+		rank[i] = -1
+	}
+	var roots []topo.NodeID
+	minT, maxT := 1<<30, -1
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind == topo.Switch {
+			minT = min(minT, g.Nodes[i].Tier)
+			maxT = max(maxT, g.Nodes[i].Tier)
+		}
+	}
+	if maxT < 0 {
+		return fmt.Errorf("subnet manager: up*/down* needs at least one switch")
+	}
+	queue := make([]topo.NodeID, 0, N)
+	if maxT > minT {
+		for i := range g.Nodes {
+			if g.Nodes[i].Kind == topo.Switch && g.Nodes[i].Tier == maxT {
+				roots = append(roots, topo.NodeID(i))
+			}
+		}
+	} else {
+		best, bestEcc := topo.NodeID(-1), int32(1<<30)
+		for i := range g.Nodes {
+			if g.Nodes[i].Kind != topo.Switch {
+				continue
+			}
+			queue = switchBFS(g, []topo.NodeID{topo.NodeID(i)}, rank, queue)
+			ecc := int32(0)
+			for j := range rank {
+				if g.Nodes[j].Kind == topo.Switch {
+					if rank[j] < 0 {
+						ecc = 1 << 29 // disconnected: never a root
+					}
+					ecc = max(ecc, rank[j])
+				}
+			}
+			if ecc < bestEcc {
+				best, bestEcc = topo.NodeID(i), ecc
+			}
+		}
+		roots = []topo.NodeID{best}
+	}
+	queue = switchBFS(g, roots, rank, queue)
+	t.Rank = rank
+	less := func(a, c topo.NodeID) bool { // a is nearer the root than c
+		return rank[a] < rank[c] || (rank[a] == rank[c] && a < c)
+	}
+	order := make([]topo.NodeID, 0, N)
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind == topo.Switch {
+			if rank[i] < 0 {
+				return fmt.Errorf("subnet manager: switch %s is not connected to the root %s", g.Nodes[i].Name, g.Nodes[roots[0]].Name)
+			}
+			order = append(order, topo.NodeID(i))
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return less(order[i], order[j]) })
+	const inf = int32(1 << 30)
+	down := make([]int32, N)
+	legal := make([]int32, N)
+	var cand []int32
+	for d, dn := range g.Hosts {
+		// down[x]: hops from x to the destination descending only (reverse BFS over down links).
+		for i := range down {
+			down[i], legal[i] = inf, inf
+		}
+		down[dn] = 0
+		queue = append(queue[:0], dn)
+		for qi := 0; qi < len(queue); qi++ {
+			x := queue[qi]
+			for _, p := range g.Nodes[x].Ports {
+				s := p.Peer
+				if g.Nodes[s].Kind != topo.Switch || down[s] != inf {
+					continue
+				}
+				if g.Nodes[x].Kind == topo.Host || less(s, x) { // s -> x descends
+					down[s] = down[x] + 1
+					queue = append(queue, s)
+				}
+			}
+		}
+		// legal[s]: shortest up*/down* route, climbing first when no descending path exists.
+		for _, s := range order {
+			if down[s] != inf {
+				legal[s] = down[s]
+				continue
+			}
+			for _, p := range g.Nodes[s].Ports {
+				if u := p.Peer; g.Nodes[u].Kind == topo.Switch && less(u, s) && legal[u]+1 < legal[s] {
+					legal[s] = legal[u] + 1
+				}
+			}
+			if legal[s] == inf {
+				return fmt.Errorf("subnet manager: up*/down*: %s has no legal route to host %d", g.Nodes[s].Name, d)
+			}
+		}
+		for _, s := range order {
+			cand = cand[:0]
+			for pi, p := range g.Nodes[s].Ports {
+				u := p.Peer
+				if down[s] != inf {
+					if (u == dn || (g.Nodes[u].Kind == topo.Switch && less(s, u))) && down[u] == down[s]-1 {
+						cand = append(cand, int32(pi))
+					}
+				} else if g.Nodes[u].Kind == topo.Switch && less(u, s) && legal[u] == legal[s]-1 {
+					cand = append(cand, int32(pi))
+				}
+			}
+			b.set(s, d, cand, -1)
+		}
+	}
+	return nil
+}
+
+// switchBFS fills rank with hop distances from the roots over switch-to-switch links.
+func switchBFS(g *topo.Graph, roots []topo.NodeID, rank []int32, queue []topo.NodeID) []topo.NodeID {
+	for i := range rank {
+		rank[i] = -1
+	}
+	queue = queue[:0]
+	for _, r := range roots {
+		rank[r] = 0
+		queue = append(queue, r)
+	}
+	for qi := 0; qi < len(queue); qi++ {
+		n := queue[qi]
+		for _, p := range g.Nodes[n].Ports {
+			if g.Nodes[p.Peer].Kind == topo.Switch && rank[p.Peer] < 0 {
+				rank[p.Peer] = rank[n] + 1
+				queue = append(queue, p.Peer)
+			}
+		}
+	}
+	return queue
+}
+
+// Path follows the LFTs from srcHost to dstHost and returns the nodes visited, or an error on a
+// missing entry or a forwarding loop.
+func (t *Tables) Path(srcHost, dstHost int) ([]topo.NodeID, error) {
+	g := t.g
+	n := g.Hosts[srcHost]
+	path := []topo.NodeID{n}
+	n = g.Nodes[n].Ports[0].Peer
+	path = append(path, n)
+	for n != g.Hosts[dstHost] {
+		if g.Nodes[n].Kind != topo.Switch {
+			return path, fmt.Errorf("host %d -> host %d: reached host %s", srcHost, dstHost, g.Nodes[n].Name)
+		}
+		p := t.Port(n, dstHost)
+		if p < 0 {
+			return path, fmt.Errorf("host %d -> host %d: %s has no route", srcHost, dstHost, g.Nodes[n].Name)
+		}
+		n = g.Nodes[n].Ports[p].Peer
+		path = append(path, n)
+		if len(path) > len(g.Nodes)+1 {
+			return path, fmt.Errorf("host %d -> host %d: forwarding loop", srcHost, dstHost)
+		}
+	}
+	return path, nil
+}
+
+// Verify checks that every host reaches every other host through the LFTs without a loop, and
+// that every adaptive-routing group holds its LFT port.
+func (t *Tables) Verify() error {
+	for s := 0; s < t.hosts; s++ {
+		for d := 0; d < t.hosts; d++ {
+			if s == d {
+				continue
+			}
+			if _, err := t.Path(s, d); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range t.g.Nodes {
+		if t.row[i] < 0 {
+			continue
+		}
+		for d := 0; d < t.hosts; d++ {
+			p := t.Port(topo.NodeID(i), d)
+			if p < 0 {
+				continue
+			}
+			found := false
+			for _, q := range t.Group(topo.NodeID(i), d) {
+				found = found || q == p
+			}
+			if !found {
+				return fmt.Errorf("%s: LFT port %d for host %d is not in its adaptive-routing group", t.g.Nodes[i].Name, p, d)
+			}
+		}
+	}
+	return nil
+}
+
+// DependencyCycle builds the channel dependency graph of the routes (Dally and Seitz, 1987: a
+// channel is a directed link; channel a depends on b when a packet holding a may next request b)
+// and returns a cycle of channels, as "node:port" strings, or nil when it is acyclic, which
+// means credit-based flow control cannot deadlock. With adaptive, every port of every group counts.
+func (t *Tables) DependencyCycle(adaptive bool) []string {
+	g := t.g
+	base := make([]int, len(g.Nodes)+1)
+	for i := range g.Nodes {
+		base[i+1] = base[i] + len(g.Nodes[i].Ports)
+	}
+	adj := make([]map[int]bool, base[len(g.Nodes)])
+	ch := func(n topo.NodeID, p int32) int { return base[n] + int(p) }
+	outs := func(n topo.NodeID, d int) []int32 {
+		if adaptive {
+			return t.Group(n, d)
+		}
+		if p := t.Port(n, d); p >= 0 {
+			return []int32{p}
+		}
+		return nil
+	}
+	for d := 0; d < t.hosts; d++ {
+		for i := range g.Nodes {
+			s := topo.NodeID(i)
+			if t.row[s] < 0 {
+				continue
+			}
+			next := outs(s, d)
+			// Channels into s that a packet for d may hold: from hosts (sources), or from
+			// switches whose routes for d include s.
+			for _, p := range g.Nodes[s].Ports {
+				u := p.Peer
+				var into int
+				if g.Nodes[u].Kind == topo.Host {
+					into = ch(u, 0)
+				} else {
+					ok := false
+					for _, q := range outs(u, d) {
+						ok = ok || g.Nodes[u].Ports[q].Peer == s
+					}
+					if !ok {
+						continue
+					}
+					into = ch(u, p.PeerPort)
+				}
+				for _, q := range next {
+					if adj[into] == nil {
+						adj[into] = map[int]bool{}
+					}
+					adj[into][ch(s, q)] = true
+				}
+			}
+		}
+	}
+	// Iterative DFS with colours.
+	color := make([]uint8, len(adj))
+	parent := make([]int, len(adj))
+	name := func(c int) string {
+		n := sort.Search(len(g.Nodes), func(i int) bool { return base[i+1] > c })
+		return fmt.Sprintf("%s:%d", g.Nodes[n].Name, c-base[n])
+	}
+	for root := range adj {
+		if color[root] != 0 {
+			continue
+		}
+		type frame struct {
+			c    int
+			next []int
+		}
+		stack := []frame{{root, keys(adj[root])}}
+		color[root] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if len(top.next) == 0 {
+				color[top.c] = 2
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			v := top.next[0]
+			top.next = top.next[1:]
+			switch color[v] {
+			case 0:
+				color[v] = 1
+				parent[v] = top.c
+				stack = append(stack, frame{v, keys(adj[v])})
+			case 1:
+				cycle := []string{name(v)}
+				for c := top.c; c != v; c = parent[c] {
+					cycle = append(cycle, name(c))
+				}
+				return cycle
+			}
+		}
+	}
+	return nil
+}
+
+func keys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
