@@ -1,16 +1,16 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fabricsim/fabricsim/wire/tsharktest"
 )
 
 // These tests hand our captures to Wireshark's dissectors (tshark), an
@@ -32,76 +32,6 @@ import (
 //   - The "infiniband_link" dissector (flow-control packets) raises an
 //     exception on user-DLT input in 4.0, so flow-control packets are checked
 //     only against the independent vector (TestIndependentVectors).
-
-const (
-	expertWarn  = 0x00600000 // PI_WARN in epan/proto.h; PI_ERROR is 0x00800000
-	userDLT0    = 147
-	userDLTsIB  = `uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0",""`
-	tsharkUnsup = "unknown or unsupported"
-)
-
-func tsharkPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tshark is not on PATH but CI=true: CI must install it (apt-get install -y tshark)")
-		}
-		t.Skip("tshark is not on PATH: install it (apt-get install -y tshark) to check our packets against Wireshark's dissectors")
-	}
-	return p
-}
-
-// tsharkFields runs tshark on file and returns, per packet, the values of
-// fields (multiple occurrences joined by ",").
-func tsharkFields(t *testing.T, tshark, file string, opts []string, fields []string) ([]map[string]string, error) {
-	t.Helper()
-	args := append([]string{"-n", "-r", file}, opts...)
-	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,")
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	cmd := exec.Command(tshark, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("tshark %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var rows []map[string]string
-	for _, line := range strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		vals := strings.Split(line, "\t")
-		row := map[string]string{}
-		for i, f := range fields {
-			if i < len(vals) {
-				row[f] = vals[i]
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// tsharkProblems lists the frames tshark marks malformed or with an expert
-// item of severity warning or worse.
-func tsharkProblems(t *testing.T, tshark, file string, opts []string) string {
-	t.Helper()
-	args := append([]string{"-n", "-r", file}, opts...)
-	args = append(args, "-Y", fmt.Sprintf("_ws.malformed || _ws.expert.severity >= 0x%x", expertWarn), "-V")
-	out, err := exec.Command(tshark, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("tshark %v: %v\n%s", args, err, out)
-	}
-	var b strings.Builder
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "Frame ") || strings.Contains(l, "Expert Info") || strings.Contains(l, "Malformed") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
 
 func num(t *testing.T, row map[string]string, field string) uint64 {
 	t.Helper()
@@ -128,7 +58,7 @@ func expect(t *testing.T, row map[string]string, field string, want uint64) {
 }
 
 func TestTsharkRoCEv2AndPFC(t *testing.T) {
-	tshark := tsharkPath(t)
+	tshark := tsharktest.Path(t)
 	frames, pkts, pfc := roceSamples()
 	// Add the tagged IPv6 vector so 802.1Q and IPv6 are dissected too.
 	v6 := vectorPackets()["roce_ipv6_write_first"](nil)
@@ -138,7 +68,7 @@ func TestTsharkRoCEv2AndPFC(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := []string{"-o", "eth.fcs:TRUE", "-o", "eth.check_fcs:TRUE", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"}
-	if p := tsharkProblems(t, tshark, file, opts); p != "" {
+	if p := tsharktest.Problems(t, tshark, file, opts); p != "" {
 		t.Errorf("tshark flags problems:\n%s", p)
 	}
 	fields := []string{"frame.number", "frame.protocols", "eth.fcs.status", "ip.checksum.status", "udp.checksum.status",
@@ -149,10 +79,7 @@ func TestTsharkRoCEv2AndPFC(t *testing.T) {
 		"macc.opcode", "macc.cbfc.enbv",
 		"macc.cbfc.pause_time.c0", "macc.cbfc.pause_time.c1", "macc.cbfc.pause_time.c2", "macc.cbfc.pause_time.c3",
 		"macc.cbfc.pause_time.c4", "macc.cbfc.pause_time.c5", "macc.cbfc.pause_time.c6", "macc.cbfc.pause_time.c7"}
-	rows, err := tsharkFields(t, tshark, file, opts, fields)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := tsharktest.Fields(t, tshark, file, opts, fields)
 	if len(rows) != len(frames) {
 		t.Fatalf("tshark shows %d frames, we wrote %d", len(rows), len(frames))
 	}
@@ -208,7 +135,7 @@ func TestTsharkRoCEv2AndPFC(t *testing.T) {
 }
 
 func TestTsharkInfiniBand(t *testing.T) {
-	tshark := tsharkPath(t)
+	tshark := tsharktest.Path(t)
 	raw, pkts := ibSamples()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "ib.pcap")
@@ -222,23 +149,9 @@ func TestTsharkInfiniBand(t *testing.T) {
 		"infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.a", "infiniband.bth.padcnt",
 		"infiniband.reth.va", "infiniband.reth.dmalen", "infiniband.aeth.msn",
 		"infiniband.invariant.crc", "infiniband.variant.crc"}
-	var opts []string
-	rows, err := tsharkFields(t, tshark, file, opts, fields)
-	if err != nil && strings.Contains(err.Error(), tsharkUnsup) {
-		patched := bytes.Clone(capture)
-		binary.LittleEndian.PutUint32(patched[20:], userDLT0)
-		file = filepath.Join(dir, "ib-user0.pcap")
-		if err := os.WriteFile(file, patched, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		opts = []string{"-o", userDLTsIB}
-		t.Logf("this tshark does not read LINKTYPE_INFINIBAND; using a LINKTYPE_USER0 copy mapped to the infiniband dissector")
-		rows, err = tsharkFields(t, tshark, file, opts, fields)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := tsharkProblems(t, tshark, file, opts); p != "" {
+	file, opts := tsharktest.Readable(t, tshark, file)
+	rows := tsharktest.Fields(t, tshark, file, opts, fields)
+	if p := tsharktest.Problems(t, tshark, file, opts); p != "" {
 		t.Errorf("tshark flags problems:\n%s", p)
 	}
 	if len(rows) != len(pkts) {
