@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 
 func TestExamplesValidate(t *testing.T) {
 	for _, name := range examples.Names() {
-		if strings.HasPrefix(name, "compare-") {
+		if strings.HasPrefix(name, "compare-") || strings.HasPrefix(name, "sweep-") {
 			continue // `fabricsim compare` scenarios; compare.TestExamples validates them
 		}
 		data, _ := examples.Read(name)
