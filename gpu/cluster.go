@@ -1,0 +1,240 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Framing is what the packet backend adds to every packet's payload: Build scales the server's
+// link rates by (MTU + Header + L1) / MTU so that a full packet stream delivers exactly the
+// effective data rates of Server (NVLink and PCIe have their own framing, which the effective
+// rates already account for; the fabric's RoCE or IB headers do not cross them in reality).
+type Framing struct {
+	MTU        units.Size
+	Header, L1 int
+}
+
+// Network is the cluster network between the servers' NICs.
+type Network struct {
+	// Kind is "rail" (rail-optimized, the default), or "graph" to use Graph as it is.
+	Kind string
+	// Rail-optimized: leaf radix, leaf oversubscription, spine count (topo.RailSpec) and the
+	// latency of the NIC and spine links.
+	Radix            int
+	Oversubscription float64
+	Spines           int
+	LinkLatency      units.Time
+	// Graph, for Kind "graph", is a network whose hosts are the NICs: host s*NICs+k is NIC k of
+	// server s (a scenario's leaf-spine, fat tree or HPCC topology).
+	Graph *topo.Graph
+}
+
+// Spec is a whole cluster.
+type Spec struct {
+	Servers int
+	Server  Server
+	Net     Network
+	Framing Framing
+}
+
+// Cluster is a built GPU cluster: one topo.Graph with the servers' insides and the network.
+//
+// Endpoints (host indices): GPU r's rank endpoint is host r (rank r, server r/GPUs-per-server),
+// the GPU's NVLink port. With NVLink, hosts GPUs..2*GPUs-1 are the GPUs' PCIe ports ("DMA
+// endpoints": where a NIC or a copy engine reads and writes GPU memory); without NVLink the rank
+// endpoint is the PCIe port itself. Then come the pinned host buffers, one per GPU.
+type Cluster struct {
+	Spec   Spec
+	Server Server // with defaults filled
+	Graph  *topo.Graph
+	// GPUs is the number of GPUs.
+	GPUs int
+	// Framing used to scale the server links' rates.
+	Framing Framing
+
+	dma, mem int // first host index of the DMA endpoints and of the host buffers
+
+	mu     sync.Mutex
+	routes *topo.Routes
+}
+
+// GPUHost is the rank endpoint of local GPU g of server s.
+func (c *Cluster) GPUHost(s, g int) int32 { return int32(s*c.Server.GPUs + g) }
+
+// DMA is the PCIe endpoint of GPU rank r (r itself on a server without NVLink).
+func (c *Cluster) DMA(r int32) int32 { return int32(c.dma) + r }
+
+// HostMem is the pinned host buffer of GPU rank r.
+func (c *Cluster) HostMem(r int32) int32 { return int32(c.mem) + r }
+
+// RankOf maps any endpoint (rank, DMA or host buffer) to its GPU's rank.
+func (c *Cluster) RankOf(h int32) int32 {
+	switch {
+	case int(h) >= c.mem:
+		return h - int32(c.mem)
+	case int(h) >= c.dma:
+		return h - int32(c.dma)
+	}
+	return h
+}
+
+// ServerOf is the server of endpoint h.
+func (c *Cluster) ServerOf(h int32) int { return int(c.RankOf(h)) / c.Server.GPUs }
+
+// IsDMA says whether endpoint h is a GPU's PCIe endpoint.
+func (c *Cluster) IsDMA(h int32) bool { return int(h) >= c.dma && int(h) < c.mem }
+
+// IsRank says whether endpoint h is a GPU's rank endpoint.
+func (c *Cluster) IsRank(h int32) bool { return h >= 0 && int(h) < c.GPUs }
+
+// Servers is the number of servers.
+func (c *Cluster) Servers() int { return c.GPUs / c.Server.GPUs }
+
+// Endpoints is the number of endpoints a message graph on this cluster addresses.
+func (c *Cluster) Endpoints() int { return len(c.Graph.Hosts) }
+
+// Route maps a message between two rank endpoints to the endpoints that carry it: the NVLink
+// ports inside a server with NVLink, the PCIe (DMA) ports otherwise (GPUDirect RDMA).
+func (c *Cluster) Route(src, dst int32) (int32, int32) {
+	if c.IsRank(src) && c.IsRank(dst) && (c.ServerOf(src) != c.ServerOf(dst) || !c.nvlink()) {
+		return c.DMA(src), c.DMA(dst)
+	}
+	return src, dst
+}
+
+func (c *Cluster) nvlink() bool { return c.dma != 0 }
+
+// Build builds the cluster graph.
+func Build(spec Spec) (*Cluster, error) {
+	srv, err := spec.Server.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Servers < 1 {
+		return nil, fmt.Errorf("cluster: %d servers: want at least 1", spec.Servers)
+	}
+	fr := spec.Framing
+	if fr.MTU <= 0 {
+		fr = Framing{MTU: 4096, Header: 62, L1: 20}
+	}
+	net := spec.Net.Graph
+	if spec.Net.Kind == "" || spec.Net.Kind == "rail" {
+		lat := spec.Net.LinkLatency
+		if lat == 0 {
+			lat = 500 * units.Nanosecond // est.: ~100 m of fibre and the optics (DOMAIN.md §8 fabrics)
+		}
+		rs := topo.RailSpec{Servers: spec.Servers, NICsPerServer: srv.NICs, NIC: topo.LinkSpec{Rate: srv.NICRate, Latency: lat},
+			Radix: spec.Net.Radix, Oversubscription: spec.Net.Oversubscription, Spines: spec.Net.Spines}
+		if spec.Servers == 1 {
+			rs.Spines = topo.NoSpines
+		}
+		net, err = topo.RailOptimized(rs)
+		if err != nil {
+			return nil, fmt.Errorf("cluster network: %w", err)
+		}
+	} else if spec.Net.Kind != "graph" || net == nil {
+		return nil, fmt.Errorf("cluster network kind %q: want rail, or graph with a Graph", spec.Net.Kind)
+	}
+	if len(net.Hosts) != spec.Servers*srv.NICs {
+		return nil, fmt.Errorf("cluster network %s has %d NIC ports, but %d servers x %d NICs need %d",
+			net.Name, len(net.Hosts), spec.Servers, srv.NICs, spec.Servers*srv.NICs)
+	}
+	G := srv.GPUs
+	N := spec.Servers
+	scale := func(r units.Rate) units.Rate {
+		// Link rate whose full-MTU packet stream carries r of payload.
+		wire := int64(fr.MTU) + int64(fr.Header) + int64(fr.L1)
+		return units.Rate((int64(r)*wire + int64(fr.MTU) - 1) / int64(fr.MTU))
+	}
+	nvlink := srv.NVLink.Rate > 0 && G > 1
+	g := &topo.Graph{Name: fmt.Sprintf("gpu-%dx%d-%s", N, G, net.Name)}
+	endpoints := func(kind string) {
+		for s := 0; s < N; s++ {
+			for i := 0; i < G; i++ {
+				id := g.AddNode(topo.Host, fmt.Sprintf("srv%d_%s%d", s, kind, i), 0)
+				g.Nodes[id].Server, g.Nodes[id].Rail = int32(s), int32(i)
+			}
+		}
+	}
+	c := &Cluster{Spec: spec, Server: srv, Graph: g, GPUs: N * G, Framing: fr}
+	endpoints("gpu")
+	if nvlink {
+		c.dma = N * G
+		endpoints("gpudma")
+	}
+	c.mem = len(g.Hosts)
+	endpoints("hostmem")
+	// The network's switches keep their names, tiers and rails; its hosts become NIC nodes.
+	netNode := make([]topo.NodeID, len(net.Nodes))
+	for i := range net.Nodes {
+		n := &net.Nodes[i]
+		if n.Kind == topo.Host {
+			s, k := int(n.Host)/srv.NICs, int(n.Host)%srv.NICs
+			id := g.AddNode(topo.Switch, fmt.Sprintf("srv%d_nic%d", s, k), 0)
+			g.Nodes[id].Server, g.Nodes[id].Rail = int32(s), int32(k)
+			g.Nodes[id].Latency = orNone(srv.NICLatency)
+			netNode[i] = id
+			continue
+		}
+		id := g.AddNode(topo.Switch, n.Name, n.Tier)
+		g.Nodes[id].Rail = n.Rail
+		g.Nodes[id].Latency = n.Latency
+		netNode[i] = id
+	}
+	for i := range net.Links {
+		l := &net.Links[i]
+		id := g.Connect(netNode[l.A], netNode[l.B], l.Rate, l.Latency)
+		g.Links[id].ErrorRate, g.Links[id].LengthM = l.ErrorRate, l.LengthM
+	}
+	sw := func(name string, s int, lat units.Time) topo.NodeID {
+		id := g.AddNode(topo.Switch, fmt.Sprintf("srv%d_%s", s, name), 0)
+		g.Nodes[id].Server = int32(s)
+		g.Nodes[id].Latency = orNone(lat)
+		return id
+	}
+	for s := 0; s < N; s++ {
+		sockets := make([]topo.NodeID, srv.Sockets)
+		for k := range sockets {
+			sockets[k] = sw(fmt.Sprintf("socket%d", k), s, srv.RootComplexLatency)
+		}
+		for k := 1; k < srv.Sockets; k++ {
+			g.Connect(sockets[k-1], sockets[k], scale(srv.InterSocket.Rate), srv.InterSocket.Latency)
+		}
+		var nvs topo.NodeID = -1
+		if nvlink {
+			nvs = sw("nvswitch", s, srv.NVSwitchLatency)
+		}
+		for i := 0; i < G; i++ {
+			r := c.GPUHost(s, i)
+			psw := sw(fmt.Sprintf("pcie%d", i), s, srv.PCIeSwitchLatency)
+			if nvlink {
+				g.Connect(g.Hosts[r], nvs, scale(srv.NVLink.Rate), srv.NVLink.Latency)
+			}
+			g.Connect(g.Hosts[c.DMA(r)], psw, scale(srv.P2PRate()), srv.PCIe.Latency)
+			if k := srv.NICOf(i); k >= 0 {
+				nic := netNode[net.Hosts[s*srv.NICs+k]]
+				g.Connect(psw, nic, scale(srv.PCIe.Rate), srv.PCIe.Latency)
+			}
+			rp := sw(fmt.Sprintf("rootport%d", i), s, srv.RootComplexLatency)
+			g.Connect(psw, rp, scale(srv.PCIe.Rate), srv.PCIe.Latency)
+			g.Connect(rp, sockets[srv.SocketOf(i)], scale(srv.HostMemory.Rate), 0)
+			g.Connect(rp, g.Hosts[c.HostMem(r)], scale(srv.HostMemory.Rate), srv.HostMemory.Latency)
+		}
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return c, nil
+}
+
+// orNone maps a zero latency to topo.Node's "none" (negative), so that a server part with no
+// latency does not get the network's switch latency.
+func orNone(t units.Time) units.Time {
+	if t == 0 {
+		return -1
+	}
+	return t
+}
