@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/compare"
+)
+
+// TestCompareDefault runs the embedded default on the analytic backend (the packet backend's
+// figure is BenchmarkCompareDefault) and checks the table and both files.
+func TestCompareDefault(t *testing.T) {
+	dir := t.TempDir()
+	code, out := run(t, "compare", "--backend", "analytic", "--steps", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"llama3-8b", "ib-ndr", "roce-default", "roce-tuned", "roce-pfc-only", "exposed", "network $", "wrote"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Scenario struct {
+			Source string `json:"source"`
+		} `json:"scenario"`
+		Variants []struct {
+			StepTime float64 `json:"step_time_s"`
+			Network  float64 `json:"network_usd"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Variants) != 4 || res.Variants[0].StepTime <= 0 || res.Variants[0].Network <= 0 {
+		t.Errorf("compare.json variants: %+v", res.Variants)
+	}
+	if !strings.Contains(res.Scenario.Source, "llama3-8b") {
+		t.Error("compare.json does not echo the scenario")
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(html), "<svg") {
+		t.Errorf("report.html: %v", err)
+	}
+}
+
+func TestCompareVariantsFlag(t *testing.T) {
+	code, out := run(t, "compare", "--backend", "analytic", "--steps", "1", "--out", "", "--variants", "roce-tuned,ib-ndr")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "roce-default ") || !strings.Contains(out, "roce-tuned:    baseline") {
+		t.Errorf("--variants not applied in order:\n%s", out)
+	}
+	code, out = run(t, "compare", "--backend", "analytic", "--out", "", "--variants", "nope")
+	if code != exitUsage || !strings.Contains(out, `"nope" is not a variant`) {
+		t.Errorf("unknown variant: exit %d\n%s", code, out)
+	}
+}
+
+func TestCompareBadScenarioExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(p, []byte("cluster: {servers: 2}\nworkload:\n  model: llama3-8b\n  tp: 3\n  dp: 4\n"), 0o644)
+	code, out := run(t, "compare", p, "--out", "")
+	if code != exitUsage || !strings.Contains(out, "bad.yaml:4") || !strings.Contains(out, "tp 3") {
+		t.Errorf("exit %d, want 2 with file:line:\n%s", code, out)
+	}
+}
+
+// BenchmarkCompareDefault is the figure behind "the default compare finishes in under 60 s":
+// the embedded default on the packet backend, every variant and step. Target: < 60 s/op on
+// two cores.
+func BenchmarkCompareDefault(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		s, err := loadCompare(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := compare.Run(s, compare.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var events uint64
+		for _, v := range r.Variants {
+			events += v.Events
+		}
+		b.ReportMetric(r.WallSeconds, "s/compare")
+		b.ReportMetric(float64(events)/r.WallSeconds, "events/s")
+	}
+}

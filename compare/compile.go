@@ -1,0 +1,257 @@
+package compare
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fabricsim/fabricsim/collective"
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/training"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// collOp maps a plan op kind to the collective it is.
+func collOp(k training.OpKind) collective.Op {
+	switch k {
+	case training.AllReduce:
+		return collective.AllReduce
+	case training.AllGather:
+		return collective.AllGather
+	case training.ReduceScatter:
+		return collective.ReduceScatter
+	case training.AllToAll:
+		return collective.AllToAll
+	}
+	return collective.SendRecv
+}
+
+// intraServer reports whether every rank of op o sits in one server (its collective runs on
+// NVLink only).
+func (s *Scenario) intraServer(o *training.Op) bool {
+	sv := s.serverOf(o.Ranks[0])
+	for _, r := range o.Ranks[1:] {
+		if s.serverOf(r) != sv {
+			return false
+		}
+	}
+	return true
+}
+
+// nvlinkTime is the time of one collective of op o inside a server: NCCL's ring over NVLink,
+// whose busiest link carries the nccl-tests bus-bandwidth share of S (DOMAIN.md §7) and which
+// takes one NVLink latency per ring step.
+func (s *Scenario) nvlinkTime(o *training.Op) units.Time {
+	n := len(o.Ranks)
+	b, lat := s.Cluster.NVLink, s.Cluster.NVLinkLatency
+	f := collective.BusBWFactor(collOp(o.Kind), n)
+	steps := n - 1
+	switch o.Kind {
+	case training.AllReduce:
+		steps = 2 * (n - 1)
+	case training.AllToAll, training.SendRecv:
+		steps = 1
+	}
+	t := b.TransmitTime(units.Size(f*float64(o.Bytes)+0.5)) + units.Time(steps)*lat
+	return t
+}
+
+// collSpec is the collective of network op o on the GPU cluster: ranks are hosts (rank r is
+// host r); a group with several ranks per server runs NCCL's hierarchical, rail-aligned
+// algorithm so that only same-rail traffic crosses the network.
+func (s *Scenario) collSpec(o *training.Op) collective.Spec {
+	ranks := make([]int32, len(o.Ranks))
+	perServer := map[int]int{}
+	for i, r := range o.Ranks {
+		ranks[i] = int32(r)
+		perServer[s.serverOf(r)]++
+	}
+	sp := collective.Spec{Op: collOp(o.Kind), Ranks: ranks, Bytes: o.Bytes, Channels: s.Collective.Channels,
+		ChunkBytes: s.Collective.Chunk, Tag: o.Tag}
+	if o.Kind == training.SendRecv {
+		sp.Channels = 1
+	}
+	multi := false
+	for _, c := range perServer {
+		if c > 1 {
+			multi = true
+		}
+	}
+	if multi && (o.Kind == training.AllReduce || o.Kind == training.AllGather || o.Kind == training.ReduceScatter) {
+		equal := true
+		first := perServer[s.serverOf(o.Ranks[0])]
+		for _, c := range perServer {
+			equal = equal && c == first
+		}
+		if equal {
+			sp.Algo = collective.Hierarchical
+			srv := make([]int, len(o.Ranks))
+			for i, r := range o.Ranks {
+				srv[i] = s.serverOf(r)
+			}
+			sp.ServerOf = func(i int) int { return srv[i] }
+		}
+	}
+	return sp
+}
+
+// lowerToCluster turns the messages [from, len) of g that stay inside one server into NVLink
+// delay nodes (bytes / NVLink rate + NVLink latency on the sender), and adds the data path's
+// latency to the rest, which cross the network.
+func (s *Scenario) lowerToCluster(g *msggraph.Graph, from int) {
+	dp := s.dataPath()
+	for i := from; i < len(g.Msgs); i++ {
+		m := &g.Msgs[i]
+		if m.Bytes == 0 {
+			continue
+		}
+		if s.serverOf(int(m.Src)) == s.serverOf(int(m.Dst)) {
+			m.Delay += s.Cluster.NVLink.TransmitTime(m.Bytes) + s.Cluster.NVLinkLatency
+			m.Bytes, m.Dst = 0, m.Src
+			continue
+		}
+		m.Delay += dp.Latency
+	}
+}
+
+// class is a set of network collectives that run at the same time in a step: the same kind,
+// size, parallel dimension and pipeline stage on different groups (the DP rings of every rail,
+// the pipeline sends of every replica). One packet-level run plays one instance of each group
+// at once.
+type class struct {
+	Key    string
+	Kind   training.OpKind
+	Dim    string
+	Stage  int
+	Bytes  units.Size
+	Groups [][]int // distinct rank sets
+	group  map[string]int
+	// Instances counts the collectives of each group per step (ops x Repeat).
+	Instances []int
+	example   []*training.Op // one op of each group
+}
+
+func groupKey(r []int) string { return fmt.Sprint(r) }
+
+// classes groups the plan's network collectives into classes and returns, per op, its class
+// index and group index (-1 for compute and NVLink-only ops).
+func (s *Scenario) classes(p *training.Plan) (cls []*class, opClass, opGroup []int) {
+	opClass = make([]int, len(p.Ops))
+	opGroup = make([]int, len(p.Ops))
+	byKey := map[string]int{}
+	for i := range p.Ops {
+		o := &p.Ops[i]
+		opClass[i], opGroup[i] = -1, -1
+		if o.Kind == training.Compute || s.intraServer(o) {
+			continue
+		}
+		key := fmt.Sprintf("%s/%s/stage%d/%d", o.Kind, o.Dim, o.Stage, o.Bytes)
+		ci, ok := byKey[key]
+		if !ok {
+			ci = len(cls)
+			byKey[key] = ci
+			cls = append(cls, &class{Key: key, Kind: o.Kind, Dim: o.Dim, Stage: o.Stage, Bytes: o.Bytes, group: map[string]int{}})
+		}
+		c := cls[ci]
+		gk := groupKey(o.Ranks)
+		gi, ok := c.group[gk]
+		if !ok {
+			gi = len(c.Groups)
+			c.group[gk] = gi
+			c.Groups = append(c.Groups, o.Ranks)
+			c.Instances = append(c.Instances, 0)
+			c.example = append(c.example, o)
+		}
+		c.Instances[gi] += max(1, o.Repeat)
+		opClass[i], opGroup[i] = ci, gi
+	}
+	return cls, opClass, opGroup
+}
+
+// compileClass is the message graph of one instance of every group of class c, all starting
+// at time 0, and the done nodes of each group.
+func (s *Scenario) compileClass(c *class) (*msggraph.Graph, [][]msggraph.ID, error) {
+	g := &msggraph.Graph{Endpoints: s.Cluster.Servers * s.Cluster.GPUsPerServer}
+	done := make([][]msggraph.ID, len(c.Groups))
+	for gi, o := range c.example {
+		d, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi))
+		if err != nil {
+			return nil, nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+		}
+		done[gi] = d
+	}
+	return g, done, nil
+}
+
+// CompileStep compiles a whole training step into one message graph on the GPU cluster's
+// endpoints (rank r = host r): every compute op is a delay node on its GPU, every collective is
+// compiled with package collective (NVLink hops become delay nodes, network hops messages), an op
+// with Repeat n is n collectives back to back, and an op starts when every op it depends on has
+// completed (the plan's semantics), through one join node per op. It returns the graph and, per
+// plan op, the node that completes with it; an op's duration in the run is that node's
+// completion minus the latest completion among its dependencies.
+func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID, error) {
+	g := &msggraph.Graph{Endpoints: p.GPUs}
+	opDone := make([]msggraph.ID, len(p.Ops))
+	for i := range p.Ops {
+		o := &p.Ops[i]
+		deps := make([]msggraph.ID, 0, len(o.Deps))
+		for _, d := range o.Deps {
+			deps = append(deps, opDone[d])
+		}
+		deps = dedup(deps)
+		src := int32(o.Ranks[0])
+		switch {
+		case o.Kind == training.Compute:
+			opDone[i] = g.Add(msggraph.Message{Src: src, Dst: src, Delay: o.Duration, Deps: deps, Tag: o.Tag})
+		case s.intraServer(o):
+			opDone[i] = g.Add(msggraph.Message{Src: src, Dst: src, Delay: s.nvlinkTime(o) * units.Time(max(1, o.Repeat)), Deps: deps, Tag: o.Tag})
+		default:
+			after := deps
+			for rep := 0; rep < max(1, o.Repeat); rep++ {
+				d, err := s.compileOp(g, o, after, o.Tag)
+				if err != nil {
+					return nil, nil, fmt.Errorf("op %d (%s): %w", i, o.Tag, err)
+				}
+				after = d
+			}
+			opDone[i] = g.Add(msggraph.Message{Src: src, Dst: src, Deps: dedup(append([]msggraph.ID(nil), after...)), Tag: o.Tag + " done"})
+		}
+	}
+	if err := g.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return g, opDone, nil
+}
+
+// compileOp appends one collective of network op o to g after the nodes in after, lowered to
+// the cluster (NVLink hops as delay nodes), and returns each rank's done node. A pipeline
+// send-recv is one message from Ranks[0] to Ranks[1] (collective.SendRecv would exchange both
+// ways).
+func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph.ID, tag string) ([]msggraph.ID, error) {
+	from := len(g.Msgs)
+	var done []msggraph.ID
+	if o.Kind == training.SendRecv {
+		id := g.Add(msggraph.Message{Src: int32(o.Ranks[0]), Dst: int32(o.Ranks[1]), Bytes: o.Bytes, Deps: after, Tag: tag})
+		done = []msggraph.ID{id, id}
+	} else {
+		sp := s.collSpec(o)
+		sp.After, sp.Tag = after, tag
+		var err error
+		if done, err = collective.Compile(g, sp); err != nil {
+			return nil, err
+		}
+	}
+	s.lowerToCluster(g, from)
+	return done, nil
+}
+
+func dedup(ids []msggraph.ID) []msggraph.ID {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := ids[:0]
+	for i, x := range ids {
+		if i == 0 || x != ids[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,330 @@
+package compare
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fabricsim/fabricsim/datapath"
+	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/training"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Scenario is a compare file: one cluster, one training workload, several fabric variants.
+// docs/compare.md documents every key.
+type Scenario struct {
+	Name string `yaml:"name" json:"name"`
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// Backend runs the network phases: "packet" (every packet) or "analytic" (fluid).
+	Backend string `yaml:"backend" json:"backend"`
+	// Fidelity is auto, full (whole steps as one message graph) or classes (network collectives
+	// class by class); auto runs whole steps up to FullStepPackets.
+	Fidelity string `yaml:"fidelity" json:"fidelity"`
+	// Steps is how many training steps are simulated (each with its own seed), for the
+	// step-to-step variation.
+	Steps int `yaml:"steps" json:"steps"`
+	// Tokens to train, for the time and cost to train ("15T", "1e12").
+	Tokens       string           `yaml:"tokens" json:"tokens"`
+	TokensCount  float64          `yaml:"-" json:"tokens_count"`
+	Cluster      Cluster          `yaml:"cluster" json:"cluster"`
+	Collective   Coll             `yaml:"collective" json:"collective"`
+	Cost         Cost             `yaml:"cost" json:"cost"`
+	Workload     *training.Config `yaml:"-" json:"workload"`
+	Variants     []*Variant       `yaml:"-" json:"variants"`
+	File         string           `yaml:"-" json:"file"`
+	Dir          string           `yaml:"-" json:"-"`
+	Source       string           `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
+	d            *decoder
+	variantsNode *yaml.Node
+	server       gpu.Server
+}
+
+// Cluster is the GPU cluster: servers of GPUs, one NIC per GPU, on a rail-optimized fabric.
+type Cluster struct {
+	Servers       int `yaml:"servers" json:"servers"`
+	GPUsPerServer int `yaml:"gpus_per_server" json:"gpus_per_server"`
+	// Topology is "rail-optimized" (NIC i of every server to a leaf of rail i, spines above).
+	Topology string     `yaml:"topology" json:"topology"`
+	LinkRate units.Rate `yaml:"link_rate" json:"link_rate"`
+	// LinkLatency is the NIC-leaf propagation delay, SpineLatency the leaf-spine one.
+	LinkLatency  units.Time `yaml:"link_latency" json:"link_latency"`
+	SpineLatency units.Time `yaml:"spine_latency" json:"spine_latency"`
+	Radix        int        `yaml:"radix" json:"radix"`
+	// Oversubscription is leaf downlink : uplink capacity (1 = non-blocking, 3 = 3:1).
+	Oversubscription float64 `yaml:"oversubscription" json:"oversubscription"`
+	Spines           int     `yaml:"spines" json:"spines"`
+	// NVLink is the per-GPU, per-direction NVLink bandwidth a ring collective achieves inside a
+	// server, and NVLinkLatency the per-step latency.
+	NVLink        units.Rate `yaml:"nvlink_rate" json:"nvlink_rate"`
+	NVLinkLatency units.Time `yaml:"nvlink_latency" json:"nvlink_latency"`
+	// DataPath is how GPU data reaches the NIC: gpudirect, rdma-host or host-staged.
+	DataPath string `yaml:"data_path" json:"data_path"`
+	// Server is the server model of package gpu (h100, a100, pcie) whose PCIe, copy and NVLink
+	// figures set the data path and the NVLink defaults.
+	Server string `yaml:"server" json:"server"`
+}
+
+// Coll holds the collective algorithm parameters (NCCL-like).
+type Coll struct {
+	Channels int        `yaml:"channels" json:"channels"`
+	Chunk    units.Size `yaml:"chunk" json:"chunk"`
+}
+
+// Cost holds the cost options.
+type Cost struct {
+	// Catalogue is a price file merged over the built-in catalogue (cost.LoadCatalogue).
+	Catalogue string `yaml:"catalogue" json:"catalogue,omitempty"`
+	// Server is the catalogue key of the GPU server; ServerPrice overrides its price (USD).
+	Server      string  `yaml:"server" json:"server"`
+	ServerPrice float64 `yaml:"server_price" json:"server_price,omitempty"`
+	// GPUPrice, when set, prices the servers as GPUs x GPUPrice (USD per GPU, server included).
+	GPUPrice float64 `yaml:"gpu_price" json:"gpu_price,omitempty"`
+	// AmortizationYears spreads capital cost over this life for the cost to train.
+	AmortizationYears float64 `yaml:"amortization_years" json:"amortization_years"`
+	TwinPortOptics    bool    `yaml:"twin_port_optics" json:"twin_port_optics"`
+}
+
+// Defaults (each a parameter; docs/compare.md gives the sources).
+const (
+	// DefaultLinkLatency: a 20 m rail cable at 5 ns/m (DOMAIN.md §4); DefaultSpineLatency 30 m.
+	DefaultLinkLatency  = 100 * units.Nanosecond
+	DefaultSpineLatency = 150 * units.Nanosecond
+	// DefaultChunk is NCCL's Simple-protocol slice: a 4 MiB buffer in 8 steps = 512 KiB.
+	DefaultChunk = 512 * units.KiB
+	// DefaultChannels per ring (NCCL opens 2 per NIC on H100 nodes, est.).
+	DefaultChannels = 2
+	// DefaultAmortizationYears: the usual 4-year depreciation of data-centre hardware (est.).
+	DefaultAmortizationYears = 4
+)
+
+// Parse reads a compare scenario from YAML. name is used in messages, dir resolves relative
+// paths (the cost catalogue).
+func Parse(data []byte, name, dir string) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, &Error{File: name, Msg: "file is empty (want a compare scenario: cluster, workload, variants)"}
+		}
+		return nil, &Error{File: name, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Line: root.Line, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
+	}
+	top := root.Content[0]
+	s := &Scenario{File: name, Dir: dir, Source: string(data)}
+	s.d = &decoder{file: name, pos: map[string]*yaml.Node{}, present: map[string]bool{}}
+	// Split off the sections decoded elsewhere: workload (training.Load) and variants.
+	plain := &yaml.Node{Kind: yaml.MappingNode, Line: top.Line, Column: top.Column}
+	var workNode *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		switch k.Value {
+		case "workload":
+			if workNode != nil {
+				return nil, s.d.errAt(k, "workload", "key given twice")
+			}
+			workNode = v
+			s.d.pos["workload"], s.d.present["workload"] = v, true
+		case "variants":
+			if s.variantsNode != nil {
+				return nil, s.d.errAt(k, "variants", "key given twice")
+			}
+			s.variantsNode = v
+			s.d.pos["variants"], s.d.present["variants"] = v, true
+		default:
+			plain.Content = append(plain.Content, k, v)
+		}
+	}
+	if err := s.d.decode(plain, reflect.ValueOf(s).Elem(), ""); err != nil {
+		if e, ok := err.(*Error); ok && strings.Contains(e.Msg, "unknown key") {
+			e.Msg = strings.Replace(e.Msg, "valid keys here: ", "valid keys here: variants, workload, ", 1)
+		}
+		return nil, err
+	}
+	if workNode == nil {
+		return nil, s.d.errAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
+	}
+	w, err := training.Load(workNode, name)
+	if err != nil {
+		return nil, err
+	}
+	if w.Kind != "" && w.Kind != "training" {
+		return nil, s.d.errAt(workNode, "workload.kind", "%q unknown (valid: training)", w.Kind)
+	}
+	s.Workload = w
+	if err := s.defaults(workNode); err != nil {
+		return nil, err
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.loadVariants(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Load reads a compare scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot read scenario: " + err.Error()}
+	}
+	return Parse(data, path, filepath.Dir(path))
+}
+
+// Path resolves a path written in the scenario relative to its directory.
+func (s *Scenario) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.Dir == "" {
+		return p
+	}
+	return filepath.Join(s.Dir, p)
+}
+
+func (s *Scenario) has(path string) bool { return s.d.present[path] }
+
+func (s *Scenario) defaults(workNode *yaml.Node) error {
+	if s.Name == "" {
+		base := filepath.Base(s.File)
+		s.Name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	if !s.has("seed") {
+		s.Seed = 1
+	}
+	if s.Backend == "" {
+		s.Backend = "packet"
+	}
+	if s.Steps == 0 {
+		s.Steps = 3
+	}
+	if s.Fidelity == "" {
+		s.Fidelity = FidelityAuto
+	}
+	if s.Tokens == "" {
+		s.Tokens = "1T"
+	}
+	c := &s.Cluster
+	if c.Topology == "" {
+		c.Topology = "rail-optimized"
+	}
+	if c.GPUsPerServer == 0 {
+		c.GPUsPerServer = training.DefaultGPUsPerServer
+	}
+	if c.LinkRate == 0 {
+		c.LinkRate = 400 * units.Gbps
+	}
+	if !s.has("cluster.link_latency") {
+		c.LinkLatency = DefaultLinkLatency
+	}
+	if !s.has("cluster.spine_latency") {
+		c.SpineLatency = DefaultSpineLatency
+	}
+	if c.Radix == 0 {
+		c.Radix = 64
+	}
+	if c.Oversubscription == 0 {
+		c.Oversubscription = 1
+	}
+	if c.Server == "" {
+		c.Server = "h100"
+	}
+	srv, err := gpu.Preset(c.Server)
+	if err != nil {
+		return s.d.at("cluster.server", "%v", err)
+	}
+	s.server = srv
+	// NVLink from the server model: per GPU and direction (H100: ~370 GB/s effective, DOMAIN.md
+	// §8), and per ring step GPU -> NVSwitch -> GPU.
+	if c.NVLink == 0 {
+		c.NVLink = srv.NVLink.Rate
+	}
+	if !s.has("cluster.nvlink_latency") {
+		c.NVLinkLatency = 2*srv.NVLink.Latency + srv.NVSwitchLatency
+	}
+	if c.DataPath == "" {
+		c.DataPath = "gpudirect"
+	}
+	if s.Collective.Channels == 0 {
+		s.Collective.Channels = DefaultChannels
+	}
+	if !s.has("collective.chunk") {
+		s.Collective.Chunk = DefaultChunk
+	}
+	if s.Cost.Server == "" {
+		s.Cost.Server = "hgx-h100-server"
+	}
+	if s.Cost.AmortizationYears == 0 {
+		s.Cost.AmortizationYears = DefaultAmortizationYears
+	}
+	// The workload's GPU count and server size come from the cluster unless it says otherwise.
+	w := s.Workload
+	if w.GPUsPerServer == 0 {
+		w.GPUsPerServer = c.GPUsPerServer
+	} else if w.GPUsPerServer != c.GPUsPerServer {
+		return s.d.errAt(lookup(workNode, "gpus_per_server"), "workload.gpus_per_server",
+			"%d conflicts with cluster.gpus_per_server %d (leave one out)", w.GPUsPerServer, c.GPUsPerServer)
+	}
+	if w.GPUs == 0 && c.Servers > 0 {
+		w.GPUs = c.Servers * c.GPUsPerServer
+	}
+	return nil
+}
+
+func (s *Scenario) validate() error {
+	c := &s.Cluster
+	switch {
+	case s.Backend != "packet" && s.Backend != "analytic":
+		return s.d.at("backend", "%q unknown (valid: packet, analytic)", s.Backend)
+	case s.Fidelity != FidelityAuto && s.Fidelity != FidelityFull && s.Fidelity != FidelityClasses:
+		return s.d.at("fidelity", "%q unknown (valid: auto, full, classes)", s.Fidelity)
+	case s.Steps < 1 || s.Steps > 100:
+		return s.d.at("steps", "%d: simulate 1..100 steps", s.Steps)
+	case c.Servers < 1:
+		return s.d.at("cluster.servers", "missing or %d: want the number of GPU servers, e.g. 8", c.Servers)
+	case c.GPUsPerServer < 1 || c.GPUsPerServer > 64:
+		return s.d.at("cluster.gpus_per_server", "%d: want 1..64 (8 for HGX H100)", c.GPUsPerServer)
+	case c.Topology != "rail-optimized":
+		return s.d.at("cluster.topology", "%q unknown (valid: rail-optimized)", c.Topology)
+	case c.LinkRate <= 0:
+		return s.d.at("cluster.link_rate", "must be positive, e.g. 400Gbps")
+	case c.LinkLatency < 0 || c.SpineLatency < 0 || c.NVLinkLatency < 0:
+		return s.d.at("cluster", "latencies must not be negative")
+	case c.NVLink <= 0:
+		return s.d.at("cluster.nvlink_rate", "must be positive, e.g. 2960Gbps (370 GB/s); server %s has no NVLink", c.Server)
+	case math.IsNaN(c.Oversubscription) || c.Oversubscription <= 0:
+		return s.d.at("cluster.oversubscription", "%v: want a positive ratio such as 1 or 3", c.Oversubscription)
+	case s.Collective.Channels < 1 || s.Collective.Channels > 64:
+		return s.d.at("collective.channels", "%d: want 1..64", s.Collective.Channels)
+	case s.Collective.Chunk < 0:
+		return s.d.at("collective.chunk", "must not be negative (0: no pipelining)")
+	case s.Cost.AmortizationYears <= 0:
+		return s.d.at("cost.amortization_years", "must be positive")
+	case s.Cost.ServerPrice < 0 || s.Cost.GPUPrice < 0:
+		return s.d.at("cost", "prices must not be negative")
+	}
+	if _, err := datapath.Parse(c.DataPath); err != nil {
+		return s.d.at("cluster.data_path", "%q unknown (valid: %s)", c.DataPath, strings.Join(dataPathNames(), ", "))
+	}
+	n, err := parseCount(s.Tokens)
+	if err != nil {
+		return s.d.at("tokens", "%v", err)
+	}
+	s.TokensCount = n
+	w := s.Workload
+	if w.GPUs != c.Servers*c.GPUsPerServer {
+		return s.d.at("workload.gpus", "%d GPUs, but the cluster has %d servers x %d = %d", w.GPUs, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
+	}
+	w.SetFile(s.File)
+	cfg := *w
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return nil
+}

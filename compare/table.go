@@ -1,0 +1,105 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Columns of the terminal table, in order, with what each means (the README and
+// docs/compare.md print this list).
+var Columns = [][2]string{
+	{"variant", "the fabric variant's name (labels and parameters are in compare.json and report.html)"},
+	{"step", "simulated training step time, mean over the simulated steps"},
+	{"compute", "compute time on the step's critical path"},
+	{"exposed", "communication on the critical path not hidden behind compute (step = compute + exposed)"},
+	{"coll p50/p99", "median and 99th-percentile completion time of the step's network collectives"},
+	{"var", "step-to-step variation: (slowest - fastest) / mean over the simulated steps"},
+	{"drops", "packets dropped per step (a lossless fabric should show 0)"},
+	{"pauses", "PFC pause frames sent per step (RoCEv2)"},
+	{"credit stall", "time InfiniBand ports waited for credits per step, summed over ports"},
+	{"network $", "network capital cost: switches, NICs, optics and cables from the bill of materials"},
+	{"$/GPU", "network cost per GPU"},
+	{"train", "days to train the scenario's tokens at this step time"},
+	{"net $ to train", "network capital cost amortized over the training time (cost.amortization_years)"},
+}
+
+// WriteTable prints the comparison: a header naming the workload and cluster, one row per
+// variant, then one verdict line per variant and the notes on fallbacks.
+func (r *Result) WriteTable(w io.Writer) error {
+	p := r.Plan
+	fmt.Fprintf(w, "%s: %s (%.2fB params) on %d x %s, TP %d PP %d DP %d ZeRO-%d, %d tokens/step; %s, %s, %s; backend %s, %d step(s)\n\n",
+		r.Scenario.Name, p.Model, float64(p.Params)/1e9, p.GPUs, p.GPU, p.TP, p.PP, p.DP, p.ZeRO, p.TokensPerStep,
+		p.Topology, p.LinkRate, p.DataPath, r.Backend, r.Scenario.Steps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var head []string
+	for _, c := range Columns {
+		head = append(head, c[0])
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, v := range r.Variants {
+		name := v.Variant.Name
+		if v.Variant.Fallback != "" {
+			name += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f d\t%s\t\n",
+			name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
+			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
+			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.TrainDays, v.money(v.NetworkTrainUSD))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, v := range r.Variants {
+		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
+	}
+	fallback := false
+	for _, v := range r.Variants {
+		if v.CostError != "" {
+			if !fallback {
+				fmt.Fprintln(w)
+			}
+			fallback = true
+			fmt.Fprintf(w, "  %s: no cost: %s\n", v.Variant.Name, v.CostError)
+		}
+		if v.Variant.Fallback != "" {
+			if !fallback {
+				fmt.Fprintln(w)
+			}
+			fallback = true
+			fmt.Fprintf(w, "  * %s: %s\n", v.Variant.Name, v.Variant.Fallback)
+		}
+	}
+	return nil
+}
+
+func count(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.1fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// money is the variant's cost figure, or n/a when it could not be priced.
+func (v *VariantResult) money(x float64) string {
+	if v.CostError != "" {
+		return "n/a"
+	}
+	return money(x)
+}
+
+func money(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("$%.2fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("$%.0fk", x/1e3)
+	}
+	return fmt.Sprintf("$%.0f", x)
+}
