@@ -66,7 +66,7 @@ func (s *Scenario) railSpec(rate units.Rate) topo.RailSpec {
 func (s *Scenario) Topology() (*topo.Graph, error) {
 	g, err := topo.RailOptimized(s.railSpec(s.Cluster.LinkRate))
 	if err != nil {
-		return nil, s.d.at("cluster", "%v", err)
+		return nil, s.d.At("cluster", "%v", err)
 	}
 	return g, nil
 }
@@ -86,7 +86,7 @@ func (s *Scenario) simRate(c fabric.Config) units.Rate {
 func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) {
 	g, err := topo.RailOptimized(s.railSpec(rate))
 	if err != nil {
-		return nil, s.d.at("cluster", "%v", err)
+		return nil, s.d.At("cluster", "%v", err)
 	}
 	return g, nil
 }

@@ -212,10 +212,10 @@ func (s *Scenario) fidelity(backend string, p *training.Plan, cls []*class, vari
 func (s *Scenario) costs(res *Result, g *topo.Graph, p *training.Plan) error {
 	cat, err := cost.LoadCatalogue(s.Path(s.Cost.Catalogue))
 	if err != nil {
-		return s.d.at("cost.catalogue", "%v", err)
+		return s.d.At("cost.catalogue", "%v", err)
 	}
 	if it, ok := cat.Items[s.Cost.Server]; !ok || it.Kind != cost.KindServer {
-		return s.d.at("cost.server", "%q is not a server in the price catalogue", s.Cost.Server)
+		return s.d.At("cost.server", "%q is not a server in the price catalogue", s.Cost.Server)
 	} else if s.Cost.ServerPrice > 0 {
 		it.PriceUSD, it.LowUSD, it.HighUSD = s.Cost.ServerPrice, s.Cost.ServerPrice, s.Cost.ServerPrice
 	}

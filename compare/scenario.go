@@ -14,6 +14,7 @@ import (
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/training"
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Scenario is a compare file: one cluster, one training workload, several fabric variants.
@@ -40,7 +41,7 @@ type Scenario struct {
 	File         string           `yaml:"-" json:"file"`
 	Dir          string           `yaml:"-" json:"-"`
 	Source       string           `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
-	d            *decoder
+	d            *yamlstrict.Decoder
 	variantsNode *yaml.Node
 	server       gpu.Server
 }
@@ -114,11 +115,11 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, &Error{File: name, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{File: name, Line: root.Line, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
+		return nil, &Error{File: name, Pos: yamlstrict.Pos{Line: root.Line, Col: root.Column}, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
 	}
 	top := root.Content[0]
 	s := &Scenario{File: name, Dir: dir, Source: string(data)}
-	s.d = &decoder{file: name, pos: map[string]*yaml.Node{}, present: map[string]bool{}}
+	s.d = yamlstrict.NewDecoder(name)
 	// Split off the sections decoded elsewhere: workload (training.Load) and variants.
 	plain := &yaml.Node{Kind: yaml.MappingNode, Line: top.Line, Column: top.Column}
 	var workNode *yaml.Node
@@ -127,35 +128,35 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		switch k.Value {
 		case "workload":
 			if workNode != nil {
-				return nil, s.d.errAt(k, "workload", "key given twice")
+				return nil, s.d.ErrAt(k, "workload", "key given twice")
 			}
 			workNode = v
-			s.d.pos["workload"], s.d.present["workload"] = v, true
+			s.d.Record("workload", v)
 		case "variants":
 			if s.variantsNode != nil {
-				return nil, s.d.errAt(k, "variants", "key given twice")
+				return nil, s.d.ErrAt(k, "variants", "key given twice")
 			}
 			s.variantsNode = v
-			s.d.pos["variants"], s.d.present["variants"] = v, true
+			s.d.Record("variants", v)
 		default:
 			plain.Content = append(plain.Content, k, v)
 		}
 	}
-	if err := s.d.decode(plain, reflect.ValueOf(s).Elem(), ""); err != nil {
+	if err := s.d.Decode(plain, reflect.ValueOf(s).Elem(), ""); err != nil {
 		if e, ok := err.(*Error); ok && strings.Contains(e.Msg, "unknown key") {
 			e.Msg = strings.Replace(e.Msg, "valid keys here: ", "valid keys here: variants, workload, ", 1)
 		}
 		return nil, err
 	}
 	if workNode == nil {
-		return nil, s.d.errAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
+		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
 	}
 	w, err := training.Load(workNode, name)
 	if err != nil {
 		return nil, err
 	}
 	if w.Kind != "" && w.Kind != "training" {
-		return nil, s.d.errAt(workNode, "workload.kind", "%q unknown (valid: training)", w.Kind)
+		return nil, s.d.ErrAt(workNode, "workload.kind", "%q unknown (valid: training)", w.Kind)
 	}
 	s.Workload = w
 	if err := s.defaults(workNode); err != nil {
@@ -187,7 +188,7 @@ func (s *Scenario) Path(p string) string {
 	return filepath.Join(s.Dir, p)
 }
 
-func (s *Scenario) has(path string) bool { return s.d.present[path] }
+func (s *Scenario) has(path string) bool { return s.d.Has(path) }
 
 func (s *Scenario) defaults(workNode *yaml.Node) error {
 	if s.Name == "" {
@@ -236,7 +237,7 @@ func (s *Scenario) defaults(workNode *yaml.Node) error {
 	}
 	srv, err := gpu.Preset(c.Server)
 	if err != nil {
-		return s.d.at("cluster.server", "%v", err)
+		return s.d.At("cluster.server", "%v", err)
 	}
 	s.server = srv
 	// NVLink from the server model: per GPU and direction (H100: ~370 GB/s effective, DOMAIN.md
@@ -267,7 +268,7 @@ func (s *Scenario) defaults(workNode *yaml.Node) error {
 	if w.GPUsPerServer == 0 {
 		w.GPUsPerServer = c.GPUsPerServer
 	} else if w.GPUsPerServer != c.GPUsPerServer {
-		return s.d.errAt(lookup(workNode, "gpus_per_server"), "workload.gpus_per_server",
+		return s.d.ErrAt(lookup(workNode, "gpus_per_server"), "workload.gpus_per_server",
 			"%d conflicts with cluster.gpus_per_server %d (leave one out)", w.GPUsPerServer, c.GPUsPerServer)
 	}
 	if w.GPUs == 0 && c.Servers > 0 {
@@ -280,45 +281,45 @@ func (s *Scenario) validate() error {
 	c := &s.Cluster
 	switch {
 	case s.Backend != "packet" && s.Backend != "analytic":
-		return s.d.at("backend", "%q unknown (valid: packet, analytic)", s.Backend)
+		return s.d.At("backend", "%q unknown (valid: packet, analytic)", s.Backend)
 	case s.Fidelity != FidelityAuto && s.Fidelity != FidelityFull && s.Fidelity != FidelityClasses:
-		return s.d.at("fidelity", "%q unknown (valid: auto, full, classes)", s.Fidelity)
+		return s.d.At("fidelity", "%q unknown (valid: auto, full, classes)", s.Fidelity)
 	case s.Steps < 1 || s.Steps > 100:
-		return s.d.at("steps", "%d: simulate 1..100 steps", s.Steps)
+		return s.d.At("steps", "%d: simulate 1..100 steps", s.Steps)
 	case c.Servers < 1:
-		return s.d.at("cluster.servers", "missing or %d: want the number of GPU servers, e.g. 8", c.Servers)
+		return s.d.At("cluster.servers", "missing or %d: want the number of GPU servers, e.g. 8", c.Servers)
 	case c.GPUsPerServer < 1 || c.GPUsPerServer > 64:
-		return s.d.at("cluster.gpus_per_server", "%d: want 1..64 (8 for HGX H100)", c.GPUsPerServer)
+		return s.d.At("cluster.gpus_per_server", "%d: want 1..64 (8 for HGX H100)", c.GPUsPerServer)
 	case c.Topology != "rail-optimized":
-		return s.d.at("cluster.topology", "%q unknown (valid: rail-optimized)", c.Topology)
+		return s.d.At("cluster.topology", "%q unknown (valid: rail-optimized)", c.Topology)
 	case c.LinkRate <= 0:
-		return s.d.at("cluster.link_rate", "must be positive, e.g. 400Gbps")
+		return s.d.At("cluster.link_rate", "must be positive, e.g. 400Gbps")
 	case c.LinkLatency < 0 || c.SpineLatency < 0 || c.NVLinkLatency < 0:
-		return s.d.at("cluster", "latencies must not be negative")
+		return s.d.At("cluster", "latencies must not be negative")
 	case c.NVLink <= 0:
-		return s.d.at("cluster.nvlink_rate", "must be positive, e.g. 2960Gbps (370 GB/s); server %s has no NVLink", c.Server)
+		return s.d.At("cluster.nvlink_rate", "must be positive, e.g. 2960Gbps (370 GB/s); server %s has no NVLink", c.Server)
 	case math.IsNaN(c.Oversubscription) || c.Oversubscription <= 0:
-		return s.d.at("cluster.oversubscription", "%v: want a positive ratio such as 1 or 3", c.Oversubscription)
+		return s.d.At("cluster.oversubscription", "%v: want a positive ratio such as 1 or 3", c.Oversubscription)
 	case s.Collective.Channels < 1 || s.Collective.Channels > 64:
-		return s.d.at("collective.channels", "%d: want 1..64", s.Collective.Channels)
+		return s.d.At("collective.channels", "%d: want 1..64", s.Collective.Channels)
 	case s.Collective.Chunk < 0:
-		return s.d.at("collective.chunk", "must not be negative (0: no pipelining)")
+		return s.d.At("collective.chunk", "must not be negative (0: no pipelining)")
 	case s.Cost.AmortizationYears <= 0:
-		return s.d.at("cost.amortization_years", "must be positive")
+		return s.d.At("cost.amortization_years", "must be positive")
 	case s.Cost.ServerPrice < 0 || s.Cost.GPUPrice < 0:
-		return s.d.at("cost", "prices must not be negative")
+		return s.d.At("cost", "prices must not be negative")
 	}
 	if _, err := datapath.Parse(c.DataPath); err != nil {
-		return s.d.at("cluster.data_path", "%q unknown (valid: %s)", c.DataPath, strings.Join(dataPathNames(), ", "))
+		return s.d.At("cluster.data_path", "%q unknown (valid: %s)", c.DataPath, strings.Join(dataPathNames(), ", "))
 	}
 	n, err := parseCount(s.Tokens)
 	if err != nil {
-		return s.d.at("tokens", "%v", err)
+		return s.d.At("tokens", "%v", err)
 	}
 	s.TokensCount = n
 	w := s.Workload
 	if w.GPUs != c.Servers*c.GPUsPerServer {
-		return s.d.at("workload.gpus", "%d GPUs, but the cluster has %d servers x %d = %d", w.GPUs, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
+		return s.d.At("workload.gpus", "%d GPUs, but the cluster has %d servers x %d = %d", w.GPUs, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
 	}
 	w.SetFile(s.File)
 	cfg := *w

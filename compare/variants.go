@@ -14,6 +14,7 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Variant is one fabric the workload runs on.
@@ -67,9 +68,9 @@ const builtinVariants = `
 // DefaultVariantNames are run when a scenario lists no variants.
 var DefaultVariantNames = []string{"ib-ndr", "roce-default", "roce-tuned"}
 
-func parseVariantList(n *yaml.Node, d *decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
+func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, d.errAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
+		return nil, d.ErrAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
 	}
 	var out []*Variant
 	known := map[string]*Variant{}
@@ -82,18 +83,18 @@ func parseVariantList(n *yaml.Node, d *decoder, path string, builtin map[string]
 		if item.Kind == yaml.ScalarNode {
 			b, ok := builtin[item.Value]
 			if !ok {
-				return nil, d.errAt(item, p, "%q is not a built-in variant (built-in: %s)", item.Value, strings.Join(builtinNames(builtin), ", "))
+				return nil, d.ErrAt(item, p, "%q is not a built-in variant (built-in: %s)", item.Value, strings.Join(builtinNames(builtin), ", "))
 			}
 			v := *b
 			if seen[v.Name] {
-				return nil, d.errAt(item, p, "variant %q listed twice", v.Name)
+				return nil, d.ErrAt(item, p, "variant %q listed twice", v.Name)
 			}
 			seen[v.Name] = true
 			out = append(out, &v)
 			continue
 		}
 		if item.Kind != yaml.MappingNode {
-			return nil, d.errAt(item, p, "want a variant mapping {name, label, base, fabric} or a built-in name")
+			return nil, d.ErrAt(item, p, "want a variant mapping {name, label, base, fabric} or a built-in name")
 		}
 		v := &Variant{}
 		var fab *yaml.Node
@@ -102,7 +103,7 @@ func parseVariantList(n *yaml.Node, d *decoder, path string, builtin map[string]
 			switch k.Value {
 			case "name", "label", "base":
 				if val.Kind != yaml.ScalarNode {
-					return nil, d.errAt(val, p+"."+k.Value, "want a single value")
+					return nil, d.ErrAt(val, p+"."+k.Value, "want a single value")
 				}
 				switch k.Value {
 				case "name":
@@ -114,32 +115,32 @@ func parseVariantList(n *yaml.Node, d *decoder, path string, builtin map[string]
 				}
 			case "fabric":
 				if val.Kind != yaml.MappingNode {
-					return nil, d.errAt(val, p+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
+					return nil, d.ErrAt(val, p+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
 				}
 				fab = val
 			default:
-				return nil, d.errAt(k, p+"."+k.Value, "unknown key (valid keys here: base, fabric, label, name)")
+				return nil, d.ErrAt(k, p+"."+k.Value, "unknown key (valid keys here: base, fabric, label, name)")
 			}
 		}
 		if v.Name == "" {
-			return nil, d.errAt(item, p+".name", "missing: every variant needs a name")
+			return nil, d.ErrAt(item, p+".name", "missing: every variant needs a name")
 		}
 		if seen[v.Name] {
-			return nil, d.errAt(item, p+".name", "variant %q listed twice", v.Name)
+			return nil, d.ErrAt(item, p+".name", "variant %q listed twice", v.Name)
 		}
 		seen[v.Name] = true
 		var base *yaml.Node
 		if v.Base != "" {
 			b, ok := known[v.Base]
 			if !ok {
-				return nil, d.errAt(item, p+".base", "%q is neither a built-in variant nor one listed above (known: %s)", v.Base, strings.Join(builtinNames(known), ", "))
+				return nil, d.ErrAt(item, p+".base", "%q is neither a built-in variant nor one listed above (known: %s)", v.Base, strings.Join(builtinNames(known), ", "))
 			}
 			base = b.node
 			if v.Label == "" {
 				v.Label = b.Label + " (modified)"
 			}
 		} else if fab == nil {
-			return nil, d.errAt(item, p, "variant %q needs a fabric: section or a base: to start from", v.Name)
+			return nil, d.ErrAt(item, p, "variant %q needs a fabric: section or a base: to start from", v.Name)
 		}
 		v.node = mergeNode(base, fab)
 		if v.Label == "" {
@@ -166,7 +167,7 @@ func builtins() map[string]*Variant {
 	if err := yaml.Unmarshal([]byte(builtinVariants), &root); err != nil {
 		panic("compare: built-in variants: " + err.Error())
 	}
-	d := &decoder{file: "<built-in variants>", pos: map[string]*yaml.Node{}, present: map[string]bool{}}
+	d := yamlstrict.NewDecoder("<built-in variants>")
 	vs, err := parseVariantList(root.Content[0], d, "variants", map[string]*Variant{})
 	if err != nil {
 		panic("compare: built-in variants: " + err.Error())
@@ -202,7 +203,7 @@ func (s *Scenario) loadVariants() error {
 			return err
 		}
 		if len(vs) == 0 {
-			return s.d.at("variants", "the list is empty: name at least one variant (built-in: %s)", strings.Join(builtinNames(b), ", "))
+			return s.d.At("variants", "the list is empty: name at least one variant (built-in: %s)", strings.Join(builtinNames(b), ", "))
 		}
 	}
 	for _, v := range vs {
@@ -292,11 +293,11 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 			se.Field = "variants[" + v.Name + "]." + se.Field
 			return se
 		}
-		return s.d.at("variants", "variant %s: %v", v.Name, err)
+		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}
 	v.Fabric = sc.FabricConfig()
 	if err := v.Fabric.Validate(); err != nil {
-		return s.d.at("variants", "variant %s: %v", v.Name, err)
+		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}
 	out, _ := yaml.Marshal(v.node)
 	v.FabricYAML = string(out)

@@ -1,6 +1,10 @@
 package scenario
 
-import "go.yaml.in/yaml/v3"
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fabricsim/fabricsim/yamlstrict"
+)
 
 // ParseNode is Parse for a document already decoded into a YAML node tree. Positions in errors
 // are the nodes' own, so a caller that assembles a scenario from parts of another file (the
@@ -12,11 +16,11 @@ func ParseNode(root *yaml.Node, name, dir string) (*Scenario, error) {
 		n = n.Content[0]
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, &Error{File: name, Pos: Pos{n.Line, n.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
+		return nil, &Error{File: name, Pos: Pos{Line: n.Line, Col: n.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
 	}
 	s := &Scenario{File: name, Dir: dir}
-	s.d = &decoder{file: name, pos: map[string]Pos{}, present: map[string]bool{}}
-	if err := s.d.decode(n, reflectOf(s), ""); err != nil {
+	s.d = yamlstrict.NewDecoder(name)
+	if err := s.d.Decode(n, reflectOf(s), ""); err != nil {
 		return nil, err
 	}
 	s.applyDefaults()

@@ -356,7 +356,7 @@ func (s *Scenario) applyHPCCConfig() error {
 	sc := bufio.NewScanner(fh)
 	line := 0
 	bad := func(name, format string, args ...any) error {
-		return &Error{File: path, Pos: Pos{line, 1}, Field: name, Msg: fmt.Sprintf(format, args...) + " (fabric.hpcc_config of " + s.File + ")"}
+		return &Error{File: path, Pos: Pos{Line: line, Col: 1}, Field: name, Msg: fmt.Sprintf(format, args...) + " (fabric.hpcc_config of " + s.File + ")"}
 	}
 	set := func(key string, apply func()) {
 		if !s.Has("fabric." + key) {

@@ -7,11 +7,12 @@ package scenario
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fabricsim/fabricsim/yamlstrict"
 
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -33,7 +34,7 @@ type Scenario struct {
 	File string `yaml:"-"`
 	Dir  string `yaml:"-"`
 
-	d *decoder
+	d *yamlstrict.Decoder
 }
 
 // Link is a link class.
@@ -123,11 +124,11 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, &Error{File: name, Msg: "not valid YAML: " + yamlMsg(err)}
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{File: name, Pos: Pos{root.Line, root.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
+		return nil, &Error{File: name, Pos: Pos{Line: root.Line, Col: root.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
 	}
 	s := &Scenario{File: name, Dir: dir}
-	s.d = &decoder{file: name, pos: map[string]Pos{}, present: map[string]bool{}}
-	if err := s.d.decode(&root, reflectOf(s), ""); err != nil {
+	s.d = yamlstrict.NewDecoder(name)
+	if err := s.d.Decode(&root, reflectOf(s), ""); err != nil {
 		return nil, err
 	}
 	s.applyDefaults()
@@ -156,28 +157,8 @@ func (s *Scenario) Path(p string) string {
 
 // errf returns an error at the position of field path (or its nearest written parent).
 func (s *Scenario) errf(path, format string, args ...any) error {
-	p := path
-	for {
-		if pos, ok := s.d.pos[p]; ok {
-			return &Error{File: s.File, Pos: pos, Field: path, Msg: fmt.Sprintf(format, args...)}
-		}
-		i := lastDot(p)
-		if i < 0 {
-			break
-		}
-		p = p[:i]
-	}
-	return &Error{File: s.File, Pos: s.d.pos[""], Field: path, Msg: fmt.Sprintf(format, args...)}
+	return s.d.At(path, format, args...)
 }
 
 // Has reports whether the file set field path.
-func (s *Scenario) Has(path string) bool { return s.d.present[path] }
-
-func lastDot(p string) int {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '.' || p[i] == '[' {
-			return i
-		}
-	}
-	return -1
-}
+func (s *Scenario) Has(path string) bool { return s.d.Has(path) }

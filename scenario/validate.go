@@ -5,15 +5,12 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/units"
 )
-
-func reflectOf(s *Scenario) reflect.Value { return reflect.ValueOf(s).Elem() }
 
 func errEOF(err error) error {
 	if errors.Is(err, io.EOF) {
