@@ -246,7 +246,7 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 	dstMAC := portMAC(peerNode, p.peerPort)
 	if n.cfg.Kind == "infiniband" {
 		if pkt.Kind == LinkCtrl {
-			fc := wire.IBFlowControl{Op: 0, FCTBS: pkt.Ctrl[1] & 0xfff, VL: pkt.Prio, FCCL: pkt.Ctrl[0] & 0xfff}
+			fc := wire.IBFlowControl{Op: 0, FCTBS: pkt.CtrlWord(1) & 0xfff, VL: pkt.Prio, FCCL: pkt.CtrlWord(0) & 0xfff}
 			return fc.AppendPacket(dst)
 		}
 		b, reth, aeth, payload := c.bth(pkt)
@@ -261,7 +261,7 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 		return ib.AppendPacket(dst)
 	}
 	if pkt.Kind == LinkCtrl {
-		pause := wire.PFCPause{SrcMAC: src, Enable: pkt.Mark, Quanta: pkt.Ctrl}
+		pause := wire.PFCPause{SrcMAC: src, Enable: pkt.Mark, Quanta: pkt.CtrlWords()}
 		return pause.AppendFrame(dst)
 	}
 	b, reth, aeth, payload := c.bth(pkt)

@@ -3,6 +3,7 @@ package fabric
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
@@ -135,5 +136,22 @@ func TestDependenciesAndDelays(t *testing.T) {
 	}
 	if ms[2].FCT() != ms[0].FCT() {
 		t.Errorf("reply FCT %v, request %v: symmetric path should match", ms[2].FCT(), ms[0].FCT())
+	}
+}
+
+// The packet is touched at every hop of every packet: it must stay within one 64-byte size
+// class (one cache line when aligned), or the per-hop path takes an extra cache miss.
+func TestPacketFitsACacheLine(t *testing.T) {
+	if s := unsafe.Sizeof(Packet{}); s > 64 {
+		t.Fatalf("Packet is %d bytes; keep it within 64", s)
+	}
+	var p Packet
+	for i := 0; i < 8; i++ {
+		p.SetCtrlWord(i, uint16(0x1111*(i+1)))
+	}
+	for i := 0; i < 8; i++ {
+		if got := p.CtrlWord(i); got != uint16(0x1111*(i+1)) {
+			t.Fatalf("control word %d = %#x, want %#x", i, got, 0x1111*(i+1))
+		}
 	}
 }

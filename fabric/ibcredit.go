@@ -198,14 +198,14 @@ func (st *ibPort) fccl(vl uint8) int64 {
 // still waiting there.
 func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	if pk := st.pending[vl]; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
-		pk.Ctrl[0] = uint16(st.fccl(vl) & 0xfff)
-		pk.Ctrl[1] = uint16(st.fctbs[vl] & 0xfff)
+		pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
+		pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
 		return
 	}
 	pk := f.n.pool.get()
 	pk.Prio = vl
-	pk.Ctrl[0] = uint16(st.fccl(vl) & 0xfff)
-	pk.Ctrl[1] = uint16(st.fctbs[vl] & 0xfff)
+	pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
+	pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
 	pk.Size, pk.Wire = IBFCPacketBytes, IBFCPacketBytes
 	pk.Src, pk.Dst = -1, -1
 	st.pending[vl] = pk
@@ -230,7 +230,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 	st := f.state(in)
 	vl := pkt.Prio
 	// Credits = (FCCL - FCTBS) mod 4096; the window never exceeds 2048, so this is exact.
-	credits := (int64(pkt.Ctrl[0]) - st.fctbs[vl]) & 0xfff
+	credits := (int64(pkt.CtrlWord(0)) - st.fctbs[vl]) & 0xfff
 	if lim := st.fctbs[vl] + credits; lim > st.limit[vl] {
 		st.limit[vl] = lim
 	}
@@ -238,7 +238,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.limit[vl]-st.fctbs[vl], IBMaxCreditWindow))
 	}
 	// ABR := FCTBS: blocks the peer sent that never arrived (corrupted) count as received.
-	if lost := (int64(pkt.Ctrl[1]) - st.abr[vl]) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
+	if lost := (int64(pkt.CtrlWord(1)) - st.abr[vl]) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
 		st.abr[vl] += lost
 		f.sendFC(in, st, vl)
 	}

@@ -137,7 +137,6 @@ func (c *NIC) nextData() *Packet {
 		pkt.Payload = int32(payload)
 		pkt.Size, pkt.Wire = n.cfg.frame(int(payload), hdr)
 		pkt.Hash = f.hash
-		pkt.SentAt = now
 		if n.fc != nil && n.fc.Blocked(c.Port, pkt) { // no credits for it (InfiniBand)
 			n.pool.put(pkt)
 			c.rr++
@@ -300,7 +299,6 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 		}
 	}
 	pkt.Hash = f.hash
-	pkt.SentAt = n.sim.Now()
 	c.Port.enqueue(pkt)
 	c.Port.kick()
 }

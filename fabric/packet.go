@@ -1,6 +1,5 @@
 package fabric
 
-import "github.com/fabricsim/fabricsim/units"
 
 // PacketKind says what a packet carries.
 type PacketKind uint8
@@ -48,16 +47,16 @@ const (
 // Packet is one frame in flight. Packets are pooled by the Network: a component that consumes a
 // packet (a NIC that delivered it, a switch that dropped it) returns it with Network.free.
 type Packet struct {
-	Kind PacketKind
-	Prio uint8 // traffic class (Ethernet priority / IB service level); selects the queue
-	ECN  uint8
-	// Flow is the message (msggraph.ID) the packet belongs to.
-	Flow int32
-	Src  int32 // sending host index
-	Dst  int32 // receiving host index
 	// Seq is the byte offset of the first payload byte (Data) or the acknowledged/requested
-	// offset (Ack, Nak).
-	Seq     int64
+	// offset (Ack, Nak). On a LinkCtrl frame Seq and Sack hold the control words (CtrlWord).
+	Seq int64
+	// Sack is, on a selective-repeat (IRN) NAK, the offset of the out-of-order data packet that
+	// triggered it; Seq is then the cumulative acknowledgement.
+	Sack int64
+	// Flow is the message (msggraph.ID) the packet belongs to.
+	Flow    int32
+	Src     int32 // sending host index
+	Dst     int32 // receiving host index
 	Payload int32 // payload bytes (0 for control packets)
 	// Size is the frame size in bytes as stored in a buffer: headers, payload, trailers (CRCs).
 	Size int32
@@ -68,24 +67,47 @@ type Packet struct {
 	Hash uint32
 	// InPort is the ingress port at the node that currently holds the packet.
 	InPort int32
-	// Hops counts links traversed.
-	Hops int16
-	// SentAt is when the NIC started transmitting it.
-	SentAt units.Time
 	// QP is the sender's queue pair (0 when the fabric does not model several per connection).
-	QP int32
-	// Ctrl carries a link-control frame's content: the PFC priority-enable vector and per-
-	// priority pause quanta, or an IB credit update (VL in Prio, FCCL in Ctrl[0]).
-	Ctrl [8]uint16
+	QP   int32
+	Kind PacketKind
+	Prio uint8 // traffic class (Ethernet priority / IB virtual lane); selects the queue
+	ECN  uint8
 	// Mark carries InfiniBand FECN/BECN bits (MarkFECN, MarkBECN) on data and ACKs, and the PFC
 	// class-enable vector on a PAUSE frame.
 	Mark uint8
 	// SL is the service level the message asked for (its msggraph Prio; the InfiniBand LRH SL):
 	// end to end, while Prio is the queue (VL) it occupies on the current link (Port.SL2VL).
 	SL uint8
-	// Sack is, on a selective-repeat (IRN) NAK, the offset of the out-of-order data packet that
-	// triggered it; Seq is then the cumulative acknowledgement.
-	Sack int64
+}
+
+// The packet is on the per-hop path of every event: it is kept within one 64-byte cache line
+// (Go's 64-byte size class), which is why link-control content shares Seq and Sack.
+
+// CtrlWord returns 16-bit word i (0..7) of a link-control frame: the PFC pause quanta of
+// priority i, or for an InfiniBand flow-control packet FCCL (word 0) and FCTBS (word 1).
+func (p *Packet) CtrlWord(i int) uint16 {
+	if i < 4 {
+		return uint16(uint64(p.Seq) >> (16 * i))
+	}
+	return uint16(uint64(p.Sack) >> (16 * (i - 4)))
+}
+
+// SetCtrlWord sets word i (0..7) of a link-control frame.
+func (p *Packet) SetCtrlWord(i int, v uint16) {
+	w := &p.Seq
+	if i >= 4 {
+		w, i = &p.Sack, i-4
+	}
+	shift := 16 * uint(i)
+	*w = int64(uint64(*w)&^(0xffff<<shift) | uint64(v)<<shift)
+}
+
+// CtrlWords returns all eight control words.
+func (p *Packet) CtrlWords() (w [8]uint16) {
+	for i := range w {
+		w[i] = p.CtrlWord(i)
+	}
+	return w
 }
 
 // Bits of Packet.Mark on routed packets.

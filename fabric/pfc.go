@@ -205,7 +205,7 @@ func (f *pfc) sendPause(g int32, prio uint8, quanta uint16) {
 	pkt := f.n.pool.get()
 	pkt.Prio = prio
 	pkt.Mark = 1 << prio
-	pkt.Ctrl[prio] = quanta
+	pkt.SetCtrlWord(int(prio), quanta)
 	pkt.Size, pkt.Wire = pauseFrameBytes, int32(pauseFrameBytes+f.n.cfg.L1Overhead)
 	pkt.Src, pkt.Dst = -1, -1
 	f.ports[g].SendCtrl(pkt)
@@ -249,7 +249,7 @@ func (f *pfc) Control(in *Port, pkt *Packet) {
 		if f.ignoreUntil[idx] > now {
 			continue // the watchdog is ignoring this queue's pauses
 		}
-		q := pkt.Ctrl[prio]
+		q := pkt.CtrlWord(int(prio))
 		if q == 0 {
 			f.unpause(in, idx)
 			continue

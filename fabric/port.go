@@ -183,7 +183,6 @@ func (p *Port) Handle(ev *sim.Event) {
 	if p.errRate > 0 && p.rng.Float64() < p.errRate {
 		n.drop(pkt, p.errCause)
 	} else {
-		pkt.Hops++
 		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)
 	}
 	p.kick()
