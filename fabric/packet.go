@@ -1,6 +1,5 @@
 package fabric
 
-
 // PacketKind says what a packet carries.
 type PacketKind uint8
 
