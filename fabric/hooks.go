@@ -135,3 +135,6 @@ type StallExplainer interface {
 type Reporter interface {
 	Report(res *result.Run)
 }
+
+// wireBytes is what pkt occupies on a link: its frame plus the layer-1 overhead.
+func (n *Network) wireBytes(pkt *Packet) int32 { return pkt.Size + int32(n.cfg.L1Overhead) }

@@ -206,7 +206,7 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	pk.Prio = vl
 	pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
 	pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
-	pk.Size, pk.Wire = IBFCPacketBytes, IBFCPacketBytes
+	pk.Size = IBFCPacketBytes // no layer-1 overhead on InfiniBand
 	pk.Src, pk.Dst = -1, -1
 	st.pending[vl] = pk
 	f.fcSent++
@@ -215,9 +215,8 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 
 // ctrlQueued reports whether pkt is still waiting in the port's link-control queue.
 func (p *Port) ctrlQueued(pkt *Packet) bool {
-	q := &p.ctrl
-	for i := 0; i < q.size; i++ {
-		if q.buf[(q.head+i)&(len(q.buf)-1)] == pkt {
+	for q := p.ctrl.head; q != nil; q = q.next {
+		if q == pkt {
 			return true
 		}
 	}

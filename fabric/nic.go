@@ -135,7 +135,7 @@ func (c *NIC) nextData() *Packet {
 		pkt.Src, pkt.Dst = f.src, f.dst
 		pkt.Seq = seq
 		pkt.Payload = int32(payload)
-		pkt.Size, pkt.Wire = n.cfg.frame(int(payload), hdr)
+		pkt.Size, _ = n.cfg.frame(int(payload), hdr)
 		pkt.Hash = f.hash
 		if n.fc != nil && n.fc.Blocked(c.Port, pkt) { // no credits for it (InfiniBand)
 			n.pool.put(pkt)
@@ -146,7 +146,7 @@ func (c *NIC) nextData() *Packet {
 		if f.Rate > 0 || f.Gap > 0 {
 			f.nextSend = now + f.Gap
 			if f.Rate > 0 {
-				f.nextSend += f.Rate.TransmitTime(units.Size(pkt.Wire))
+				f.nextSend += f.Rate.TransmitTime(units.Size(n.wireBytes(pkt)))
 			}
 		}
 		if retx {
@@ -291,9 +291,9 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	pkt.Src, pkt.Dst = f.dst, f.src
 	pkt.Seq = seq
 	pkt.Sack = sack
-	pkt.Size, pkt.Wire = n.cfg.frame(0, n.cfg.AckBytes)
+	pkt.Size, _ = n.cfg.frame(0, n.cfg.AckBytes)
 	if kind == CNP {
-		pkt.Size, pkt.Wire = n.cfg.frame(0, n.cfg.CNPBytes)
+		pkt.Size, _ = n.cfg.frame(0, n.cfg.CNPBytes)
 		if n.cfg.CNPPriority > 0 {
 			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class (DOMAIN.md §4)
 		}

@@ -52,16 +52,17 @@ type Packet struct {
 	// Sack is, on a selective-repeat (IRN) NAK, the offset of the out-of-order data packet that
 	// triggered it; Seq is then the cumulative acknowledgement.
 	Sack int64
+	// next links the packet into the queue that holds it (fifo).
+	next *Packet
 	// Flow is the message (msggraph.ID) the packet belongs to.
 	Flow    int32
 	Src     int32 // sending host index
 	Dst     int32 // receiving host index
 	Payload int32 // payload bytes (0 for control packets)
 	// Size is the frame size in bytes as stored in a buffer: headers, payload, trailers (CRCs).
+	// On the link a frame also takes Config.L1Overhead bytes (preamble, start delimiter and
+	// inter-frame gap on Ethernet; none on InfiniBand).
 	Size int32
-	// Wire is the bytes the frame occupies on the link: Size plus layer-1 overhead (preamble,
-	// start delimiter and inter-frame gap on Ethernet).
-	Wire int32
 	// Hash is the flow's entropy for ECMP (a 5-tuple hash on real switches).
 	Hash uint32
 	// InPort is the ingress port at the node that currently holds the packet.
@@ -137,45 +138,39 @@ func (p *packetPool) put(pkt *Packet) {
 	p.free = append(p.free, pkt)
 }
 
-// fifo is a growable ring buffer of packets; its capacity is a power of two so that wrapping
-// is a mask, not a division (this is on the per-packet path).
+// fifo is a queue of packets linked through Packet.next: pushing touches only the tail packet
+// (recently queued, so likely in cache) and popping only the packet being taken, with no ring
+// buffer of pointers to miss in or to grow.
 type fifo struct {
-	buf        []*Packet
-	head, size int
+	head, tail *Packet
+	size       int
 }
 
 func (q *fifo) len() int { return q.size }
 
 func (q *fifo) push(p *Packet) {
-	if q.size == len(q.buf) {
-		n := 2 * len(q.buf)
-		if n == 0 {
-			n = 16
-		}
-		nb := make([]*Packet, n)
-		for i := 0; i < q.size; i++ {
-			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-		}
-		q.buf, q.head = nb, 0
+	p.next = nil
+	if q.tail == nil {
+		q.head = p
+	} else {
+		q.tail.next = p
 	}
-	q.buf[(q.head+q.size)&(len(q.buf)-1)] = p
+	q.tail = p
 	q.size++
 }
 
-func (q *fifo) peek() *Packet {
-	if q.size == 0 {
-		return nil
-	}
-	return q.buf[q.head]
-}
+func (q *fifo) peek() *Packet { return q.head }
 
 func (q *fifo) pop() *Packet {
-	if q.size == 0 {
+	p := q.head
+	if p == nil {
 		return nil
 	}
-	p := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.head = p.next
+	if q.head == nil {
+		q.tail = nil
+	}
+	p.next = nil
 	q.size--
 	return p
 }

@@ -206,7 +206,7 @@ func (f *pfc) sendPause(g int32, prio uint8, quanta uint16) {
 	pkt.Prio = prio
 	pkt.Mark = 1 << prio
 	pkt.SetCtrlWord(int(prio), quanta)
-	pkt.Size, pkt.Wire = pauseFrameBytes, int32(pauseFrameBytes+f.n.cfg.L1Overhead)
+	pkt.Size = pauseFrameBytes
 	pkt.Src, pkt.Dst = -1, -1
 	f.ports[g].SendCtrl(pkt)
 }
@@ -353,9 +353,8 @@ func (f *pfc) ExplainStall() string {
 			if e.Paused&(1<<prio) == 0 {
 				continue
 			}
-			q := &e.queues[prio]
-			for i := 0; i < q.size; i++ {
-				if q.buf[(q.head+i)&(len(q.buf)-1)].InPort == inIdx {
+			for q := e.queues[prio].head; q != nil; q = q.next {
+				if q.InPort == inIdx {
 					out = append(out, f.gp(e)*8+int32(prio))
 					break
 				}

@@ -159,14 +159,15 @@ func (p *Port) kick() {
 	if p.tap != nil {
 		p.net.capture.record(p, p.tap, pkt, p.net.sim.Now())
 	}
-	if pkt.Wire != p.lastWire {
-		p.lastWire = pkt.Wire
-		p.lastSer = p.Rate.TransmitTime(units.Size(pkt.Wire))
+	wire := p.net.wireBytes(pkt)
+	if wire != p.lastWire {
+		p.lastWire = wire
+		p.lastSer = p.Rate.TransmitTime(units.Size(wire))
 	}
 	ser := p.lastSer
 	p.BusyTime += ser
 	p.TxPackets++
-	p.TxBytes += int64(pkt.Wire)
+	p.TxBytes += int64(wire)
 	p.net.sim.After(ser, p, opTxDone, 0, pkt)
 }
 
