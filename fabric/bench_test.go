@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -47,6 +48,13 @@ func BenchmarkFatTreePermutationK8(b *testing.B) {
 }
 
 func benchPermutation(b *testing.B, k int) {
+	benchFatTree(b, k, DefaultEthernet(), nil)
+}
+
+// benchFatTree runs the reference permutation (k-ary fat tree, 100 Gb/s, 1 us links, 2 MB flows)
+// on cfg, reporting events/s, packet-hops/s and events per run; check, when set, inspects each
+// run's result (and may report further metrics from them at the end through b).
+func benchFatTree(b *testing.B, k int, cfg Config, check func(*result.Run)) {
 	g, err := topo.FatTree(k, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +67,7 @@ func benchPermutation(b *testing.B, k int) {
 	b.ReportAllocs()
 	var events, hops uint64
 	for i := 0; i < b.N; i++ {
-		n, err := New(g, r, DefaultEthernet())
+		n, err := New(g, r, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -69,6 +77,9 @@ func benchPermutation(b *testing.B, k int) {
 		}
 		events += res.Events
 		hops += res.PacketHops
+		if check != nil {
+			check(res)
+		}
 	}
 	s := b.Elapsed().Seconds()
 	b.ReportMetric(float64(events)/s, "events/s")
