@@ -63,7 +63,7 @@ type Topology struct {
 
 // Fabric is the packet backend's fabric.
 type Fabric struct {
-	// Kind is ethernet (roce and infiniband come with their own issues).
+	// Kind is ethernet, roce or infiniband.
 	Kind          string     `yaml:"kind"`
 	MTU           units.Size `yaml:"mtu"`
 	HeaderBytes   int        `yaml:"header_bytes"`
