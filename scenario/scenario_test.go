@@ -187,3 +187,19 @@ func FuzzParse(f *testing.F) {
 		s.Build()
 	})
 }
+
+// A single leaf needs no spines: the 1:1 default oversubscription applies only when there are
+// spines to connect to (4 hosts on one switch, a 3-to-1 incast: 3 flows).
+func TestSingleLeafNoSpines(t *testing.T) {
+	s, err := Parse([]byte("topology: {kind: leaf-spine, leaves: 1, spines: 0, hosts_per_leaf: 4}\ntraffic: {kind: incast, senders: 3}\n"), "one-leaf.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Graph.Hosts) != 4 || b.Graph.NumSwitches() != 1 || len(b.Work.Msgs) != 3 {
+		t.Fatalf("%d hosts, %d switches, %d flows", len(b.Graph.Hosts), b.Graph.NumSwitches(), len(b.Work.Msgs))
+	}
+}

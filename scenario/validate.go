@@ -64,7 +64,7 @@ func (s *Scenario) applyDefaults() {
 	if !s.Has("topology.spine_link.latency") {
 		t.SpineLink.Latency = defaultLink.Latency
 	}
-	if t.Kind == "leaf-spine" && !s.Has("topology.oversubscription") && !s.Has("topology.spine_link.rate") {
+	if t.Kind == "leaf-spine" && t.Spines > 0 && !s.Has("topology.oversubscription") && !s.Has("topology.spine_link.rate") {
 		t.Oversubscription = 1
 	}
 	f := &s.Fabric
