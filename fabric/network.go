@@ -237,7 +237,7 @@ func (n *Network) checkEnd() error {
 
 func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 	res := &result.Run{
-		Backend: "packet", Events: n.sim.Events(), PacketHops: n.packetHops, SimTime: n.eng.lastFinish,
+		Backend: "packet", Events: n.sim.Events(), PacketHops: n.packetHops, SimTime: n.eng.lastFinish, EndTime: n.sim.Now(),
 		BytesSent: n.stats.BytesSent, BytesDelivered: n.stats.BytesDelivered,
 		BytesRetransmitted: n.stats.BytesRetransmitted, Timeouts: n.stats.Timeouts, NAKs: n.stats.NAKs,
 		DropsByCause: map[string]int64{}, Counters: map[string]float64{},

@@ -27,13 +27,20 @@ type Message struct {
 // FCT is the message's completion time.
 func (m *Message) FCT() units.Time { return m.Finish - m.Start }
 
+// Done reports whether the message completed (a run stopped early leaves some undone; a message
+// that carries bytes cannot complete at time zero).
+func (m *Message) Done() bool { return m.Finish > 0 || (m.Bytes == 0 && m.Finish >= m.Start) }
+
 // Run is one backend run of one scenario.
 type Run struct {
 	Scenario string
 	Seed     uint64
 	Backend  string
 	// SimTime is when the last message completed.
-	SimTime    units.Time
+	SimTime units.Time
+	// EndTime is the simulated time the run stopped at: after SimTime when the event queue
+	// drained later (ACKs, timers), before the last completion when it was interrupted.
+	EndTime    units.Time
 	Events     uint64
 	PacketHops uint64
 	// WallSeconds is the host time the run took (excluded from determinism checks).

@@ -18,6 +18,7 @@ type Summary struct {
 	Backend            string             `json:"backend"`
 	SimTimeNs          float64            `json:"sim_time_ns"`
 	Flows              int                `json:"flows"`
+	Unfinished         int                `json:"unfinished,omitempty"`
 	FCTNs              Dist               `json:"fct_ns"`
 	Slowdown           SlowdownDist       `json:"slowdown"`
 	BytesSent          int64              `json:"bytes_sent"`
@@ -44,9 +45,15 @@ type SlowdownDist struct {
 // Summary computes the summary over messages that carry bytes.
 func (r *Run) Summary() Summary {
 	var fct, slow []float64
+	flows, unfinished := 0, 0
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		if m.Bytes == 0 {
+			continue
+		}
+		flows++
+		if !m.Done() {
+			unfinished++ // an interrupted or time-limited run: no FCT to count
 			continue
 		}
 		f := m.FCT().Nanoseconds()
@@ -62,7 +69,7 @@ func (r *Run) Summary() Summary {
 	}
 	return Summary{
 		Scenario: r.Scenario, Seed: r.Seed, Backend: r.Backend,
-		SimTimeNs: r.SimTime.Nanoseconds(), Flows: len(fct), FCTNs: Summarize(fct),
+		SimTimeNs: r.SimTime.Nanoseconds(), Flows: flows, Unfinished: unfinished, FCTNs: Summarize(fct),
 		Slowdown:  SlowdownDist{P50: sd.P50, P99: sd.P99, Max: sd.Max, Mean: sd.Mean},
 		BytesSent: r.BytesSent, BytesDelivered: r.BytesDelivered, BytesRetransmitted: r.BytesRetransmitted,
 		Drops: r.Drops, DropsByCause: drops, Timeouts: r.Timeouts, NAKs: r.NAKs,
@@ -130,7 +137,11 @@ func (r *Run) WriteFlowsCSV(w io.Writer) error {
 		if m.Bytes == 0 {
 			continue
 		}
-		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s\n", m.ID, m.Src, m.Dst, m.Bytes, ns(m.Start), ns(m.FCT()), ns(m.IdealFCT))
+		fct := "" // unfinished (the run was interrupted or hit its duration)
+		if m.Done() {
+			fct = ns(m.FCT())
+		}
+		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s\n", m.ID, m.Src, m.Dst, m.Bytes, ns(m.Start), fct, ns(m.IdealFCT))
 	}
 	return bw.Flush()
 }
@@ -144,7 +155,7 @@ func (r *Run) WriteFlowsCSV(w io.Writer) error {
 func (r *Run) WriteHPCCFct(w io.Writer, nodeOf func(host int32) int) error {
 	idx := make([]int, 0, len(r.Messages))
 	for i := range r.Messages {
-		if r.Messages[i].Bytes > 0 {
+		if r.Messages[i].Bytes > 0 && r.Messages[i].Done() {
 			idx = append(idx, i)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/examples"
@@ -143,5 +144,40 @@ func TestHPCCImportMatchesNative(t *testing.T) {
 	}
 	if r1.Events != r2.Events {
 		t.Fatalf("events %d vs %d", r1.Events, r2.Events)
+	}
+}
+
+// A run stopped by its duration reports only the flows that finished: the 4 KB flow completes
+// (about 2.3 us alone), the 10 MB flow cannot by 100 us (it needs 800 us at 100 Gb/s), so it
+// counts as unfinished and has no FCT in flows.csv.
+func TestDurationStopsWithPartialResults(t *testing.T) {
+	s, err := scenario.Parse([]byte(`name: partial
+duration: 100us
+topology: {kind: fat-tree, k: 4}
+traffic:
+  kind: flows
+  flows:
+    - {src: 0, dst: 1, size: 4KB}
+    - {src: 2, dst: 3, size: 10MB}
+`), "partial.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := Run(s, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := r.Summary()
+	if sum.Flows != 2 || sum.Unfinished != 1 || sum.FCTNs.Max == 0 || sum.FCTNs.Max > 100e3 {
+		t.Fatalf("flows %d unfinished %d fct max %v", sum.Flows, sum.Unfinished, sum.FCTNs.Max)
+	}
+	if r.EndTime > 100*units.Microsecond {
+		t.Fatalf("stopped at %v, after the 100us duration", r.EndTime)
+	}
+	var b bytes.Buffer
+	r.WriteFlowsCSV(&b)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[2], ",0,,"+strings.Split(lines[2], ",")[6]) {
+		t.Fatalf("flows.csv:\n%s", b.String())
 	}
 }

@@ -172,7 +172,7 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	}
 	if err != nil {
 		if errors.Is(err, runner.ErrInterrupted) {
-			return &exitError{exitInterrupted, fmt.Errorf("interrupted at %v; partial results written", res.SimTime)}
+			return &exitError{exitInterrupted, fmt.Errorf("interrupted at %v simulated; partial results written", res.EndTime)}
 		}
 		return failureErr(err)
 	}
@@ -244,7 +244,7 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 		m := &res.Messages[i]
 		if m.Bytes > 0 {
 			total += m.Bytes
-			if m.Finish > 0 {
+			if m.Done() {
 				done++
 			}
 		}
