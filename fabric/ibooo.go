@@ -1,7 +1,5 @@
 package fabric
 
-import "fmt"
-
 // Out-of-order-tolerant receiver (Config.Transport "ooo"): adaptive routing sends one QP's
 // packets over different paths, so they may arrive out of order on a lossless fabric; NVIDIA
 // HCAs place such packets in memory and do not treat the gap as loss (DOMAIN.md §3). The
@@ -25,27 +23,7 @@ func (c *NIC) receiveOOO(f *Flow, pkt *Packet) {
 		n.stats.Duplicates++
 		c.sendControl(f, Ack, f.rcvNxt)
 	case seq == f.rcvNxt:
-		adv := int64(pkt.Payload)
-		f.rcvNxt += adv
-		for f.rcvNxt < f.size && has(f.rcvNxt/mtu) {
-			p := min(mtu, f.size-f.rcvNxt)
-			f.rcvNxt += p
-			adv += p
-		}
-		n.stats.BytesDelivered += adv
-		n.lastDelivery = n.sim.Now()
-		f.unacked++
-		if n.cfg.Check && f.rcvNxt > f.size {
-			n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d delivered %d B of a %d B message", f.id, f.rcvNxt, f.size))
-			return
-		}
-		if f.rcvNxt == f.size {
-			f.received = true
-			c.sendControl(f, Ack, f.rcvNxt)
-			n.delivered(f)
-		} else if f.unacked >= n.cfg.AckEvery || adv > int64(pkt.Payload) {
-			c.sendControl(f, Ack, f.rcvNxt)
-		}
+		c.acceptInOrder(f, pkt, mtu, has)
 	default:
 		f.oooBits[idx>>6] |= 1 << (idx & 63)
 		n.stats.OutOfOrder++

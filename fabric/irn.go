@@ -181,28 +181,13 @@ func (c *NIC) receiveSR(f *Flow, pkt *Packet) {
 		n.stats.Duplicates++
 		c.sendControl(f, Ack, f.rcvNxt)
 	case seq == f.rcvNxt:
-		adv := int64(pkt.Payload)
-		f.rcvNxt += adv
-		for f.rcvNxt < f.size && s.rcvd.get(f.rcvNxt/s.mtu) {
-			s.rcvd.clear(f.rcvNxt / s.mtu)
-			p := min(s.mtu, f.size-f.rcvNxt)
-			f.rcvNxt += p
-			adv += p
-		}
-		n.stats.BytesDelivered += adv
-		n.lastDelivery = n.sim.Now()
-		f.unacked++
-		if n.cfg.Check && f.rcvNxt > f.size {
-			n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d delivered %d B of a %d B message", f.id, f.rcvNxt, f.size))
-			return
-		}
-		if f.rcvNxt == f.size {
-			f.received = true
-			c.sendControl(f, Ack, f.rcvNxt)
-			n.delivered(f)
-		} else if f.unacked >= n.cfg.AckEvery || adv > int64(pkt.Payload) {
-			c.sendControl(f, Ack, f.rcvNxt)
-		}
+		c.acceptInOrder(f, pkt, s.mtu, func(i int64) bool {
+			if !s.rcvd.get(i) {
+				return false
+			}
+			s.rcvd.clear(i)
+			return true
+		})
 	default:
 		idx := seq / s.mtu
 		if idx-f.rcvNxt/s.mtu >= s.rcvd.width() {
@@ -241,4 +226,33 @@ func (n *Network) irnCap() int64 {
 		bdp = int64(n.cfg.MTU)
 	}
 	return bdp
+}
+
+// acceptInOrder delivers pkt, which starts at f.rcvNxt, and then every packet already held beyond
+// it (held reports packet index i as held and releases it), and acknowledges: at once when held
+// packets were released or the message is complete, else every AckEvery packets. The selective
+// repeat (IRN) and the out-of-order (adaptive routing) receivers share it.
+func (c *NIC) acceptInOrder(f *Flow, pkt *Packet, mtu int64, held func(i int64) bool) {
+	n := c.net
+	adv := int64(pkt.Payload)
+	f.rcvNxt += adv
+	for f.rcvNxt < f.size && held(f.rcvNxt/mtu) {
+		p := min(mtu, f.size-f.rcvNxt)
+		f.rcvNxt += p
+		adv += p
+	}
+	n.stats.BytesDelivered += adv
+	n.lastDelivery = n.sim.Now()
+	f.unacked++
+	if n.cfg.Check && f.rcvNxt > f.size {
+		n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d delivered %d B of a %d B message", f.id, f.rcvNxt, f.size))
+		return
+	}
+	if f.rcvNxt == f.size {
+		f.received = true
+		c.sendControl(f, Ack, f.rcvNxt)
+		n.delivered(f)
+	} else if f.unacked >= n.cfg.AckEvery || adv > int64(pkt.Payload) {
+		c.sendControl(f, Ack, f.rcvNxt)
+	}
 }
