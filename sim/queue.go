@@ -1,9 +1,5 @@
 package sim
 
-import (
-	"slices"
-)
-
 // queue holds pending events ordered by (time, sequence number). It is a calendar queue: a ring
 // of buckets each covering bucketWidth of simulated time, spanning horizon = buckets x width
 // ahead of the bucket being drained. A packet simulation schedules almost everything a few
@@ -29,6 +25,7 @@ type queue struct {
 	far   farHeap
 	n     int
 	spare [][]key // drained bucket slices, reused so that steady state allocates nothing
+	tmp   []key   // scratch for sorting a bucket
 }
 
 type key struct {
@@ -46,22 +43,6 @@ const (
 )
 
 func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ss < o.ss) }
-
-func cmpKeyDesc(a, b key) int { return cmpKey(b, a) }
-
-func cmpKey(a, b key) int {
-	switch {
-	case a.at < b.at:
-		return -1
-	case a.at > b.at:
-		return 1
-	case a.ss < b.ss:
-		return -1
-	case a.ss > b.ss:
-		return 1
-	}
-	return 0
-}
 
 func (q *queue) len() int { return q.n }
 
@@ -89,8 +70,16 @@ func (q *queue) push(e Event) {
 	case e.At < q.curStart+bucketWidth:
 		// The bucket being drained: insert in order among the keys not yet run. New keys have
 		// the highest sequence number, so they run after every key with the same time.
-		i, _ := slices.BinarySearchFunc(q.cur, k, cmpKeyDesc)
-		q.cur = slices.Insert(q.cur, i, k)
+		// Keys are descending, so the new key goes after every key that runs later; it is usually
+		// among the next few to run, so scan from the end.
+		c := append(q.cur, key{})
+		i := len(c) - 1
+		for i > 0 && c[i-1].less(k) {
+			c[i] = c[i-1]
+			i--
+		}
+		c[i] = k
+		q.cur = c
 	case e.At < q.curStart+horizon:
 		b := int(e.At>>widthBits) & (ringSize - 1)
 		if cap(q.buckets[b]) == 0 {
@@ -134,7 +123,7 @@ func (q *queue) settle() {
 			q.cur = append(q.cur, q.far.pop())
 		}
 		if len(q.cur) > 1 {
-			slices.SortFunc(q.cur, cmpKeyDesc)
+			q.sortDesc(q.cur, q.curStart)
 		}
 	}
 }
@@ -206,4 +195,66 @@ func (h *farHeap) pop() key {
 	}
 	*h = a
 	return top
+}
+
+// sortDesc sorts a drained bucket's keys into descending (at, ss) order. Every key lies in
+// [start, start+bucketWidth). Small buckets use insertion sort; larger ones a stable two-pass
+// radix sort on the time offset within the bucket (6 bits a pass), after which keys of equal
+// time are in the order they were appended, which is sequence order except for keys that came
+// from the far heap: a final insertion pass puts those right (it costs one comparison a key
+// when nothing is out of place). The generic slices.SortFunc, which calls its comparison
+// through a function value, was the largest item of the kernel's profile.
+func (q *queue) sortDesc(a []key, start Time) {
+	if len(a) <= 32 {
+		insertionDesc(a)
+		return
+	}
+	if cap(q.tmp) < len(a) {
+		q.tmp = make([]key, len(a), 2*len(a))
+	}
+	tmp := q.tmp[:len(a)]
+	const radixBits = widthBits / 2
+	const radix = 1 << radixBits
+	for pass, src, dst := 0, a, tmp; pass < 2; pass, src, dst = pass+1, dst, src {
+		shift := uint(pass * radixBits)
+		var count [radix + 1]int32
+		for _, k := range src {
+			// Descending: the largest digit goes first.
+			d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+			count[d+1]++
+		}
+		for d := 1; d <= radix; d++ {
+			count[d] += count[d-1]
+		}
+		// The first pass takes the keys from the end, the second from the start, so that keys
+		// of equal time come out last-appended (highest sequence) first.
+		if pass == 0 {
+			for i := len(src) - 1; i >= 0; i-- {
+				k := src[i]
+				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				dst[count[d]] = k
+				count[d]++
+			}
+		} else {
+			for _, k := range src {
+				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				dst[count[d]] = k
+				count[d]++
+			}
+		}
+	}
+	insertionDesc(a)
+}
+
+// insertionDesc sorts a into descending (at, ss) order by insertion.
+func insertionDesc(a []key) {
+	for i := 1; i < len(a); i++ {
+		k := a[i]
+		j := i
+		for j > 0 && a[j-1].less(k) {
+			a[j] = a[j-1]
+			j--
+		}
+		a[j] = k
+	}
 }

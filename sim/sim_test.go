@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -204,5 +205,40 @@ func TestCalendarQueueMatchesReference(t *testing.T) {
 	}
 	if s.Events() < 6000 {
 		t.Fatalf("only %d events ran", s.Events())
+	}
+}
+
+// TestSortDesc checks the bucket sort against the standard library's on random keys with many
+// equal times, for sizes around the insertion-sort cutoff and far above it, with keys appended
+// in sequence order (as a bucket fills) or not (keys from the far heap).
+func TestSortDesc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var q queue
+	for _, n := range []int{0, 1, 2, 3, 31, 32, 33, 49, 100, 1000, 5000} {
+		for trial := 0; trial < 20; trial++ {
+			start := Time(rng.IntN(1000)) << widthBits
+			a := make([]key, n)
+			for i := range a {
+				ss := uint64(i)
+				if trial%2 == 1 {
+					ss = uint64(rng.IntN(4 * (n + 1)))
+				}
+				a[i] = key{at: start + Time(rng.IntN(1+min(n/3, int(bucketWidth)-1))), ss: ss}
+			}
+			want := slices.Clone(a)
+			slices.SortFunc(want, func(x, y key) int {
+				switch {
+				case y.less(x):
+					return -1
+				case x.less(y):
+					return 1
+				}
+				return 0
+			})
+			q.sortDesc(a, start)
+			if !slices.Equal(a, want) {
+				t.Fatalf("n=%d trial %d: sortDesc differs from slices.SortFunc", n, trial)
+			}
+		}
 	}
 }
