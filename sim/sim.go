@@ -21,6 +21,14 @@ type Handler interface {
 	Handle(ev *Event)
 }
 
+// Prefetcher is implemented by a Handler that can read, shortly before its event runs, the memory
+// the event will use, so that the cache misses of many events overlap instead of following one
+// another. Prefetch must not change any state; it returns a value derived from what it read (the
+// kernel keeps it, so the reads are not optimized away).
+type Prefetcher interface {
+	Prefetch(ev *Event) uintptr
+}
+
 // Event is one scheduled occurrence. Op, I and P mean whatever the handler defines.
 type Event struct {
 	At  Time

@@ -1,0 +1,43 @@
+package fabric
+
+import "github.com/fabricsim/fabricsim/sim"
+
+// Prefetching (sim.Prefetcher): just before a bucket of events runs, the kernel asks each
+// event's handler to read what the event will touch. Nothing here may change state.
+
+// Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
+// function of the packet (no adaptive router), the tail of the egress queue it will join.
+func (s *Switch) Prefetch(ev *sim.Event) uintptr {
+	pkt, ok := ev.P.(*Packet)
+	if !ok || pkt.Kind == LinkCtrl {
+		return 0
+	}
+	n := s.net
+	hops := n.routes.NextHops(s.Node, int(pkt.Dst))
+	if n.router != nil || len(hops) == 0 || n.cfg.Routing == "spray" {
+		return uintptr(len(hops))
+	}
+	out := hops[0]
+	if len(hops) > 1 {
+		out = hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
+	}
+	q := &s.Ports[out].queues[pkt.Prio]
+	if q.tail != nil {
+		return uintptr(q.tail.Size)
+	}
+	return uintptr(q.size)
+}
+
+// Prefetch reads the packet that will go next when the transmission in ev ends: the head of
+// the highest non-empty queue.
+func (p *Port) Prefetch(ev *sim.Event) uintptr {
+	if ev.Op != opTxDone {
+		return 0
+	}
+	for i := len(p.queues) - 1; i >= 0; i-- {
+		if h := p.queues[i].head; h != nil {
+			return uintptr(h.Size)
+		}
+	}
+	return 0
+}
