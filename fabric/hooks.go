@@ -108,7 +108,19 @@ type Router interface {
 func (n *Network) SetScheduler(s Scheduler) { n.sched = s }
 
 // SetRouter installs a routing policy; call before Run.
-func (n *Network) SetRouter(r Router) { n.router = r }
+func (n *Network) SetRouter(r Router) {
+	n.router = r
+	_, n.routerTables = r.(tableRouter)
+}
+
+// tableRouter is a Router that forwards by tables of its own (the subnet manager's LFTs): the
+// network does not look up shortest-path candidates for it, and Route gets nil.
+type tableRouter interface {
+	Router
+	// predict returns the port Route will most likely choose for pkt at s (the static table's
+	// entry), reading the tables it needs; -1 if none. Used only to prefetch.
+	predict(s *Switch, pkt *Packet) int32
+}
 
 // Routes returns the shortest-path next-hop table the network was built with.
 func (n *Network) Routes() *topo.Routes { return n.routes }

@@ -66,6 +66,9 @@ func (r *ibRouter) Route(s *Switch, pkt *Packet, _ []int32) int32 {
 	return out
 }
 
+// predict is the LFT entry: the port a static table sends pkt to, and an idle adaptive one.
+func (r *ibRouter) predict(s *Switch, pkt *Packet) int32 { return r.t.Port(s.Node, int(pkt.Dst)) }
+
 // Report adds the adaptive-routing counters.
 func (r *ibRouter) Report(res *result.Run) {
 	res.Counters["ib_ar_decisions"] = float64(r.decisions)

@@ -63,6 +63,8 @@ type Network struct {
 	cc      CongestionControl
 	sched   Scheduler
 	router  Router
+	// routerTables: router is a tableRouter (no shortest-path lookup on its behalf).
+	routerTables bool
 	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
 	// the packet's credits at once).
 	hostRx interface{ HostArrived(in *Port, pkt *Packet) }
@@ -153,6 +155,9 @@ func (n *Network) Sim() *sim.Sim { return n.sim }
 
 // route picks the egress port for pkt at switch s: the routing policy's extension point.
 func (n *Network) route(s *Switch, pkt *Packet) int32 {
+	if n.routerTables {
+		return n.router.Route(s, pkt, nil)
+	}
 	hops := n.routes.NextHops(s.Node, int(pkt.Dst))
 	if n.router != nil {
 		return n.router.Route(s, pkt, hops)

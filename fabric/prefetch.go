@@ -6,22 +6,38 @@ import "github.com/fabricsim/fabricsim/sim"
 // event's handler to read what the event will touch. Nothing here may change state.
 
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
-// function of the packet (no adaptive router), the tail of the egress queue it will join.
+// function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
+// it will join.
 func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	pkt, ok := ev.P.(*Packet)
 	if !ok || pkt.Kind == LinkCtrl {
 		return 0
 	}
 	n := s.net
-	hops := n.routes.NextHops(s.Node, int(pkt.Dst))
-	if n.router != nil || len(hops) == 0 || n.cfg.Routing == "spray" {
-		return uintptr(len(hops))
+	var out int32
+	if n.routerTables {
+		if out = n.router.(tableRouter).predict(s, pkt); out < 0 {
+			return 0
+		}
+	} else {
+		hops := n.routes.NextHops(s.Node, int(pkt.Dst))
+		if n.router != nil || len(hops) == 0 || n.cfg.Routing == "spray" {
+			return uintptr(len(hops))
+		}
+		out = hops[0]
+		if len(hops) > 1 {
+			out = hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
+		}
 	}
-	out := hops[0]
-	if len(hops) > 1 {
-		out = hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
+	port := s.Ports[out]
+	vl := int(pkt.Prio)
+	if port.SL2VL != nil { // InfiniBand: the router sets the VL from the egress port's table
+		vl = int(port.VLOf(pkt.SL))
 	}
-	q := &s.Ports[out].queues[pkt.Prio]
+	if vl >= len(port.queues) {
+		return 0
+	}
+	q := &port.queues[vl]
 	if q.tail != nil {
 		return uintptr(q.tail.Size)
 	}
