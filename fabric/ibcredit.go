@@ -25,6 +25,19 @@ import (
 // A received flow-control packet also carries the peer's FCTBS: the receiver sets ABR to it,
 // which heals credits lost with a corrupted packet. On lossy links ports send flow-control
 // packets unprompted every FCRefresh, as IBA requires, so a lost update cannot stall a VL.
+//
+// Inline updates. Half of a credit-limited fabric's events would be flow-control packets (one
+// transmit and one arrival each), so on a clean link (no error rate, not captured) the update
+// travels without a packet or an event, with the same wire timing: it is marked pending on the
+// port (Port.inlineFC) and sent at the next packet boundary, where flushFC serializes the
+// pending frames back to back (6 B each at the link rate, counted like transmitted frames)
+// ahead of the next packet; each frame's FCCL reaches the peer after the link's delay as an
+// entry {arrival time, FCCL} in the peer's arrival ring. The peer applies the entries whose
+// time has come (sync) whenever it reads its credit limit, ending a stall at the entry's own
+// time; a port that waits for credits gets one wake-up event at its next entry's arrival,
+// where the packet path's arrival would have restarted it. Lossy links keep the packet path:
+// their updates carry FCTBS for the ABR resync and may be lost; captured ports keep it so that
+// the capture shows every frame.
 
 // ibPort is one port's credit state: the transmit half toward the peer's receive buffer and the
 // receive half for packets the peer sends.
@@ -40,6 +53,15 @@ type ibPort struct {
 	stallNeed [IBMaxVLs]int64
 	stallFrom [IBMaxVLs]units.Time
 	stalled   [IBMaxVLs]units.Time
+	stalls    uint16 // bit vl set while stallNeed[vl] > 0
+	// Inline credit updates from the peer not yet applied: a ring (length a power of two) of
+	// arr[arrHead], ... arrN entries in arrival order; wakeAt is the time of the wake-up event
+	// scheduled for this port (0: none).
+	arr     []fcArrival
+	arrHead int32
+	arrN    int32
+	wakeAt  units.Time
+	idx     int32 // index in ibCredits.ports
 
 	// Receive half (the peer sends; this port's buffer).
 	capBlocks int64
@@ -47,6 +69,21 @@ type ibPort struct {
 	used      [IBMaxVLs]int64
 	pending   [IBMaxVLs]*Packet // flow-control packet queued on this port and not yet sent
 	marks     int64             // FECN marking-rate counter (ibcc.go)
+	// Inline updates waiting on this port (Port.inlineFC): the FCCL each carries, fixed when it
+	// was last updated as a queued packet's would be, and the VLs in the order they were queued.
+	fcVal   [IBMaxVLs]int64
+	fcOrder [IBMaxVLs]uint8
+	fcN     int32
+	fcSer   units.Time // serialization time of a flow-control frame on this port's link
+	fcWire  int64      // its wire bytes
+	peer    *ibPort    // the peer port's state (state(up))
+}
+
+// fcArrival is an inline credit update on its way: at time at the port's limit on VL lv&15
+// becomes at least lv>>4 (16 bytes an entry).
+type fcArrival struct {
+	at units.Time
+	lv int64
 }
 
 // ibCredits is the LinkFlowControl of the InfiniBand fabric.
@@ -61,7 +98,16 @@ type ibCredits struct {
 	maxUsed  int64
 	refresh  []int32 // lossy ports with a refresh timer
 	fcPeriod []units.Time
+	// packetFC sends every update as a packet (the lossy-link path) even on clean links; for
+	// tests comparing the two paths.
+	packetFC bool
 }
+
+// Opcodes of ibCredits.Handle.
+const (
+	opFCRefresh   int32 = iota // periodic flow-control packets of lossy port f.refresh[ev.I]
+	opCreditsWake              // inline credits reach port f.ports[ev.I], which waits for them
+)
 
 func newIBCredits(n *Network) *ibCredits {
 	f := &ibCredits{n: n, vls: n.cfg.IB.VLs, check: n.cfg.Check, base: make([]int32, len(n.g.Nodes)+1)}
@@ -75,8 +121,12 @@ func newIBCredits(n *Network) *ibCredits {
 		node := &n.g.Nodes[i]
 		for p := range node.Ports {
 			st := &f.ports[f.base[i]+int32(p)]
+			st.idx = f.base[i] + int32(p)
 			st.port = n.portOf(node.ID, int32(p))
+			st.port.ibfc = f
 			st.up = n.portOf(node.Ports[p].Peer, node.Ports[p].PeerPort)
+			st.fcWire = int64(IBFCPacketBytes + n.cfg.L1Overhead)
+			st.fcSer = st.port.Rate.TransmitTime(units.Size(st.fcWire))
 			st.capBlocks = sw
 			if n.Switches[i] == nil {
 				st.capBlocks = hca
@@ -87,6 +137,7 @@ func newIBCredits(n *Network) *ibCredits {
 	for i := range f.ports {
 		st := &f.ports[i]
 		peer := f.state(st.up)
+		st.peer = peer
 		for vl := 0; vl < f.vls; vl++ {
 			st.limit[vl] = min(peer.capBlocks, IBMaxCreditWindow)
 		}
@@ -97,7 +148,7 @@ func newIBCredits(n *Network) *ibCredits {
 				per = st.port.Rate.TransmitTime(65536)
 			}
 			f.fcPeriod = append(f.fcPeriod, per)
-			n.sim.Schedule(per, f, 0, int32(len(f.refresh)-1), nil)
+			n.sim.Schedule(per, f, opFCRefresh, int32(len(f.refresh)-1), nil)
 		}
 	}
 	return f
@@ -111,27 +162,36 @@ func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 { return st.up.VLOf(pkt.
 // Credits returns the blocks port p may still send on vl.
 func (f *ibCredits) Credits(p *Port, vl int) int64 {
 	st := f.state(p)
+	f.sync(st, f.n.sim.Now())
 	return st.limit[vl] - st.fctbs[vl]
 }
 
 // Blocked: the packet needs more blocks than the peer has advertised.
 func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 	st := f.state(out)
+	now := max(f.n.sim.Now(), out.freeAt) // a packet chosen now starts after the inline updates
+	f.sync(st, now)
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
 	if st.limit[vl]-st.fctbs[vl] >= need {
 		return false
 	}
 	if st.stallNeed[vl] == 0 {
-		st.stallFrom[vl] = f.n.sim.Now()
+		st.stallFrom[vl] = now
+		st.stalls |= 1 << vl
 	}
 	st.stallNeed[vl] = need
+	if st.arrN > 0 && st.wakeAt == 0 {
+		f.wake(st) // restart the port when the next update arrives
+	}
 	return true
 }
 
 // Sent consumes the packet's credits.
 func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	st := f.state(out)
+	now := max(f.n.sim.Now(), out.freeAt)
+	f.sync(st, now)
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
 	if f.check && st.limit[vl]-st.fctbs[vl] < need {
@@ -139,9 +199,92 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	}
 	st.fctbs[vl] += need
 	if st.stallNeed[vl] > 0 { // sending again on this VL ends its stall
-		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
+		st.stalled[vl] += now - st.stallFrom[vl]
 		st.stallNeed[vl] = 0
+		st.stalls &^= 1 << vl
 	}
+}
+
+// sync applies the inline credit updates that have reached port st by now.
+func (f *ibCredits) sync(st *ibPort, now units.Time) {
+	if st.arrN != 0 && st.arr[st.arrHead].at <= now {
+		f.apply(st, now)
+	}
+}
+
+// apply is sync's loop: each update raises the limit as Control would have at its arrival,
+// and ends the VL's stall at that time if the waiting packet now fits.
+func (f *ibCredits) apply(st *ibPort, now units.Time) {
+	mask := int32(len(st.arr) - 1)
+	for st.arrN > 0 {
+		e := &st.arr[st.arrHead]
+		if e.at > now {
+			break
+		}
+		vl := e.lv & 15
+		if lim := e.lv >> 4; lim > st.limit[vl] {
+			st.limit[vl] = lim
+		}
+		if f.check && st.limit[vl]-st.fctbs[vl] > IBMaxCreditWindow {
+			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.limit[vl]-st.fctbs[vl], IBMaxCreditWindow))
+		}
+		if need := st.stallNeed[vl]; need > 0 && st.limit[vl]-st.fctbs[vl] >= need {
+			st.stalled[vl] += e.at - st.stallFrom[vl]
+			st.stallNeed[vl] = 0
+			st.stalls &^= 1 << uint(vl)
+		}
+		st.arrHead = (st.arrHead + 1) & mask
+		st.arrN--
+	}
+}
+
+// push appends an inline update arriving at time at to port st's ring.
+func (st *ibPort) push(at units.Time, vl uint8, lim int64) {
+	if int(st.arrN) == len(st.arr) {
+		grown := make([]fcArrival, max(8, 2*len(st.arr)))
+		for i := int32(0); i < st.arrN; i++ {
+			grown[i] = st.arr[(st.arrHead+i)&int32(len(st.arr)-1)]
+		}
+		st.arr, st.arrHead = grown, 0
+	}
+	st.arr[(st.arrHead+st.arrN)&int32(len(st.arr)-1)] = fcArrival{at: at, lv: lim<<4 | int64(vl)}
+	st.arrN++
+}
+
+// wake schedules port st's wake-up at its next update's arrival (sync has applied every update
+// due by now, so that lies ahead).
+func (f *ibCredits) wake(st *ibPort) {
+	st.wakeAt = st.arr[st.arrHead].at
+	f.n.sim.Schedule(st.wakeAt, f, opCreditsWake, st.idx, nil)
+}
+
+// flushFC sends the inline updates pending on port p from time t, back to back in the order
+// they were queued, and returns when the last has left the wire. Each is counted as a
+// transmitted frame, as the packet path counts a flow-control packet.
+func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
+	st := f.state(p)
+	up := st.peer
+	k := int64(st.fcN)
+	for _, vl := range st.fcOrder[:st.fcN] {
+		t += st.fcSer
+		up.push(t+p.delay, vl, st.fcVal[vl])
+	}
+	st.fcN = 0
+	p.inlineFC = 0
+	f.fcSent += k
+	p.TxPackets += k
+	p.TxBytes += k * st.fcWire
+	p.BusyTime += units.Time(k) * st.fcSer
+	f.n.packetHops += uint64(k)
+	if up.stalls != 0 && up.wakeAt == 0 && !up.port.busy {
+		// The peer waits for credits with nothing on the wire: restart it when they arrive,
+		// as the flow-control packet's arrival would.
+		f.sync(up, f.n.sim.Now())
+		if up.stalls != 0 {
+			f.wake(up)
+		}
+	}
+	return t
 }
 
 // Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the
@@ -195,8 +338,27 @@ func (st *ibPort) fccl(vl uint8) int64 {
 }
 
 // sendFC queues a flow-control packet for vl on port p (toward the peer), or refreshes the one
-// still waiting there.
+// still waiting there. On a clean link the update goes inline: an idle port sends it at once,
+// a busy one at the end of its packet.
 func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
+	if p.errRate == 0 && p.tap == nil && !f.packetFC {
+		st.fcVal[vl] = st.fccl(vl)
+		if p.inlineFC&(1<<vl) == 0 {
+			p.inlineFC |= 1 << vl
+			st.fcOrder[st.fcN] = vl
+			st.fcN++
+		}
+		if !p.busy {
+			if now := f.n.sim.Now(); p.freeAt <= now {
+				// Only the update: a packet that becomes ready during this event (an HCA's ACK)
+				// waits for it to leave, as it would behind a flow-control packet.
+				p.freeAt = f.flushFC(p, now)
+			} else {
+				p.kick() // wait for the wire, then send the update (and a packet) from there
+			}
+		}
+		return
+	}
 	if pk := st.pending[vl]; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
 		pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
 		pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
@@ -227,6 +389,7 @@ func (p *Port) ctrlQueued(pkt *Packet) bool {
 // its FCTBS resynchronizes this port's ABR.
 func (f *ibCredits) Control(in *Port, pkt *Packet) {
 	st := f.state(in)
+	f.sync(st, f.n.sim.Now())
 	vl := pkt.Prio
 	// Credits = (FCCL - FCTBS) mod 4096; the window never exceeds 2048, so this is exact.
 	credits := (int64(pkt.CtrlWord(0)) - st.fctbs[vl]) & 0xfff
@@ -244,13 +407,25 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 	if need := st.stallNeed[vl]; need > 0 && st.limit[vl]-st.fctbs[vl] >= need {
 		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
 		st.stallNeed[vl] = 0
+		st.stalls &^= 1 << vl
 	}
 	in.kick()
 }
 
-// Handle is the refresh timer of lossy port f.refresh[ev.I].
+// Handle runs the refresh timer of lossy port f.refresh[ev.I] (opFCRefresh) and the wake-up of
+// port f.ports[ev.I] when inline credits reach it (opCreditsWake).
 func (f *ibCredits) Handle(ev *sim.Event) {
 	n := f.n
+	if ev.Op == opCreditsWake {
+		st := &f.ports[ev.I]
+		st.wakeAt = 0
+		f.sync(st, n.sim.Now())
+		st.port.kick()
+		if st.stalls != 0 && st.arrN > 0 && st.wakeAt == 0 && !st.port.busy {
+			f.wake(st) // still waiting: the next update may be the one
+		}
+		return
+	}
 	if n.eng.g == nil || n.eng.done == len(n.eng.g.Msgs) {
 		return
 	}
@@ -258,7 +433,7 @@ func (f *ibCredits) Handle(ev *sim.Event) {
 	for vl := 0; vl < f.vls; vl++ {
 		f.sendFC(st.port, st, uint8(vl))
 	}
-	n.sim.After(f.fcPeriod[ev.I], f, 0, ev.I, nil)
+	n.sim.After(f.fcPeriod[ev.I], f, opFCRefresh, ev.I, nil)
 }
 
 func (f *ibCredits) name(p *Port) string {
@@ -270,13 +445,24 @@ func (f *ibCredits) name(p *Port) string {
 // flow-control packets sent; the fullest receive buffer.
 func (f *ibCredits) Report(res *result.Run) {
 	now := f.n.sim.Now()
+	// Updates still on the wire when the event queue ran dry would have arrived as packets
+	// before the run ended: apply them all then; after a stop, only those due.
+	due := now
+	if f.n.sim.Pending() == 0 {
+		due = units.MaxTime
+	}
+	for i := range f.ports {
+		f.sync(&f.ports[i], due)
+	}
 	var total units.Time
 	perVL := make([]units.Time, f.vls)
 	for i := range f.ports {
 		st := &f.ports[i]
 		for vl := 0; vl < f.vls; vl++ {
 			s := st.stalled[vl]
-			if st.stallNeed[vl] > 0 {
+			// (A stall seen by a packet chosen to follow inline updates starts when they end,
+			// which may lie just after now.)
+			if st.stallNeed[vl] > 0 && now > st.stallFrom[vl] {
 				s += now - st.stallFrom[vl]
 			}
 			if s == 0 {
@@ -299,9 +485,10 @@ func (f *ibCredits) Report(res *result.Run) {
 // credits so far.
 func (f *ibCredits) StallTime(p *Port, vl int) units.Time {
 	st := f.state(p)
+	f.sync(st, f.n.sim.Now())
 	s := st.stalled[vl]
-	if st.stallNeed[vl] > 0 {
-		s += f.n.sim.Now() - st.stallFrom[vl]
+	if now := f.n.sim.Now(); st.stallNeed[vl] > 0 && now > st.stallFrom[vl] {
+		s += now - st.stallFrom[vl]
 	}
 	return s
 }
@@ -314,6 +501,7 @@ func (f *ibCredits) ExplainStall() string {
 	count := 0
 	for i := range f.ports {
 		st := &f.ports[i]
+		f.sync(st, f.n.sim.Now())
 		for vl := 0; vl < f.vls; vl++ {
 			if st.stallNeed[vl] > 0 {
 				count++

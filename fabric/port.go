@@ -38,6 +38,13 @@ type Port struct {
 	qbytes []int64 // frame bytes queued per priority
 	ctrl   fifo    // link-control frames: sent at the next packet boundary, never paused
 	busy   bool
+	// inlineFC has bit v set while an InfiniBand flow-control update for VL v waits to be sent
+	// on this port without a packet (ibcredit.go: ibCredits.flushFC sends it at the next packet
+	// boundary); ibfc is set on every InfiniBand port. freeAt is when the last inline frame
+	// leaves the wire: the port starts nothing before it. Both stay zero on other fabrics.
+	inlineFC uint16
+	freeAt   units.Time
+	ibfc     *ibCredits
 	// Paused has bit p set while priority p may not start a new packet (link-level flow control
 	// such as PFC or IB credits sets it).
 	Paused uint8
@@ -146,10 +153,24 @@ func (p *Port) Net() *Network { return p.net }
 // Peer returns the node at the other end of the link and the port index there.
 func (p *Port) Peer() (sim.Handler, int32) { return p.peer, p.peerPort }
 
-// kick starts a transmission if the port is idle and has something to send.
+// kick starts a transmission if the port is idle and has something to send. On InfiniBand the
+// flow-control updates pending on the port go first, serialized back to back without events
+// (ibCredits.flushFC); the packet chosen now starts when they have left.
 func (p *Port) kick() {
 	if p.busy {
 		return
+	}
+	now := p.net.sim.Now()
+	if p.freeAt > now {
+		// Inline flow-control frames still occupy the wire: look again when they have left.
+		p.busy = true
+		p.net.sim.Schedule(p.freeAt, p, opTxDone, 0, nil)
+		return
+	}
+	start := now
+	if p.inlineFC != 0 {
+		start = p.ibfc.flushFC(p, now)
+		p.freeAt = start
 	}
 	pkt := p.next()
 	if pkt == nil {
@@ -157,7 +178,7 @@ func (p *Port) kick() {
 	}
 	p.busy = true
 	if p.tap != nil {
-		p.net.capture.record(p, p.tap, pkt, p.net.sim.Now())
+		p.net.capture.record(p, p.tap, pkt, start)
 	}
 	wire := p.net.wireBytes(pkt)
 	if wire != p.lastWire {
@@ -168,14 +189,20 @@ func (p *Port) kick() {
 	p.BusyTime += ser
 	p.TxPackets++
 	p.TxBytes += int64(wire)
-	p.net.sim.After(ser, p, opTxDone, 0, pkt)
+	p.net.sim.Schedule(start+ser, p, opTxDone, 0, pkt)
 }
 
 // Handle finishes a transmission: the packet leaves this node's buffer and is on its way to
-// the peer, which has it after the propagation delay (plus its switch latency).
+// the peer, which has it after the propagation delay (plus its switch latency). An event
+// without a packet is the wake-up of a port that waited for inline flow-control frames to
+// leave the wire (kick).
 func (p *Port) Handle(ev *sim.Event) {
-	pkt := ev.P.(*Packet)
+	pkt, _ := ev.P.(*Packet)
 	p.busy = false
+	if pkt == nil {
+		p.kick()
+		return
+	}
 	if p.sw != nil && pkt.Kind != LinkCtrl {
 		p.sw.release(p, pkt)
 	}
