@@ -43,40 +43,51 @@ import (
 // receive half for packets the peer sends.
 type ibPort struct {
 	port *Port
-	up   *Port // the peer's port: the egress the packets received here left from
+	up   *Port   // the peer's port: the egress the packets received here left from
+	peer *ibPort // the peer port's state (state(up))
 
-	// Transmit half (this port sends; the peer's buffer).
-	fctbs [IBMaxVLs]int64 // blocks sent, exact (the packet carries it modulo 4096)
-	limit [IBMaxVLs]int64 // last FCCL received, unwrapped against fctbs
+	capBlocks int64 // receive buffer per VL
+	// Inline credit updates from the peer not yet applied: a ring (length a power of two) of
+	// arr[arrHead], ... arrN entries in arrival order, the first due at arrAt; wakeAt is the
+	// time of the wake-up event scheduled for this port (0: none).
+	arrAt   units.Time
+	wakeAt  units.Time
+	arrHead int32
+	arrN    int32
+	stalls  uint16 // bit vl set while stallNeed[vl] > 0
+	fcN     int32
+	idx     int32 // index in ibCredits.ports
+	// Inline updates waiting on this port (Port.inlineFC): the VLs in the order they were
+	// queued (each one's FCCL is ibVL.fcVal).
+	fcOrder [IBMaxVLs]uint8
+	fcSer   units.Time // serialization time of a flow-control frame on this port's link
+	fcWire  int64      // its wire bytes
+	arr     []fcArrival
+	marks   int64 // FECN marking-rate counter (ibcc.go)
+
+	// v is the per-VL credit state of both halves: what one packet's passage reads and
+	// writes on a VL lies together.
+	v [IBMaxVLs]ibVL
+
 	// Stall accounting: while stallNeed[vl] > 0 the VL has a packet of that many blocks it may
 	// not start; stallFrom is when that was first seen.
 	stallNeed [IBMaxVLs]int64
 	stallFrom [IBMaxVLs]units.Time
 	stalled   [IBMaxVLs]units.Time
-	stalls    uint16 // bit vl set while stallNeed[vl] > 0
-	// Inline credit updates from the peer not yet applied: a ring (length a power of two) of
-	// arr[arrHead], ... arrN entries in arrival order; wakeAt is the time of the wake-up event
-	// scheduled for this port (0: none).
-	arr     []fcArrival
-	arrHead int32
-	arrN    int32
-	wakeAt  units.Time
-	idx     int32 // index in ibCredits.ports
+}
 
+// ibVL is one VL's credit state on one port.
+type ibVL struct {
+	// Transmit half (this port sends; the peer's buffer).
+	fctbs int64 // blocks sent, exact (the packet carries it modulo 4096)
+	limit int64 // last FCCL received, unwrapped against fctbs
 	// Receive half (the peer sends; this port's buffer).
-	capBlocks int64
-	abr       [IBMaxVLs]int64
-	used      [IBMaxVLs]int64
-	pending   [IBMaxVLs]*Packet // flow-control packet queued on this port and not yet sent
-	marks     int64             // FECN marking-rate counter (ibcc.go)
-	// Inline updates waiting on this port (Port.inlineFC): the FCCL each carries, fixed when it
-	// was last updated as a queued packet's would be, and the VLs in the order they were queued.
-	fcVal   [IBMaxVLs]int64
-	fcOrder [IBMaxVLs]uint8
-	fcN     int32
-	fcSer   units.Time // serialization time of a flow-control frame on this port's link
-	fcWire  int64      // its wire bytes
-	peer    *ibPort    // the peer port's state (state(up))
+	abr     int64
+	used    int64
+	pending *Packet // flow-control packet queued on this port and not yet sent
+	// fcVal is the FCCL an inline update waiting on this port carries (Port.inlineFC), fixed
+	// when it was last updated, as a queued packet's would be.
+	fcVal int64
 }
 
 // fcArrival is an inline credit update on its way: at time at the port's limit on VL lv&15
@@ -139,7 +150,7 @@ func newIBCredits(n *Network) *ibCredits {
 		peer := f.state(st.up)
 		st.peer = peer
 		for vl := 0; vl < f.vls; vl++ {
-			st.limit[vl] = min(peer.capBlocks, IBMaxCreditWindow)
+			st.v[vl].limit = min(peer.capBlocks, IBMaxCreditWindow)
 		}
 		if st.port.errRate > 0 {
 			f.refresh = append(f.refresh, int32(i))
@@ -156,14 +167,20 @@ func newIBCredits(n *Network) *ibCredits {
 
 func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[f.base[p.Owner]+p.Index] }
 
-// inVL is the VL pkt used on the link into port in (the upstream port's SL2VL table).
-func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 { return st.up.VLOf(pkt.SL) }
+// inVL is the VL pkt used on the link into port st (the upstream port's SL2VL table's VL for
+// it, which the packet carries as InVL once a switch has it; on an HCA, its Prio).
+func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 {
+	if f.check && pkt.InVL != st.up.VLOf(pkt.SL) {
+		f.n.violation(f.name(st.port), fmt.Sprintf("packet arrived on VL%d, the upstream SL2VL table says VL%d", pkt.InVL, st.up.VLOf(pkt.SL)))
+	}
+	return pkt.InVL
+}
 
 // Credits returns the blocks port p may still send on vl.
 func (f *ibCredits) Credits(p *Port, vl int) int64 {
 	st := f.state(p)
 	f.sync(st, f.n.sim.Now())
-	return st.limit[vl] - st.fctbs[vl]
+	return st.v[vl].limit - st.v[vl].fctbs
 }
 
 // Blocked: the packet needs more blocks than the peer has advertised.
@@ -173,7 +190,7 @@ func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 	f.sync(st, now)
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
-	if st.limit[vl]-st.fctbs[vl] >= need {
+	if st.v[vl].limit-st.v[vl].fctbs >= need {
 		return false
 	}
 	if st.stallNeed[vl] == 0 {
@@ -194,10 +211,10 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	f.sync(st, now)
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
-	if f.check && st.limit[vl]-st.fctbs[vl] < need {
-		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.limit[vl]-st.fctbs[vl]))
+	if f.check && st.v[vl].limit-st.v[vl].fctbs < need {
+		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
 	}
-	st.fctbs[vl] += need
+	st.v[vl].fctbs += need
 	if st.stallNeed[vl] > 0 { // sending again on this VL ends its stall
 		st.stalled[vl] += now - st.stallFrom[vl]
 		st.stallNeed[vl] = 0
@@ -207,7 +224,7 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 
 // sync applies the inline credit updates that have reached port st by now.
 func (f *ibCredits) sync(st *ibPort, now units.Time) {
-	if st.arrN != 0 && st.arr[st.arrHead].at <= now {
+	if st.arrN != 0 && st.arrAt <= now {
 		f.apply(st, now)
 	}
 }
@@ -222,19 +239,22 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 			break
 		}
 		vl := e.lv & 15
-		if lim := e.lv >> 4; lim > st.limit[vl] {
-			st.limit[vl] = lim
+		if lim := e.lv >> 4; lim > st.v[vl].limit {
+			st.v[vl].limit = lim
 		}
-		if f.check && st.limit[vl]-st.fctbs[vl] > IBMaxCreditWindow {
-			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.limit[vl]-st.fctbs[vl], IBMaxCreditWindow))
+		if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
+			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
 		}
-		if need := st.stallNeed[vl]; need > 0 && st.limit[vl]-st.fctbs[vl] >= need {
+		if need := st.stallNeed[vl]; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
 			st.stalled[vl] += e.at - st.stallFrom[vl]
 			st.stallNeed[vl] = 0
 			st.stalls &^= 1 << uint(vl)
 		}
 		st.arrHead = (st.arrHead + 1) & mask
 		st.arrN--
+	}
+	if st.arrN > 0 {
+		st.arrAt = st.arr[st.arrHead].at
 	}
 }
 
@@ -248,13 +268,16 @@ func (st *ibPort) push(at units.Time, vl uint8, lim int64) {
 		st.arr, st.arrHead = grown, 0
 	}
 	st.arr[(st.arrHead+st.arrN)&int32(len(st.arr)-1)] = fcArrival{at: at, lv: lim<<4 | int64(vl)}
+	if st.arrN == 0 {
+		st.arrAt = at
+	}
 	st.arrN++
 }
 
 // wake schedules port st's wake-up at its next update's arrival (sync has applied every update
 // due by now, so that lies ahead).
 func (f *ibCredits) wake(st *ibPort) {
-	st.wakeAt = st.arr[st.arrHead].at
+	st.wakeAt = st.arrAt
 	f.n.sim.Schedule(st.wakeAt, f, opCreditsWake, st.idx, nil)
 }
 
@@ -267,7 +290,7 @@ func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
 	k := int64(st.fcN)
 	for _, vl := range st.fcOrder[:st.fcN] {
 		t += st.fcSer
-		up.push(t+p.delay, vl, st.fcVal[vl])
+		up.push(t+p.delay, vl, st.v[vl].fcVal)
 	}
 	st.fcN = 0
 	p.inlineFC = 0
@@ -293,8 +316,8 @@ func (f *ibCredits) Admit(s *Switch, in, out *Port, pkt *Packet) int {
 	if f.check {
 		st := f.state(in)
 		vl := f.inVL(st, pkt)
-		if st.used[vl]+ibBlocks(pkt.Size) > st.capBlocks {
-			f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer overrun: %d + %d blocks > %d", vl, st.used[vl], ibBlocks(pkt.Size), st.capBlocks))
+		if st.v[vl].used+ibBlocks(pkt.Size) > st.capBlocks {
+			f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer overrun: %d + %d blocks > %d", vl, st.v[vl].used, ibBlocks(pkt.Size), st.capBlocks))
 		}
 	}
 	return -1
@@ -305,10 +328,10 @@ func (f *ibCredits) Arrived(in *Port, pkt *Packet) {
 	st := f.state(in)
 	vl := f.inVL(st, pkt)
 	b := ibBlocks(pkt.Size)
-	st.abr[vl] += b
-	st.used[vl] += b
-	if st.used[vl] > f.maxUsed {
-		f.maxUsed = st.used[vl]
+	st.v[vl].abr += b
+	st.v[vl].used += b
+	if st.v[vl].used > f.maxUsed {
+		f.maxUsed = st.v[vl].used
 	}
 }
 
@@ -316,9 +339,9 @@ func (f *ibCredits) Arrived(in *Port, pkt *Packet) {
 func (f *ibCredits) Departed(in *Port, pkt *Packet) {
 	st := f.state(in)
 	vl := f.inVL(st, pkt)
-	st.used[vl] -= ibBlocks(pkt.Size)
-	if f.check && st.used[vl] < 0 {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.used[vl]))
+	st.v[vl].used -= ibBlocks(pkt.Size)
+	if f.check && st.v[vl].used < 0 {
+		f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.v[vl].used))
 	}
 	f.sendFC(in, st, vl)
 }
@@ -327,14 +350,15 @@ func (f *ibCredits) Departed(in *Port, pkt *Packet) {
 // immediately.
 func (f *ibCredits) HostArrived(in *Port, pkt *Packet) {
 	st := f.state(in)
+	pkt.InVL = pkt.Prio // no switch re-maps it here
 	vl := f.inVL(st, pkt)
-	st.abr[vl] += ibBlocks(pkt.Size)
+	st.v[vl].abr += ibBlocks(pkt.Size)
 	f.sendFC(in, st, vl)
 }
 
 // fccl is the credit limit port st advertises for vl.
 func (st *ibPort) fccl(vl uint8) int64 {
-	return st.abr[vl] + min(st.capBlocks-st.used[vl], IBMaxCreditWindow)
+	return st.v[vl].abr + min(st.capBlocks-st.v[vl].used, IBMaxCreditWindow)
 }
 
 // sendFC queues a flow-control packet for vl on port p (toward the peer), or refreshes the one
@@ -342,7 +366,7 @@ func (st *ibPort) fccl(vl uint8) int64 {
 // a busy one at the end of its packet.
 func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	if p.errRate == 0 && p.tap == nil && !f.packetFC {
-		st.fcVal[vl] = st.fccl(vl)
+		st.v[vl].fcVal = st.fccl(vl)
 		if p.inlineFC&(1<<vl) == 0 {
 			p.inlineFC |= 1 << vl
 			st.fcOrder[st.fcN] = vl
@@ -359,18 +383,18 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 		}
 		return
 	}
-	if pk := st.pending[vl]; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
+	if pk := st.v[vl].pending; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
 		pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
-		pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
+		pk.SetCtrlWord(1, uint16(st.v[vl].fctbs&0xfff))
 		return
 	}
 	pk := f.n.pool.get()
 	pk.Prio = vl
 	pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
-	pk.SetCtrlWord(1, uint16(st.fctbs[vl]&0xfff))
+	pk.SetCtrlWord(1, uint16(st.v[vl].fctbs&0xfff))
 	pk.Size = IBFCPacketBytes // no layer-1 overhead on InfiniBand
 	pk.Src, pk.Dst = -1, -1
-	st.pending[vl] = pk
+	st.v[vl].pending = pk
 	f.fcSent++
 	p.SendCtrl(pk)
 }
@@ -392,19 +416,19 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 	f.sync(st, f.n.sim.Now())
 	vl := pkt.Prio
 	// Credits = (FCCL - FCTBS) mod 4096; the window never exceeds 2048, so this is exact.
-	credits := (int64(pkt.CtrlWord(0)) - st.fctbs[vl]) & 0xfff
-	if lim := st.fctbs[vl] + credits; lim > st.limit[vl] {
-		st.limit[vl] = lim
+	credits := (int64(pkt.CtrlWord(0)) - st.v[vl].fctbs) & 0xfff
+	if lim := st.v[vl].fctbs + credits; lim > st.v[vl].limit {
+		st.v[vl].limit = lim
 	}
-	if f.check && st.limit[vl]-st.fctbs[vl] > IBMaxCreditWindow {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.limit[vl]-st.fctbs[vl], IBMaxCreditWindow))
+	if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
+		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
 	}
 	// ABR := FCTBS: blocks the peer sent that never arrived (corrupted) count as received.
-	if lost := (int64(pkt.CtrlWord(1)) - st.abr[vl]) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
-		st.abr[vl] += lost
+	if lost := (int64(pkt.CtrlWord(1)) - st.v[vl].abr) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
+		st.v[vl].abr += lost
 		f.sendFC(in, st, vl)
 	}
-	if need := st.stallNeed[vl]; need > 0 && st.limit[vl]-st.fctbs[vl] >= need {
+	if need := st.stallNeed[vl]; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
 		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
 		st.stallNeed[vl] = 0
 		st.stalls &^= 1 << vl

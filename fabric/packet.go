@@ -78,6 +78,9 @@ type Packet struct {
 	// SL is the service level the message asked for (its msggraph Prio; the InfiniBand LRH SL):
 	// end to end, while Prio is the queue (VL) it occupies on the current link (Port.SL2VL).
 	SL uint8
+	// InVL is the queue (VL) the packet used on the link it arrived on: Prio as it was before
+	// the switch holding it chose the egress VL.
+	InVL uint8
 }
 
 // The packet is on the per-hop path of every event: it is kept within one 64-byte cache line

@@ -30,6 +30,7 @@ func (s *Switch) BufferUsed() int64 { return s.bufUsed }
 func (s *Switch) Handle(ev *sim.Event) {
 	pkt := ev.P.(*Packet)
 	pkt.InPort = ev.I
+	pkt.InVL = pkt.Prio
 	n := s.net
 	if pkt.Kind == LinkCtrl {
 		n.fc.Control(s.Ports[ev.I], pkt)
