@@ -306,7 +306,7 @@ func (n *Network) installInfiniBand() error {
 	n.fc = fc
 	n.hostRx = fc
 	n.sched = newIBArbiter(n, fc)
-	n.router = &ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive}
+	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})
 	if ib.CC.Enabled {
 		n.marker = &ibMarker{fc: fc, threshold: int64(ib.CC.Threshold), every: int64(ib.CC.MarkingRate) + 1, victims: ib.CC.VictimMask}
 		n.cc = &ibCC{n: n, p: ib.CC.ccParams()}

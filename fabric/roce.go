@@ -191,7 +191,7 @@ func (n *Network) installRoCE() error {
 		n.SetRandomLoss(c.RandomLoss)
 	}
 	if c.QPAwareHash {
-		n.router = qpAwareRouter{}
+		n.SetRouter(qpAwareRouter{})
 	}
 	return nil
 }
