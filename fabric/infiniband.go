@@ -304,6 +304,7 @@ func (n *Network) installInfiniBand() error {
 	}
 	fc := newIBCredits(n)
 	n.fc = fc
+	n.ibfc = fc
 	n.hostRx = fc
 	n.sched = newIBArbiter(n, fc)
 	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})

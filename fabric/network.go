@@ -65,6 +65,8 @@ type Network struct {
 	router  Router
 	// routerTables: router is a tableRouter (no shortest-path lookup on its behalf).
 	routerTables bool
+	// ibfc is fc on an InfiniBand fabric (for prefetching its per-port state), else nil.
+	ibfc *ibCredits
 	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
 	// the packet's credits at once).
 	hostRx interface{ HostArrived(in *Port, pkt *Packet) }

@@ -31,17 +31,24 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	}
 	port := s.Ports[out]
 	vl := int(pkt.Prio)
-	if port.SL2VL != nil { // InfiniBand: the router sets the VL from the egress port's table
+	var sum uintptr
+	if f := n.ibfc; f != nil {
+		// InfiniBand: the router sets the VL from the egress port's table; the ingress VL's
+		// receive buffer takes the packet's blocks, the egress VL's credits are checked.
 		vl = int(port.VLOf(pkt.SL))
+		base := f.base[s.Node]
+		sum += uintptr(f.ports[base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
+		st := &f.ports[base+out]
+		sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt)
 	}
 	if vl >= len(port.queues) {
-		return 0
+		return sum
 	}
 	q := &port.queues[vl]
 	if q.tail != nil {
-		return uintptr(q.tail.Size)
+		return sum + uintptr(q.tail.Size)
 	}
-	return uintptr(q.size)
+	return sum + uintptr(q.size)
 }
 
 // Prefetch reads the packet that will go next when the transmission in ev ends: the head of
@@ -50,10 +57,19 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 	if ev.Op != opTxDone {
 		return 0
 	}
-	for i := len(p.queues) - 1; i >= 0; i-- {
-		if h := p.queues[i].head; h != nil {
-			return uintptr(h.Size)
+	var sum uintptr
+	if f := p.ibfc; f != nil && p.sw != nil {
+		// InfiniBand: the departing packet frees blocks of its ingress VL, whose credit update
+		// goes back to the upstream port's state.
+		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
+			st := &f.ports[f.base[p.Owner]+pkt.InPort]
+			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
 		}
 	}
-	return 0
+	for i := len(p.queues) - 1; i >= 0; i-- {
+		if h := p.queues[i].head; h != nil {
+			return sum + uintptr(h.Size)
+		}
+	}
+	return sum
 }
