@@ -245,7 +245,9 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 		if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
 			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
 		}
-		if need := st.stallNeed[vl]; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
+		if st.stalls&(1<<uint(vl)) == 0 {
+			// Not waiting: nothing more to do (the stall arrays are not read on this path).
+		} else if need := st.stallNeed[vl]; st.v[vl].limit-st.v[vl].fctbs >= need {
 			st.stalled[vl] += e.at - st.stallFrom[vl]
 			st.stallNeed[vl] = 0
 			st.stalls &^= 1 << uint(vl)
