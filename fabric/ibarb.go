@@ -21,13 +21,12 @@ type ibArbiter struct {
 	high    []VLWeight
 	low     []VLWeight
 	limit   int64 // bytes; -1 unlimited
-	st      []arbState
 	hasHigh bool
 }
 
 func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
 	ib := &n.cfg.IB
-	a := &ibArbiter{fc: fc, high: ib.ArbHigh, low: ib.ArbLow, st: make([]arbState, len(fc.ports))}
+	a := &ibArbiter{fc: fc, high: ib.ArbHigh, low: ib.ArbLow}
 	a.limit = int64(ib.HighLimit) * 4096
 	if ib.HighLimit == 255 {
 		a.limit = -1
@@ -35,12 +34,13 @@ func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
 	for _, e := range a.high {
 		a.hasHigh = a.hasHigh || e.Weight > 0
 	}
-	for i := range a.st {
+	for i := range fc.ports {
+		st := &fc.ports[i].arb
 		if len(a.high) > 0 {
-			a.st[i].hiLeft = int64(a.high[0].Weight) * IBBlock
+			st.hiLeft = int64(a.high[0].Weight) * IBBlock
 		}
 		if len(a.low) > 0 {
-			a.st[i].loLeft = int64(a.low[0].Weight) * IBBlock
+			st.loLeft = int64(a.low[0].Weight) * IBBlock
 		}
 	}
 	return a
@@ -58,7 +58,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 	if !queued {
 		return -1
 	}
-	st := &a.st[a.fc.base[p.Owner]+p.Index]
+	st := &a.fc.ports[a.fc.base[p.Owner]+p.Index].arb
 	if a.hasHigh {
 		lowWaiting := false
 		if a.limit >= 0 {

@@ -42,28 +42,31 @@ import (
 // ibPort is one port's credit state: the transmit half toward the peer's receive buffer and the
 // receive half for packets the peer sends.
 type ibPort struct {
-	port *Port
-	up   *Port   // the peer's port: the egress the packets received here left from
-	peer *ibPort // the peer port's state (state(up))
-
-	capBlocks int64 // receive buffer per VL
+	// The first cache line holds what every packet through the port reads.
+	//
 	// Inline credit updates from the peer not yet applied: a ring (length a power of two) of
 	// arr[arrHead], ... arrN entries in arrival order, the first due at arrAt; wakeAt is the
 	// time of the wake-up event scheduled for this port (0: none).
-	arrAt   units.Time
-	wakeAt  units.Time
-	arrHead int32
-	arrN    int32
-	stalls  uint16 // bit vl set while stallNeed[vl] > 0
-	fcN     int32
-	idx     int32 // index in ibCredits.ports
+	arrAt     units.Time
+	wakeAt    units.Time
+	arrHead   int32
+	arrN      int32
+	capBlocks int64 // receive buffer per VL, in blocks
+	fcN       int32
+	stalls    uint16 // bit vl set while stallNeed[vl] > 0
+	arr       []fcArrival
+
+	port *Port
+	up   *Port   // the peer's port: the egress the packets received here left from
+	peer *ibPort // the peer port's state (state(up))
+	idx  int32   // index in ibCredits.ports
 	// Inline updates waiting on this port (Port.inlineFC): the VLs in the order they were
 	// queued (each one's FCCL is ibVL.fcVal).
 	fcOrder [IBMaxVLs]uint8
 	fcSer   units.Time // serialization time of a flow-control frame on this port's link
 	fcWire  int64      // its wire bytes
-	arr     []fcArrival
-	marks   int64 // FECN marking-rate counter (ibcc.go)
+	marks   int64      // FECN marking-rate counter (ibcc.go)
+	arb     arbState   // VL arbitration (ibarb.go)
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.
@@ -215,7 +218,7 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
 	}
 	st.v[vl].fctbs += need
-	if st.stallNeed[vl] > 0 { // sending again on this VL ends its stall
+	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
 		st.stalled[vl] += now - st.stallFrom[vl]
 		st.stallNeed[vl] = 0
 		st.stalls &^= 1 << vl

@@ -3,6 +3,7 @@ package fabric
 import (
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
@@ -199,5 +200,13 @@ func TestIBCapturedPortSendsPackets(t *testing.T) {
 		if d := math.Abs(float64(a-b)) / float64(b); d > 1e-4 {
 			t.Errorf("message %d: FCT %v captured, %v not", i, a, b)
 		}
+	}
+}
+
+// TestIBPortLayout pins the cache-line layout the per-packet path relies on: the fields every
+// packet through a port reads fill exactly the first 64 bytes of its credit state.
+func TestIBPortLayout(t *testing.T) {
+	if off := unsafe.Offsetof(ibPort{}.port); off != 64 {
+		t.Fatalf("ibPort's hot fields take %d bytes, want 64", off)
 	}
 }
