@@ -59,7 +59,7 @@ func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
 		return
 	}
 	g := e.gp(out)
-	q := out.qbytes[pkt.Prio]
+	q := out.q[pkt.Prio].bytes
 	if q <= e.kmin[g] {
 		return
 	}

@@ -50,7 +50,7 @@ func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
 func (a *ibArbiter) Pick(p *Port) int {
 	queued := false // most calls find every VL empty (an HCA's ACK queues, an idle port)
 	for v := 0; v < a.fc.vls; v++ {
-		if p.queues[v].size != 0 {
+		if p.q[v].size != 0 {
 			queued = true
 			break
 		}
@@ -75,7 +75,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 		if a.limit < 0 || !lowWaiting || st.hiBytes < a.limit || (a.limit == 0 && st.hiBytes == 0) {
 			if vl := wrr(p, a.high, &st.hiIdx, &st.hiLeft); vl >= 0 {
 				if lowWaiting {
-					st.hiBytes += int64(p.queues[vl].peek().Size)
+					st.hiBytes += int64(p.q[vl].peek().Size)
 				}
 				return vl
 			}
@@ -101,7 +101,7 @@ func wrr(p *Port, t []VLWeight, idx *int, left *int64) int {
 	for i := 0; i <= n; i++ {
 		e := t[*idx]
 		if e.Weight > 0 && *left > 0 && p.Eligible(int(e.VL)) {
-			*left -= int64(p.queues[e.VL].peek().Size)
+			*left -= int64(p.q[e.VL].peek().Size)
 			return int(e.VL)
 		}
 		*idx++

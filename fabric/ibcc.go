@@ -26,10 +26,10 @@ func (m *ibMarker) Enqueue(out *Port, pkt *Packet) {
 		return
 	}
 	vl := pkt.Prio
-	if out.qbytes[vl] <= m.threshold {
+	if out.q[vl].bytes <= m.threshold {
 		return
 	}
-	if !m.victims && m.fc.Credits(out, int(vl)) < ibBlocks(out.queues[vl].peek().Size) {
+	if !m.victims && m.fc.Credits(out, int(vl)) < ibBlocks(out.q[vl].peek().Size) {
 		return // credit-starved: a victim, not the root
 	}
 	st := m.fc.state(out)

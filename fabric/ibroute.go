@@ -38,7 +38,7 @@ func (r *ibRouter) Route(s *Switch, pkt *Packet, _ []int32) int32 {
 			score := func(q int32) int64 {
 				p := s.Ports[q]
 				vl := p.VLOf(pkt.SL)
-				sc := p.qbytes[vl]
+				sc := p.q[vl].bytes
 				if p.busy {
 					sc += int64(p.lastWire)
 				}

@@ -158,7 +158,7 @@ func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
 	if size > free {
 		return DropBuffer
 	}
-	if a := f.n.cfg.BufferAlpha; a > 0 && float64(out.qbytes[pkt.Prio]+size) > a*float64(free) {
+	if a := f.n.cfg.BufferAlpha; a > 0 && float64(out.q[pkt.Prio].bytes+size) > a*float64(free) {
 		return DropBuffer
 	}
 	f.sharedUsed[node] += size
@@ -301,10 +301,10 @@ func (f *pfc) Handle(ev *sim.Event) {
 		}
 		// A pause storm: flush the queue and ignore pauses for a while.
 		f.wdTrigger++
-		q := &p.queues[idx&7]
+		q := &p.q[idx&7].fifo
 		for q.len() > 0 {
 			pkt := q.pop()
-			p.qbytes[idx&7] -= int64(pkt.Size)
+			p.q[idx&7].bytes -= int64(pkt.Size)
 			if p.sw != nil {
 				p.sw.release(p, pkt)
 			}
@@ -353,7 +353,7 @@ func (f *pfc) ExplainStall() string {
 			if e.Paused&(1<<prio) == 0 {
 				continue
 			}
-			for q := e.queues[prio].head; q != nil; q = q.next {
+			for q := e.q[prio].head; q != nil; q = q.next {
 				if q.InPort == inIdx {
 					out = append(out, f.gp(e)*8+int32(prio))
 					break

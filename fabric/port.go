@@ -23,62 +23,74 @@ const (
 // at the other end. The ingress half is implicit: a packet arriving at a node carries the port
 // index it came in on.
 type Port struct {
-	net   *Network
-	Owner topo.NodeID
-	Index int32
-	Link  topo.LinkID
-	Rate  units.Rate
-	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
-	// time from the last bit leaving here to the packet being ready at the peer's egress.
-	delay    units.Time
-	peer     sim.Handler
-	peerPort int32
-
-	queues []fifo
-	qbytes []int64 // frame bytes queued per priority
-	ctrl   fifo    // link-control frames: sent at the next packet boundary, never paused
-	busy   bool
+	// The first cache line holds what every packet through the port reads; the queues follow
+	// inside the struct, so that reaching a queue costs no further pointer.
+	busy bool
+	// Paused has bit p set while priority p may not start a new packet (link-level flow control
+	// such as PFC or IB credits sets it).
+	Paused uint8
 	// inlineFC has bit v set while an InfiniBand flow-control update for VL v waits to be sent
 	// on this port without a packet (ibcredit.go: ibCredits.flushFC sends it at the next packet
 	// boundary); ibfc is set on every InfiniBand port. freeAt is when the last inline frame
 	// leaves the wire: the port starts nothing before it. Both stay zero on other fabrics.
 	inlineFC uint16
-	freeAt   units.Time
-	ibfc     *ibCredits
-	// Paused has bit p set while priority p may not start a new packet (link-level flow control
-	// such as PFC or IB credits sets it).
-	Paused uint8
-
-	tap     *capFile // set while this port is captured to pcap
-	nic     *NIC     // set on a host's port: data is pulled from the NIC when queues are empty
-	sw      *Switch  // set on a switch's port: buffer accounting on departure
-	errRate float64
-	rng     *rand.Rand
-	// SL2VL maps a packet's service level to the queue (InfiniBand VL) it uses on this port's
-	// link; nil means the queue is the service level itself (Port.VLOf).
-	SL2VL *[16]uint8
-	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
-	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
-	errCause int
-
+	peerPort int32
 	// The last frame size and its serialization time: most frames are full-size, and the
 	// 128-bit division in TransmitTime is the costliest arithmetic on the per-packet path.
 	lastWire int32
+	nprio    int32 // queues in use (Config.Priorities)
+	freeAt   units.Time
 	lastSer  units.Time
+	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
+	// time from the last bit leaving here to the packet being ready at the peer's egress.
+	delay units.Time
+	peer  sim.Handler
+	net   *Network
+
+	sw   *Switch // set on a switch's port: buffer accounting on departure
+	nic  *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
+	ibfc *ibCredits
+	tap  *capFile // set while this port is captured to pcap
+	// SL2VL maps a packet's service level to the queue (InfiniBand VL) it uses on this port's
+	// link; nil means the queue is the service level itself (Port.VLOf).
+	SL2VL   *[16]uint8
+	errRate float64
 
 	// Counters.
 	TxPackets int64
 	TxBytes   int64 // wire bytes
 	BusyTime  units.Time
+
+	ctrl fifo // link-control frames: sent at the next packet boundary, never paused
+	// q holds the queues, one per priority, each with the frame bytes it holds.
+	q [maxPrio]prioQueue
+
+	Owner topo.NodeID
+	Index int32
+	Link  topo.LinkID
+	Rate  units.Rate
+	rng   *rand.Rand
+	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
+	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
+	errCause int
 }
 
+// prioQueue is one priority's queue of a port.
+type prioQueue struct {
+	fifo
+	bytes int64 // frame bytes queued
+}
+
+// maxPrio is the most queues a port has (InfiniBand: one per service level).
+const maxPrio = 16
+
 // QueueBytes returns the frame bytes waiting in priority prio's queue.
-func (p *Port) QueueBytes(prio int) int64 { return p.qbytes[prio] }
+func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].bytes }
 
 // enqueue appends a packet to its priority's queue.
 func (p *Port) enqueue(pkt *Packet) {
-	p.queues[pkt.Prio].push(pkt)
-	p.qbytes[pkt.Prio] += int64(pkt.Size)
+	p.q[pkt.Prio].push(pkt)
+	p.q[pkt.Prio].bytes += int64(pkt.Size)
 }
 
 // SendCtrl transmits a link-control frame (PAUSE, credit update) ahead of every queue as soon as
@@ -99,20 +111,20 @@ func (p *Port) next() *Packet {
 	fc := p.net.fc
 	if sch := p.net.sched; sch != nil {
 		if prio := sch.Pick(p); prio >= 0 {
-			pkt := p.queues[prio].pop()
-			p.qbytes[prio] -= int64(pkt.Size)
+			pkt := p.q[prio].pop()
+			p.q[prio].bytes -= int64(pkt.Size)
 			if fc != nil {
 				fc.Sent(p, pkt)
 			}
 			return pkt
 		}
 	} else {
-		for prio := len(p.queues) - 1; prio >= 0; prio-- {
+		for prio := int(p.nprio) - 1; prio >= 0; prio-- {
 			if !p.Eligible(prio) {
 				continue
 			}
-			pkt := p.queues[prio].pop()
-			p.qbytes[prio] -= int64(pkt.Size)
+			pkt := p.q[prio].pop()
+			p.q[prio].bytes -= int64(pkt.Size)
 			if fc != nil {
 				fc.Sent(p, pkt)
 			}
@@ -132,17 +144,17 @@ func (p *Port) next() *Packet {
 // Eligible reports whether priority prio has a packet that may start now: queued, not paused,
 // not blocked by link-level flow control.
 func (p *Port) Eligible(prio int) bool {
-	if p.queues[prio].len() == 0 || p.Paused&(1<<prio) != 0 {
+	if p.q[prio].len() == 0 || p.Paused&(1<<prio) != 0 {
 		return false
 	}
-	return p.net.fc == nil || !p.net.fc.Blocked(p, p.queues[prio].peek())
+	return p.net.fc == nil || !p.net.fc.Blocked(p, p.q[prio].peek())
 }
 
 // Head returns the packet at the head of priority prio's queue, or nil.
-func (p *Port) Head(prio int) *Packet { return p.queues[prio].peek() }
+func (p *Port) Head(prio int) *Packet { return p.q[prio].peek() }
 
 // NumPrio is the number of priority queues.
-func (p *Port) NumPrio() int { return len(p.queues) }
+func (p *Port) NumPrio() int { return int(p.nprio) }
 
 // Kick restarts a port that may have been blocked (a pause expired, credits returned).
 func (p *Port) Kick() { p.kick() }

@@ -41,10 +41,10 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		st := &f.ports[base+out]
 		sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt)
 	}
-	if vl >= len(port.queues) {
+	if vl >= int(port.nprio) {
 		return sum
 	}
-	q := &port.queues[vl]
+	q := &port.q[vl].fifo
 	if q.tail != nil {
 		return sum + uintptr(q.tail.Size)
 	}
@@ -66,8 +66,8 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
 		}
 	}
-	for i := len(p.queues) - 1; i >= 0; i-- {
-		if h := p.queues[i].head; h != nil {
+	for i := int(p.nprio) - 1; i >= 0; i-- {
+		if h := p.q[i].head; h != nil {
 			return sum + uintptr(h.Size)
 		}
 	}

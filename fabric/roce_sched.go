@@ -30,8 +30,8 @@ func newDWRR(r *roce) *dwrr {
 // operations.
 func (s *dwrr) Pick(p *Port) int {
 	var elig uint8
-	for prio := range p.queues {
-		if p.queues[prio].size > 0 {
+	for prio := range p.q[:p.nprio] {
+		if p.q[prio].size > 0 {
 			elig |= 1 << prio
 		}
 	}
@@ -50,11 +50,11 @@ func (s *dwrr) Pick(p *Port) int {
 		prio := int(s.cur[g])
 		d := &s.deficit[g*8+int32(prio)]
 		if elig&(1<<prio) != 0 {
-			if size := int64(p.queues[prio].peek().Size); *d >= size {
+			if size := int64(p.q[prio].peek().Size); *d >= size {
 				*d -= size
 				return prio
 			}
-		} else if p.queues[prio].size == 0 {
+		} else if p.q[prio].size == 0 {
 			*d = 0
 		}
 		next := (prio + 1) & 7

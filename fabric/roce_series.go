@@ -50,7 +50,8 @@ func (s *Series) Handle(*sim.Event) {
 			continue
 		}
 		for _, p := range sw.Ports {
-			for prio, q := range p.qbytes {
+			for prio := range p.q[:p.nprio] {
+				q := p.q[prio].bytes
 				if q > 0 {
 					_, s.err = fmt.Fprintf(s.w, "%.3f,queue,%s,%d,%d\n", t, n.PortName(p), prio, q)
 				}

@@ -223,7 +223,7 @@ func (s *sampler) Handle(ev *sim.Event) {
 	}
 	s.rcv = append(s.rcv, row)
 	if s.port != nil {
-		s.q = append(s.q, s.port.qbytes[s.prio])
+		s.q = append(s.q, s.port.q[s.prio].bytes)
 	}
 	if now+s.period <= s.until {
 		s.n.sim.After(s.period, s, 0, 0, nil)

@@ -81,7 +81,7 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) bool {
 	if s.bufUsed+size > buf {
 		return false
 	}
-	if a := s.net.cfg.BufferAlpha; a > 0 && float64(port.qbytes[pkt.Prio]+size) > a*float64(buf-s.bufUsed) {
+	if a := s.net.cfg.BufferAlpha; a > 0 && float64(port.q[pkt.Prio].bytes+size) > a*float64(buf-s.bufUsed) {
 		return false
 	}
 	return true
