@@ -48,14 +48,7 @@ func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
 
 // Pick chooses the VL port p sends next.
 func (a *ibArbiter) Pick(p *Port) int {
-	queued := false // most calls find every VL empty (an HCA's ACK queues, an idle port)
-	for v := 0; v < a.fc.vls; v++ {
-		if p.q[v].size != 0 {
-			queued = true
-			break
-		}
-	}
-	if !queued {
+	if p.qmask == 0 { // most calls find every VL empty (an HCA's ACK queues, an idle port)
 		return -1
 	}
 	st := &a.fc.ports[a.fc.base[p.Owner]+p.Index].arb

@@ -102,7 +102,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			l := &g.Links[node.Ports[p].Link]
 			port := &Port{
 				net: n, Owner: node.ID, Index: int32(p), Link: l.ID, Rate: l.Rate,
-				nprio: int32(cfg.Priorities),
+				nprio: uint8(cfg.Priorities),
 				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate, errCause: DropCorrupt,
 			}
 			if l.ErrorRate > 0 {

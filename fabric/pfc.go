@@ -301,10 +301,8 @@ func (f *pfc) Handle(ev *sim.Event) {
 		}
 		// A pause storm: flush the queue and ignore pauses for a while.
 		f.wdTrigger++
-		q := &p.q[idx&7].fifo
-		for q.len() > 0 {
-			pkt := q.pop()
-			p.q[idx&7].bytes -= int64(pkt.Size)
+		for p.q[idx&7].len() > 0 {
+			pkt := p.dequeue(int(idx & 7))
 			if p.sw != nil {
 				p.sw.release(p, pkt)
 			}

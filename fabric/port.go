@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"math/bits"
 	"math/rand/v2"
 
 	"github.com/fabricsim/fabricsim/sim"
@@ -34,11 +35,13 @@ type Port struct {
 	// boundary); ibfc is set on every InfiniBand port. freeAt is when the last inline frame
 	// leaves the wire: the port starts nothing before it. Both stay zero on other fabrics.
 	inlineFC uint16
+	// qmask has bit p set while priority p's queue holds a packet.
+	qmask    uint16
+	nprio    uint8 // queues in use (Config.Priorities)
 	peerPort int32
 	// The last frame size and its serialization time: most frames are full-size, and the
 	// 128-bit division in TransmitTime is the costliest arithmetic on the per-packet path.
 	lastWire int32
-	nprio    int32 // queues in use (Config.Priorities)
 	freeAt   units.Time
 	lastSer  units.Time
 	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
@@ -91,6 +94,18 @@ func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].bytes }
 func (p *Port) enqueue(pkt *Packet) {
 	p.q[pkt.Prio].push(pkt)
 	p.q[pkt.Prio].bytes += int64(pkt.Size)
+	p.qmask |= 1 << pkt.Prio
+}
+
+// dequeue takes the packet at the head of priority prio's queue, which must not be empty.
+func (p *Port) dequeue(prio int) *Packet {
+	q := &p.q[prio]
+	pkt := q.pop()
+	q.bytes -= int64(pkt.Size)
+	if q.size == 0 {
+		p.qmask &^= 1 << prio
+	}
+	return pkt
 }
 
 // SendCtrl transmits a link-control frame (PAUSE, credit update) ahead of every queue as soon as
@@ -111,20 +126,20 @@ func (p *Port) next() *Packet {
 	fc := p.net.fc
 	if sch := p.net.sched; sch != nil {
 		if prio := sch.Pick(p); prio >= 0 {
-			pkt := p.q[prio].pop()
-			p.q[prio].bytes -= int64(pkt.Size)
+			pkt := p.dequeue(prio)
 			if fc != nil {
 				fc.Sent(p, pkt)
 			}
 			return pkt
 		}
 	} else {
-		for prio := int(p.nprio) - 1; prio >= 0; prio-- {
+		for m := p.qmask; m != 0; {
+			prio := bits.Len16(m) - 1 // highest class first
+			m &^= 1 << prio
 			if !p.Eligible(prio) {
 				continue
 			}
-			pkt := p.q[prio].pop()
-			p.q[prio].bytes -= int64(pkt.Size)
+			pkt := p.dequeue(prio)
 			if fc != nil {
 				fc.Sent(p, pkt)
 			}

@@ -1,6 +1,10 @@
 package fabric
 
-import "github.com/fabricsim/fabricsim/sim"
+import (
+	"math/bits"
+
+	"github.com/fabricsim/fabricsim/sim"
+)
 
 // Prefetching (sim.Prefetcher): just before a bucket of events runs, the kernel asks each
 // event's handler to read what the event will touch. Nothing here may change state.
@@ -66,8 +70,8 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
 		}
 	}
-	for i := int(p.nprio) - 1; i >= 0; i-- {
-		if h := p.q[i].head; h != nil {
+	if m := p.qmask; m != 0 {
+		if h := p.q[bits.Len16(m)-1].head; h != nil {
 			return sum + uintptr(h.Size)
 		}
 	}

@@ -29,13 +29,7 @@ func newDWRR(r *roce) *dwrr {
 // eligibility is "queued and not paused"; the common case of one active class costs a few bit
 // operations.
 func (s *dwrr) Pick(p *Port) int {
-	var elig uint8
-	for prio := range p.q[:p.nprio] {
-		if p.q[prio].size > 0 {
-			elig |= 1 << prio
-		}
-	}
-	elig &^= p.Paused
+	elig := uint8(p.qmask) &^ p.Paused
 	if elig == 0 {
 		return -1
 	}
