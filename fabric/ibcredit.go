@@ -56,17 +56,20 @@ type ibPort struct {
 	stalls    uint16 // bit vl set while stallNeed[vl] > 0
 	arr       []fcArrival
 
+	// The second line: VL arbitration (ibarb.go) and the links to the port and its peer.
+	arb  arbState
 	port *Port
-	up   *Port   // the peer's port: the egress the packets received here left from
 	peer *ibPort // the peer port's state (state(up))
 	idx  int32   // index in ibCredits.ports
+
+	up *Port // the peer's port: the egress the packets received here left from
 	// Inline updates waiting on this port (Port.inlineFC): the VLs in the order they were
 	// queued (each one's FCCL is ibVL.fcVal).
 	fcOrder [IBMaxVLs]uint8
 	fcSer   units.Time // serialization time of a flow-control frame on this port's link
 	fcWire  int64      // its wire bytes
 	marks   int64      // FECN marking-rate counter (ibcc.go)
-	arb     arbState   // VL arbitration (ibarb.go)
+	_       [16]byte   // v starts on a line (TestIBPortLayout)
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.
@@ -74,12 +77,13 @@ type ibPort struct {
 
 	// Stall accounting: while stallNeed[vl] > 0 the VL has a packet of that many blocks it may
 	// not start; stallFrom is when that was first seen.
-	stallNeed [IBMaxVLs]int64
-	stallFrom [IBMaxVLs]units.Time
-	stalled   [IBMaxVLs]units.Time
+	// (16 entries, not IBMaxVLs: the struct is then a whole number of lines.)
+	stallNeed [16]int64
+	stallFrom [16]units.Time
+	stalled   [16]units.Time
 }
 
-// ibVL is one VL's credit state on one port.
+// ibVL is one VL's credit state on one port, padded to a cache line.
 type ibVL struct {
 	// Transmit half (this port sends; the peer's buffer).
 	fctbs int64 // blocks sent, exact (the packet carries it modulo 4096)
@@ -91,6 +95,7 @@ type ibVL struct {
 	// fcVal is the FCCL an inline update waiting on this port carries (Port.inlineFC), fixed
 	// when it was last updated, as a queued packet's would be.
 	fcVal int64
+	_     [2]int64
 }
 
 // fcArrival is an inline credit update on its way: at time at the port's limit on VL lv&15

@@ -206,7 +206,14 @@ func TestIBCapturedPortSendsPackets(t *testing.T) {
 // TestIBPortLayout pins the cache-line layout the per-packet path relies on: the fields every
 // packet through a port reads fill exactly the first 64 bytes of its credit state.
 func TestIBPortLayout(t *testing.T) {
-	if off := unsafe.Offsetof(ibPort{}.port); off != 64 {
+	if off := unsafe.Offsetof(ibPort{}.arb); off != 64 {
 		t.Fatalf("ibPort's hot fields take %d bytes, want 64", off)
+	}
+	if off := unsafe.Offsetof(ibPort{}.up); off > 128 {
+		t.Fatalf("ibPort's arbitration state and links end at %d, past the second line", off)
+	}
+	// Each VL's state is one whole line (ports are 64-byte multiples in a page-aligned array).
+	if off, size, vl := unsafe.Offsetof(ibPort{}.v), unsafe.Sizeof(ibPort{}), unsafe.Sizeof(ibVL{}); off%64 != 0 || size%64 != 0 || vl != 64 {
+		t.Fatalf("ibPort.v at offset %d, ibPort %d bytes, ibVL %d bytes: want multiples of 64", off, size, vl)
 	}
 }

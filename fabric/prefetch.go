@@ -43,7 +43,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		base := f.base[s.Node]
 		sum += uintptr(f.ports[base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
 		st := &f.ports[base+out]
-		sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt)
+		sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt) + uintptr(st.arb.hiIdx)
 	}
 	if vl >= int(port.nprio) {
 		return sum
@@ -66,8 +66,12 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 		// InfiniBand: the departing packet frees blocks of its ingress VL, whose credit update
 		// goes back to the upstream port's state.
 		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
-			st := &f.ports[f.base[p.Owner]+pkt.InPort]
+			base := f.base[p.Owner]
+			st := &f.ports[base+pkt.InPort]
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
+			// This port's own state: the arbiter and credits choose what it sends next.
+			own := &f.ports[base+p.Index]
+			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
 		}
 	}
 	if m := p.qmask; m != 0 {
