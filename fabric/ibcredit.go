@@ -206,8 +206,8 @@ func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 		st.stalls |= 1 << vl
 	}
 	st.stallNeed[vl] = need
-	if st.arrN > 0 && st.wakeAt == 0 {
-		f.wake(st) // restart the port when the next update arrives
+	if st.arrN > 0 {
+		f.wake(st) // restart the port when an update that lets it send arrives
 	}
 	return true
 }
@@ -284,11 +284,34 @@ func (st *ibPort) push(at units.Time, vl uint8, lim int64) {
 	st.arrN++
 }
 
-// wake schedules port st's wake-up at its next update's arrival (sync has applied every update
-// due by now, so that lies ahead).
+// wake schedules port st's wake-up at the arrival of the first pending update that lets a
+// waiting VL start its packet (sync has applied every update due by now, so that lies ahead):
+// updates that leave every waiting VL short (an ACK's one block freed while a 4 KiB packet
+// waits) need no event, as the port could do nothing at them. A wake already scheduled no
+// later stands.
 func (f *ibCredits) wake(st *ibPort) {
-	st.wakeAt = st.arrAt
-	f.n.sim.Schedule(st.wakeAt, f, opCreditsWake, st.idx, nil)
+	var lim [16]int64
+	for vl := range lim {
+		if st.stalls&(1<<vl) != 0 {
+			lim[vl] = st.v[vl].limit
+		}
+	}
+	mask := int32(len(st.arr) - 1)
+	for i := int32(0); i < st.arrN; i++ {
+		e := &st.arr[(st.arrHead+i)&mask]
+		vl := e.lv & 15
+		if st.stalls&(1<<vl) == 0 {
+			continue
+		}
+		lim[vl] = max(lim[vl], e.lv>>4)
+		if lim[vl]-st.v[vl].fctbs >= st.stallNeed[vl] {
+			if st.wakeAt == 0 || e.at < st.wakeAt {
+				st.wakeAt = e.at
+				f.n.sim.Schedule(e.at, f, opCreditsWake, st.idx, nil)
+			}
+			return
+		}
+	}
 }
 
 // flushFC sends the inline updates pending on port p from time t, back to back in the order
@@ -383,13 +406,10 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 			st.fcN++
 		}
 		if !p.busy {
-			if now := f.n.sim.Now(); p.freeAt <= now {
-				// Only the update: a packet that becomes ready during this event (an HCA's ACK)
-				// waits for it to leave, as it would behind a flow-control packet.
-				p.freeAt = f.flushFC(p, now)
-			} else {
-				p.kick() // wait for the wire, then send the update (and a packet) from there
-			}
+			// Only the update, behind any still on the wire: a packet that becomes ready
+			// during this event (an HCA's ACK) starts after it (Port.kick), as it would behind
+			// a flow-control packet.
+			p.freeAt = f.flushFC(p, max(f.n.sim.Now(), p.freeAt))
 		}
 		return
 	}
@@ -452,6 +472,9 @@ func (f *ibCredits) Handle(ev *sim.Event) {
 	n := f.n
 	if ev.Op == opCreditsWake {
 		st := &f.ports[ev.I]
+		if st.wakeAt != n.sim.Now() {
+			return // superseded by an earlier wake-up
+		}
 		st.wakeAt = 0
 		f.sync(st, n.sim.Now())
 		st.port.kick()

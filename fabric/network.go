@@ -67,6 +67,8 @@ type Network struct {
 	routerTables bool
 	// ibfc is fc on an InfiniBand fabric (for prefetching its per-port state), else nil.
 	ibfc *ibCredits
+	// adm is fc as an Admitter, if it is one (set when Run starts).
+	adm Admitter
 	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
 	// the packet's credits at once).
 	hostRx interface{ HostArrived(in *Port, pkt *Packet) }
@@ -202,6 +204,7 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 	if err := n.makeFlows(mg); err != nil { // qp.go: one flow per message and QP
 		return nil, err
 	}
+	n.adm, _ = n.fc.(Admitter)
 	n.eng.init(n, mg)
 	if n.cfg.NoProgress > 0 {
 		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)

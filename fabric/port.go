@@ -187,16 +187,11 @@ func (p *Port) kick() {
 	if p.busy {
 		return
 	}
-	now := p.net.sim.Now()
-	if p.freeAt > now {
-		// Inline flow-control frames still occupy the wire: look again when they have left.
-		p.busy = true
-		p.net.sim.Schedule(p.freeAt, p, opTxDone, 0, nil)
-		return
-	}
-	start := now
+	// Inline flow-control frames may still occupy the wire (until freeAt): a packet chosen now
+	// starts when they have left.
+	start := max(p.net.sim.Now(), p.freeAt)
 	if p.inlineFC != 0 {
-		start = p.ibfc.flushFC(p, now)
+		start = p.ibfc.flushFC(p, start)
 		p.freeAt = start
 	}
 	pkt := p.next()

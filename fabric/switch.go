@@ -45,7 +45,7 @@ func (s *Switch) Handle(ev *sim.Event) {
 	port := s.Ports[out]
 	size := int64(pkt.Size)
 	buf := int64(n.cfg.Buffer)
-	if adm, ok := n.fc.(Admitter); ok {
+	if adm := n.adm; adm != nil {
 		if cause := adm.Admit(s, s.Ports[pkt.InPort], port, pkt); cause >= 0 {
 			s.Drops++
 			n.drop(pkt, cause)
