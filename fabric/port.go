@@ -159,7 +159,7 @@ func (p *Port) next() *Packet {
 // Eligible reports whether priority prio has a packet that may start now: queued, not paused,
 // not blocked by link-level flow control.
 func (p *Port) Eligible(prio int) bool {
-	if p.q[prio].len() == 0 || p.Paused&(1<<prio) != 0 {
+	if (p.qmask&^uint16(p.Paused))&(1<<prio) == 0 { // empty or paused
 		return false
 	}
 	return p.net.fc == nil || !p.net.fc.Blocked(p, p.q[prio].peek())
