@@ -142,7 +142,6 @@ func newIBCredits(n *Network) *ibCredits {
 			st := &f.ports[f.base[i]+int32(p)]
 			st.idx = f.base[i] + int32(p)
 			st.port = n.portOf(node.ID, int32(p))
-			st.port.ibfc = f
 			st.up = n.portOf(node.Ports[p].Peer, node.Ports[p].PeerPort)
 			st.fcWire = int64(IBFCPacketBytes + n.cfg.L1Overhead)
 			st.fcSer = st.port.Rate.TransmitTime(units.Size(st.fcWire))

@@ -32,7 +32,7 @@ type Port struct {
 	Paused uint8
 	// inlineFC has bit v set while an InfiniBand flow-control update for VL v waits to be sent
 	// on this port without a packet (ibcredit.go: ibCredits.flushFC sends it at the next packet
-	// boundary); ibfc is set on every InfiniBand port. freeAt is when the last inline frame
+	// boundary). freeAt is when the last inline frame
 	// leaves the wire: the port starts nothing before it. Both stay zero on other fabrics.
 	inlineFC uint16
 	// qmask has bit p set while priority p's queue holds a packet.
@@ -50,10 +50,11 @@ type Port struct {
 	peer  sim.Handler
 	net   *Network
 
-	sw   *Switch // set on a switch's port: buffer accounting on departure
-	nic  *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
-	ibfc *ibCredits
-	tap  *capFile // set while this port is captured to pcap
+	sw    *Switch // set on a switch's port: buffer accounting on departure
+	nic   *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
+	Owner topo.NodeID
+	Index int32
+	tap   *capFile // set while this port is captured to pcap
 	// SL2VL maps a packet's service level to the queue (InfiniBand VL) it uses on this port's
 	// link; nil means the queue is the service level itself (Port.VLOf).
 	SL2VL   *[16]uint8
@@ -68,11 +69,9 @@ type Port struct {
 	// q holds the queues, one per priority, each with the frame bytes it holds.
 	q [maxPrio]prioQueue
 
-	Owner topo.NodeID
-	Index int32
-	Link  topo.LinkID
-	Rate  units.Rate
-	rng   *rand.Rand
+	Link topo.LinkID
+	Rate units.Rate
+	rng  *rand.Rand
 	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
 	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
 	errCause int
@@ -191,7 +190,7 @@ func (p *Port) kick() {
 	// starts when they have left.
 	start := max(p.net.sim.Now(), p.freeAt)
 	if p.inlineFC != 0 {
-		start = p.ibfc.flushFC(p, start)
+		start = p.net.ibfc.flushFC(p, start)
 		p.freeAt = start
 	}
 	pkt := p.next()

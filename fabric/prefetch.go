@@ -62,7 +62,7 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 		return 0
 	}
 	var sum uintptr
-	if f := p.ibfc; f != nil && p.sw != nil {
+	if f := p.net.ibfc; f != nil && p.sw != nil {
 		// InfiniBand: the departing packet frees blocks of its ingress VL, whose credit update
 		// goes back to the upstream port's state.
 		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
