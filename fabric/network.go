@@ -7,7 +7,8 @@
 //
 // A packet's life: NIC.nextData builds it -> Port.kick starts serialization -> Port.Handle
 // (opTxDone) sends it across the link -> Switch.Handle (opArrive) routes and queues it -> ...
-// -> NIC.Handle (opArrive) delivers it and ACKs. Two events per packet per hop.
+// -> NIC.Handle (opArrive) delivers it and ACKs. Two events per packet per hop; InfiniBand
+// credit updates travel without events of their own (ibcredit.go).
 package fabric
 
 import (
