@@ -3,6 +3,7 @@ package sim
 import (
 	"math/rand/v2"
 	"slices"
+	"unsafe"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -240,5 +241,12 @@ func TestSortDesc(t *testing.T) {
 				t.Fatalf("n=%d trial %d: sortDesc differs from slices.SortFunc", n, trial)
 			}
 		}
+	}
+}
+
+// TestEventIsOneCacheLine pins the event size the slab's layout relies on.
+func TestEventIsOneCacheLine(t *testing.T) {
+	if s := unsafe.Sizeof(Event{}); s != 64 {
+		t.Fatalf("Event is %d bytes, want 64", s)
 	}
 }
