@@ -3,8 +3,8 @@ package sim
 import (
 	"math/rand/v2"
 	"slices"
-	"unsafe"
 	"testing"
+	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
 )
