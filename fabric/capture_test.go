@@ -17,15 +17,7 @@ import (
 // captureRun runs g with cfg and mg, capturing sel into a temp dir, and returns the files.
 func captureRun(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph, sel string, setup func(*Network)) []string {
 	t.Helper()
-	r, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Check = true
-	n, err := New(g, r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNet(t, g, cfg)
 	if setup != nil {
 		setup(n)
 	}

@@ -27,15 +27,7 @@ func line(n int, rate units.Rate, lat units.Time) *topo.Graph {
 
 func runOne(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph) *Network {
 	t.Helper()
-	r, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Check = true
-	n, err := New(g, r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNet(t, g, cfg)
 	res, err := n.Run(mg, units.MaxTime)
 	if err != nil {
 		t.Fatal(err)

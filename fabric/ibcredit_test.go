@@ -16,15 +16,7 @@ import (
 // transmit and arrival events (the path lossy and captured links take).
 func runIBFC(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph, packets bool) (*Network, *result.Run) {
 	t.Helper()
-	r, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Check = true
-	n, err := New(g, r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNet(t, g, cfg)
 	n.fc.(*ibCredits).packetFC = packets
 	res, err := n.Run(mg, units.MaxTime)
 	if err != nil {
@@ -163,15 +155,7 @@ func TestIBCapturedPortSendsPackets(t *testing.T) {
 	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: units.MB})
 	_, plain := runIBFC(t, g, cfg, mg, false)
 
-	r, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Check = true
-	n, err := New(g, r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNet(t, g, cfg)
 	c, err := n.EnableCapture(t.TempDir(), "host1:0,sw0:0", 0, 0)
 	if err != nil {
 		t.Fatal(err)
