@@ -49,11 +49,7 @@ func TestIBInlineCreditsMatchPackets(t *testing.T) {
 		mg   *msggraph.Graph
 	}
 	var cases []scenario
-	for _, c := range []struct {
-		rate units.Rate
-		prop units.Time
-		pkts int64
-	}{{100 * units.Gbps, units.Microsecond, 4}, {400 * units.Gbps, 2 * units.Microsecond, 8}, {200 * units.Gbps, 500 * units.Nanosecond, 3}} {
+	for _, c := range creditLimitedCases {
 		cfg := ibConfig(t, "hdr")
 		cfg.IB.VLBuffer = units.Size(c.pkts * ibBlocks(4096+26) * IBBlock)
 		mg := &msggraph.Graph{Endpoints: 2}

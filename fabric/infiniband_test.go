@@ -97,17 +97,21 @@ func TestIBReverseCreditsShareTheLink(t *testing.T) {
 	t.Logf("2 MB at 400G, ACK per packet: %v over the closed form (%d ACKs x %v = %v at most)", extra, pkts, fc, units.Time(pkts)*fc)
 }
 
+// creditLimitedCases are single flows over one switch whose VL buffer (pkts packets) is much
+// less than rate x credit round trip.
+var creditLimitedCases = []struct {
+	rate units.Rate
+	prop units.Time
+	pkts int64
+}{{100 * units.Gbps, units.Microsecond, 4}, {400 * units.Gbps, 2 * units.Microsecond, 8}, {200 * units.Gbps, 500 * units.Nanosecond, 3}}
+
 // TestIBCreditLimitedThroughput: with a switch VL buffer of 4 packets, much less than the rate x
 // credit round trip, one flow moves one buffer per credit round trip. The round trip of a packet's
 // credits: its serialization at the host, propagation and switch latency to the switch, its
 // serialization out of the switch (its blocks are freed when it has left), the 6-byte
 // flow-control packet's serialization and its propagation back: 2T + 2 prop + swlat + T_fc.
 func TestIBCreditLimitedThroughput(t *testing.T) {
-	for _, c := range []struct {
-		rate units.Rate
-		prop units.Time
-		pkts int64
-	}{{100 * units.Gbps, units.Microsecond, 4}, {400 * units.Gbps, 2 * units.Microsecond, 8}, {200 * units.Gbps, 500 * units.Nanosecond, 3}} {
+	for _, c := range creditLimitedCases {
 		cfg := ibConfig(t, "hdr")
 		frame := int32(4096 + 26)
 		blocks := ibBlocks(frame)
