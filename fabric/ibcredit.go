@@ -53,7 +53,7 @@ type ibPort struct {
 	arrN      int32
 	capBlocks int64 // receive buffer per VL, in blocks
 	fcN       int32
-	stalls    uint16 // bit vl set while stallNeed[vl] > 0
+	stalls    uint16 // bit vl set while v[vl].stallNeed > 0
 	arr       []fcArrival
 
 	// The second line: VL arbitration (ibarb.go) and the links to the port and its peer.
@@ -75,12 +75,10 @@ type ibPort struct {
 	// writes on a VL lies together.
 	v [IBMaxVLs]ibVL
 
-	// Stall accounting: while stallNeed[vl] > 0 the VL has a packet of that many blocks it may
-	// not start; stallFrom is when that was first seen.
-	// (16 entries, not IBMaxVLs: the struct is then a whole number of lines.)
-	stallNeed [16]int64
-	stallFrom [16]units.Time
-	stalled   [16]units.Time
+	// stalled is each VL's time spent unable to start a packet for lack of credits, up to its
+	// current stall (ibVL.stallFrom). 16 entries, not IBMaxVLs: the struct is then a whole
+	// number of lines.
+	stalled [16]units.Time
 }
 
 // ibVL is one VL's credit state on one port, padded to a cache line.
@@ -95,7 +93,10 @@ type ibVL struct {
 	// fcVal is the FCCL an inline update waiting on this port carries (Port.inlineFC), fixed
 	// when it was last updated, as a queued packet's would be.
 	fcVal int64
-	_     [2]int64
+	// Stall accounting: while stallNeed > 0 the VL has a packet of that many blocks it may
+	// not start (ibPort.stalls has its bit set); stallFrom is when that was first seen.
+	stallNeed int64
+	stallFrom units.Time
 }
 
 // fcArrival is an inline credit update on its way: at time at the port's limit on VL lv&15
@@ -200,11 +201,11 @@ func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 	if st.v[vl].limit-st.v[vl].fctbs >= need {
 		return false
 	}
-	if st.stallNeed[vl] == 0 {
-		st.stallFrom[vl] = now
+	if st.v[vl].stallNeed == 0 {
+		st.v[vl].stallFrom = now
 		st.stalls |= 1 << vl
 	}
-	st.stallNeed[vl] = need
+	st.v[vl].stallNeed = need
 	if st.arrN > 0 {
 		f.wake(st) // restart the port when an update that lets it send arrives
 	}
@@ -223,8 +224,8 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	}
 	st.v[vl].fctbs += need
 	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
-		st.stalled[vl] += now - st.stallFrom[vl]
-		st.stallNeed[vl] = 0
+		st.stalled[vl] += now - st.v[vl].stallFrom
+		st.v[vl].stallNeed = 0
 		st.stalls &^= 1 << vl
 	}
 }
@@ -254,9 +255,9 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 		}
 		if st.stalls&(1<<uint(vl)) == 0 {
 			// Not waiting: nothing more to do (the stall arrays are not read on this path).
-		} else if need := st.stallNeed[vl]; st.v[vl].limit-st.v[vl].fctbs >= need {
-			st.stalled[vl] += e.at - st.stallFrom[vl]
-			st.stallNeed[vl] = 0
+		} else if need := st.v[vl].stallNeed; st.v[vl].limit-st.v[vl].fctbs >= need {
+			st.stalled[vl] += e.at - st.v[vl].stallFrom
+			st.v[vl].stallNeed = 0
 			st.stalls &^= 1 << uint(vl)
 		}
 		st.arrHead = (st.arrHead + 1) & mask
@@ -303,7 +304,7 @@ func (f *ibCredits) wake(st *ibPort) {
 			continue
 		}
 		lim[vl] = max(lim[vl], e.lv>>4)
-		if lim[vl]-st.v[vl].fctbs >= st.stallNeed[vl] {
+		if lim[vl]-st.v[vl].fctbs >= st.v[vl].stallNeed {
 			if st.wakeAt == 0 || e.at < st.wakeAt {
 				st.wakeAt = e.at
 				f.n.sim.Schedule(e.at, f, opCreditsWake, st.idx, nil)
@@ -457,9 +458,9 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		st.v[vl].abr += lost
 		f.sendFC(in, st, vl)
 	}
-	if need := st.stallNeed[vl]; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
-		st.stalled[vl] += f.n.sim.Now() - st.stallFrom[vl]
-		st.stallNeed[vl] = 0
+	if need := st.v[vl].stallNeed; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
+		st.stalled[vl] += f.n.sim.Now() - st.v[vl].stallFrom
+		st.v[vl].stallNeed = 0
 		st.stalls &^= 1 << vl
 	}
 	in.kick()
@@ -518,8 +519,8 @@ func (f *ibCredits) Report(res *result.Run) {
 			s := st.stalled[vl]
 			// (A stall seen by a packet chosen to follow inline updates starts when they end,
 			// which may lie just after now.)
-			if st.stallNeed[vl] > 0 && now > st.stallFrom[vl] {
-				s += now - st.stallFrom[vl]
+			if st.v[vl].stallNeed > 0 && now > st.v[vl].stallFrom {
+				s += now - st.v[vl].stallFrom
 			}
 			if s == 0 {
 				continue
@@ -543,8 +544,8 @@ func (f *ibCredits) StallTime(p *Port, vl int) units.Time {
 	st := f.state(p)
 	f.sync(st, f.n.sim.Now())
 	s := st.stalled[vl]
-	if now := f.n.sim.Now(); st.stallNeed[vl] > 0 && now > st.stallFrom[vl] {
-		s += now - st.stallFrom[vl]
+	if now := f.n.sim.Now(); st.v[vl].stallNeed > 0 && now > st.v[vl].stallFrom {
+		s += now - st.v[vl].stallFrom
 	}
 	return s
 }
@@ -559,10 +560,10 @@ func (f *ibCredits) ExplainStall() string {
 		st := &f.ports[i]
 		f.sync(st, f.n.sim.Now())
 		for vl := 0; vl < f.vls; vl++ {
-			if st.stallNeed[vl] > 0 {
+			if st.v[vl].stallNeed > 0 {
 				count++
 				if len(names) < 4 {
-					names = append(names, fmt.Sprintf("%s VL%d since %v", f.name(st.port), vl, st.stallFrom[vl]))
+					names = append(names, fmt.Sprintf("%s VL%d since %v", f.name(st.port), vl, st.v[vl].stallFrom))
 				}
 			}
 		}

@@ -81,3 +81,22 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 	}
 	return sum
 }
+
+// Prefetch reads, for a port woken by arriving credits, the update it will apply and the packet
+// at the head of its highest non-empty queue, whose size decides whether it may start.
+func (f *ibCredits) Prefetch(ev *sim.Event) uintptr {
+	if ev.Op != opCreditsWake {
+		return 0
+	}
+	st := &f.ports[ev.I]
+	sum := uintptr(st.wakeAt)
+	if st.arrN > 0 {
+		sum += uintptr(st.arr[st.arrHead].lv)
+	}
+	if p := st.port; p.qmask != 0 {
+		if h := p.q[bits.Len16(p.qmask)-1].head; h != nil {
+			sum += uintptr(h.Size)
+		}
+	}
+	return sum
+}
