@@ -108,6 +108,9 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 				nprio: uint8(cfg.Priorities),
 				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate, errCause: DropCorrupt,
 			}
+			if ps := 8 * units.Second; l.Rate > 0 && ps%units.Time(l.Rate) == 0 {
+				port.psPerByte = ps / units.Time(l.Rate) // exact: TransmitTime(n) = n x this
+			}
 			if l.ErrorRate > 0 {
 				port.rng = sim.RNG(cfg.Seed, fmt.Sprintf("link%d/%s", l.ID, node.Name))
 			}
