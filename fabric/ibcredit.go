@@ -75,10 +75,10 @@ type ibPort struct {
 	// writes on a VL lies together.
 	v [IBMaxVLs]ibVL
 
-	// stalled is each VL's time spent unable to start a packet for lack of credits, up to its
-	// current stall (ibVL.stallFrom). 16 entries, not IBMaxVLs: the struct is then a whole
-	// number of lines.
-	stalled [16]units.Time
+	// pending is, per VL, the flow-control packet queued on this port and not yet sent (the
+	// packet path of lossy and captured links). 16 entries, not IBMaxVLs: the struct is then a
+	// whole number of lines.
+	pending [16]*Packet
 }
 
 // ibVL is one VL's credit state on one port, padded to a cache line.
@@ -87,9 +87,8 @@ type ibVL struct {
 	fctbs int64 // blocks sent, exact (the packet carries it modulo 4096)
 	limit int64 // last FCCL received, unwrapped against fctbs
 	// Receive half (the peer sends; this port's buffer).
-	abr     int64
-	used    int64
-	pending *Packet // flow-control packet queued on this port and not yet sent
+	abr  int64
+	used int64
 	// fcVal is the FCCL an inline update waiting on this port carries (Port.inlineFC), fixed
 	// when it was last updated, as a queued packet's would be.
 	fcVal int64
@@ -97,6 +96,7 @@ type ibVL struct {
 	// not start (ibPort.stalls has its bit set); stallFrom is when that was first seen.
 	stallNeed int64
 	stallFrom units.Time
+	stalled   units.Time // time spent stalled before the current stall
 }
 
 // fcArrival is an inline credit update on its way: at time at the port's limit on VL lv&15
@@ -224,7 +224,7 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	}
 	st.v[vl].fctbs += need
 	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
-		st.stalled[vl] += now - st.v[vl].stallFrom
+		st.v[vl].stalled += now - st.v[vl].stallFrom
 		st.v[vl].stallNeed = 0
 		st.stalls &^= 1 << vl
 	}
@@ -256,7 +256,7 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 		if st.stalls&(1<<uint(vl)) == 0 {
 			// Not waiting: nothing more to do (the stall arrays are not read on this path).
 		} else if need := st.v[vl].stallNeed; st.v[vl].limit-st.v[vl].fctbs >= need {
-			st.stalled[vl] += e.at - st.v[vl].stallFrom
+			st.v[vl].stalled += e.at - st.v[vl].stallFrom
 			st.v[vl].stallNeed = 0
 			st.stalls &^= 1 << uint(vl)
 		}
@@ -413,7 +413,7 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 		}
 		return
 	}
-	if pk := st.v[vl].pending; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
+	if pk := st.pending[vl]; pk != nil && pk.Kind == LinkCtrl && pk.Prio == vl && p.ctrlQueued(pk) {
 		pk.SetCtrlWord(0, uint16(st.fccl(vl)&0xfff))
 		pk.SetCtrlWord(1, uint16(st.v[vl].fctbs&0xfff))
 		return
@@ -424,7 +424,7 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	pk.SetCtrlWord(1, uint16(st.v[vl].fctbs&0xfff))
 	pk.Size = IBFCPacketBytes // no layer-1 overhead on InfiniBand
 	pk.Src, pk.Dst = -1, -1
-	st.v[vl].pending = pk
+	st.pending[vl] = pk
 	f.fcSent++
 	p.SendCtrl(pk)
 }
@@ -459,7 +459,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		f.sendFC(in, st, vl)
 	}
 	if need := st.v[vl].stallNeed; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
-		st.stalled[vl] += f.n.sim.Now() - st.v[vl].stallFrom
+		st.v[vl].stalled += f.n.sim.Now() - st.v[vl].stallFrom
 		st.v[vl].stallNeed = 0
 		st.stalls &^= 1 << vl
 	}
@@ -516,7 +516,7 @@ func (f *ibCredits) Report(res *result.Run) {
 	for i := range f.ports {
 		st := &f.ports[i]
 		for vl := 0; vl < f.vls; vl++ {
-			s := st.stalled[vl]
+			s := st.v[vl].stalled
 			// (A stall seen by a packet chosen to follow inline updates starts when they end,
 			// which may lie just after now.)
 			if st.v[vl].stallNeed > 0 && now > st.v[vl].stallFrom {
@@ -543,7 +543,7 @@ func (f *ibCredits) Report(res *result.Run) {
 func (f *ibCredits) StallTime(p *Port, vl int) units.Time {
 	st := f.state(p)
 	f.sync(st, f.n.sim.Now())
-	s := st.stalled[vl]
+	s := st.v[vl].stalled
 	if now := f.n.sim.Now(); st.v[vl].stallNeed > 0 && now > st.v[vl].stallFrom {
 		s += now - st.v[vl].stallFrom
 	}
