@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,7 +86,7 @@ func (it *Item) ForFabric(f string) bool {
 	if len(it.Fabrics) == 0 {
 		return true
 	}
-	return contains(it.Fabrics, f)
+	return slices.Contains(it.Fabrics, f)
 }
 
 // Capacity is the switch's total bandwidth (ports x port rate).
@@ -239,7 +240,7 @@ func (d decoder) item(n *yaml.Node, path string, it *Item) error {
 		case "kind":
 			var s string
 			if s, err = d.str(v, f); err == nil {
-				if !contains(kinds, s) {
+				if !slices.Contains(kinds, s) {
 					return d.errf(v, f, "unknown kind %q (valid: %s)", s, strings.Join(kinds, ", "))
 				}
 				it.Kind = s

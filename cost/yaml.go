@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // The catalogue is decoded by hand from yaml.Node rather than with Decoder.KnownFields so that
@@ -57,7 +59,7 @@ func (d decoder) errf(n *yaml.Node, field, format string, args ...any) error {
 // list the valid keys.
 func (d decoder) mapping(n *yaml.Node, path string, allowed []string, set func(key string, k, v *yaml.Node) error) error {
 	if n.Kind != yaml.MappingNode {
-		return d.errf(n, path, "want a mapping, got %s", describe(n))
+		return d.errf(n, path, "want a mapping, got %s", yamlstrict.Describe(n))
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -67,7 +69,7 @@ func (d decoder) mapping(n *yaml.Node, path string, allowed []string, set func(k
 		if path != "" {
 			field = path + "." + key
 		}
-		if allowed != nil && !contains(allowed, key) {
+		if allowed != nil && !slices.Contains(allowed, key) {
 			valid := append([]string(nil), allowed...)
 			sort.Strings(valid)
 			return d.errf(k, field, "unknown field %q (valid: %s)", key, strings.Join(valid, ", "))
@@ -83,32 +85,9 @@ func (d decoder) mapping(n *yaml.Node, path string, allowed []string, set func(k
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "nothing"
-}
-
 func (d decoder) scalar(n *yaml.Node, field string) (string, error) {
 	if n.Kind != yaml.ScalarNode {
-		return "", d.errf(n, field, "want a single value, got %s", describe(n))
+		return "", d.errf(n, field, "want a single value, got %s", yamlstrict.Describe(n))
 	}
 	return n.Value, nil
 }
@@ -150,11 +129,8 @@ func (d decoder) boolean(n *yaml.Node, field string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	switch strings.ToLower(s) {
-	case "true", "yes", "on":
-		return true, nil
-	case "false", "no", "off":
-		return false, nil
+	if v, ok := yamlstrict.ParseBool(s); ok {
+		return v, nil
 	}
 	return false, d.errf(n, field, "want true or false, got %q", s)
 }
@@ -173,7 +149,7 @@ func (d decoder) rate(n *yaml.Node, field string) (units.Rate, error) {
 
 func (d decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, d.errf(n, field, "want a list, got %s", describe(n))
+		return nil, d.errf(n, field, "want a list, got %s", yamlstrict.Describe(n))
 	}
 	return n.Content, nil
 }

@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Load decodes a `workload:` mapping strictly: unknown keys, wrong types and bad values are
@@ -68,12 +70,12 @@ func (d dec) fields(n *yaml.Node, path string, allowed []string, set func(key st
 		n = n.Content[0]
 	}
 	if n.Kind != yaml.MappingNode {
-		return d.errf(n, strings.TrimSuffix(path, "."), "want a mapping, got %s", kindOf(n))
+		return d.errf(n, strings.TrimSuffix(path, "."), "want a mapping, got %s", yamlstrict.Describe(n))
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if !contains(allowed, k.Value) {
+		if !slices.Contains(allowed, k.Value) {
 			valid := append([]string(nil), allowed...)
 			sort.Strings(valid)
 			return d.errf(k, path+k.Value, "unknown field %q (valid: %s)", k.Value, strings.Join(valid, ", "))
@@ -89,30 +91,9 @@ func (d dec) fields(n *yaml.Node, path string, allowed []string, set func(key st
 	return nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func kindOf(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		return strconv.Quote(n.Value)
-	}
-	return "nothing"
-}
-
 func (d dec) scalar(n *yaml.Node, f string) (string, error) {
 	if n.Kind != yaml.ScalarNode {
-		return "", d.errf(n, f, "want a single value, got %s", kindOf(n))
+		return "", d.errf(n, f, "want a single value, got %s", yamlstrict.Describe(n))
 	}
 	return n.Value, nil
 }
@@ -158,11 +139,8 @@ func (d dec) boolean(n *yaml.Node, f string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	switch strings.ToLower(s) {
-	case "true", "yes", "on":
-		return true, nil
-	case "false", "no", "off":
-		return false, nil
+	if v, ok := yamlstrict.ParseBool(s); ok {
+		return v, nil
 	}
 	return false, d.errf(n, f, "want true or false, got %q", s)
 }

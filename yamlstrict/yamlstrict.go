@@ -289,3 +289,31 @@ func KindName(n *yaml.Node) string {
 	}
 	return "node"
 }
+
+// Describe names a node for messages about what a field got: "a mapping", "a list", "an
+// alias", the quoted value of a scalar, or "nothing".
+func Describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// ParseBool reads a YAML 1.1 boolean as users write it (true/false, yes/no, on/off, any case);
+// ok is false for anything else.
+func ParseBool(s string) (v, ok bool) {
+	switch strings.ToLower(s) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}
