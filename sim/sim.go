@@ -81,6 +81,10 @@ func (s *Sim) Schedule(at Time, h Handler, op, i int32, p any) {
 // After runs h.Handle d after now.
 func (s *Sim) After(d Time, h Handler, op, i int32, p any) { s.Schedule(s.now+d, h, op, i, p) }
 
+// SetPrefetch turns the kernel's reading ahead (the bucket touch and Prefetcher calls) on or
+// off; it is on by default and changes only speed, never results.
+func (s *Sim) SetPrefetch(on bool) { s.q.noTouch = !on }
+
 // Stop ends Run after the current event. A non-nil err is returned by Run (an invariant
 // violation, a detected deadlock); the first error wins.
 func (s *Sim) Stop(err error) {
