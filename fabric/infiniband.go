@@ -306,8 +306,10 @@ func (n *Network) installInfiniBand() error {
 	n.fc = fc
 	n.ibfc = fc
 	n.hostRx = fc
-	n.sched = newIBArbiter(n, fc)
-	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})
+	n.ibArb = newIBArbiter(n, fc)
+	n.sched = n.ibArb
+	n.ibRouter = &ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive}
+	n.SetRouter(n.ibRouter)
 	if ib.CC.Enabled {
 		n.marker = &ibMarker{fc: fc, threshold: int64(ib.CC.Threshold), every: int64(ib.CC.MarkingRate) + 1, victims: ib.CC.VictimMask}
 		n.cc = &ibCC{n: n, p: ib.CC.ccParams()}

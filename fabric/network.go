@@ -68,6 +68,9 @@ type Network struct {
 	routerTables bool
 	// ibfc is fc on an InfiniBand fabric (for prefetching its per-port state), else nil.
 	ibfc *ibCredits
+	// ibArb and ibRouter are sched and router on an InfiniBand fabric, for direct calls.
+	ibArb    *ibArbiter
+	ibRouter *ibRouter
 	// adm is fc as an Admitter, if it is one (set when Run starts).
 	adm Admitter
 	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
@@ -163,6 +166,9 @@ func (n *Network) Sim() *sim.Sim { return n.sim }
 
 // route picks the egress port for pkt at switch s: the routing policy's extension point.
 func (n *Network) route(s *Switch, pkt *Packet) int32 {
+	if r := n.ibRouter; r != nil {
+		return r.Route(s, pkt, nil)
+	}
 	if n.routerTables {
 		return n.router.Route(s, pkt, nil)
 	}

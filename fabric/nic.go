@@ -137,7 +137,7 @@ func (c *NIC) nextData() *Packet {
 		pkt.Payload = int32(payload)
 		pkt.Size, _ = n.cfg.frame(int(payload), hdr)
 		pkt.Hash = f.hash
-		if n.fc != nil && n.fc.Blocked(c.Port, pkt) { // no credits for it (InfiniBand)
+		if n.blocked(c.Port, pkt) { // no credits for it (InfiniBand)
 			n.pool.put(pkt)
 			c.rr++
 			tried++
@@ -196,8 +196,10 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := ev.P.(*Packet)
-		if c.net.hostRx != nil && pkt.Kind != LinkCtrl {
-			c.net.hostRx.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
+		if f := c.net.ibfc; f != nil && pkt.Kind != LinkCtrl {
+			f.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
+		} else if c.net.hostRx != nil && pkt.Kind != LinkCtrl {
+			c.net.hostRx.HostArrived(c.Port, pkt)
 		}
 		switch pkt.Kind {
 		case Data:

@@ -125,8 +125,16 @@ func (p *Port) next() *Packet {
 	if p.ctrl.len() > 0 {
 		return p.ctrl.pop()
 	}
-	fc := p.net.fc
-	if sch := p.net.sched; sch != nil {
+	n := p.net
+	fc := n.fc
+	if f := n.ibfc; f != nil {
+		// InfiniBand: arbiter and credits called directly (the hot path; see Switch.Handle).
+		if prio := n.ibArb.Pick(p); prio >= 0 {
+			pkt := p.dequeue(prio)
+			f.Sent(p, pkt)
+			return pkt
+		}
+	} else if sch := n.sched; sch != nil {
 		if prio := sch.Pick(p); prio >= 0 {
 			pkt := p.dequeue(prio)
 			if fc != nil {
@@ -164,7 +172,7 @@ func (p *Port) Eligible(prio int) bool {
 	if (p.qmask&^uint16(p.Paused))&(1<<prio) == 0 { // empty or paused
 		return false
 	}
-	return p.net.fc == nil || !p.net.fc.Blocked(p, p.q[prio].peek())
+	return !p.net.blocked(p, p.q[prio].peek())
 }
 
 // Head returns the packet at the head of priority prio's queue, or nil.
@@ -243,4 +251,13 @@ func (p *Port) Handle(ev *sim.Event) {
 		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)
 	}
 	p.kick()
+}
+
+// blocked asks link-level flow control whether out may not start pkt now (InfiniBand's credits
+// are called directly: on the per-hop path an interface call costs more than the work).
+func (n *Network) blocked(out *Port, pkt *Packet) bool {
+	if f := n.ibfc; f != nil {
+		return f.Blocked(out, pkt)
+	}
+	return n.fc != nil && n.fc.Blocked(out, pkt)
 }

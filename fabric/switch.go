@@ -45,7 +45,11 @@ func (s *Switch) Handle(ev *sim.Event) {
 	port := s.Ports[out]
 	size := int64(pkt.Size)
 	buf := int64(n.cfg.Buffer)
-	if adm := n.adm; adm != nil {
+	if f := n.ibfc; f != nil {
+		// InfiniBand's credits (called directly here and below: on the per-hop path an
+		// interface call costs more than the work).
+		f.Admit(s, s.Ports[pkt.InPort], port, pkt) // checks only: credits never overrun a buffer
+	} else if adm := n.adm; adm != nil {
 		if cause := adm.Admit(s, s.Ports[pkt.InPort], port, pkt); cause >= 0 {
 			s.Drops++
 			n.drop(pkt, cause)
@@ -63,7 +67,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
 		}
 	}
-	if n.fc != nil {
+	if f := n.ibfc; f != nil {
+		f.Arrived(s.Ports[pkt.InPort], pkt)
+	} else if n.fc != nil {
 		n.fc.Arrived(s.Ports[pkt.InPort], pkt)
 	}
 	if n.marker != nil {
@@ -90,7 +96,9 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) bool {
 // release returns a departing packet's buffer space.
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
-	if fc := s.net.fc; fc != nil {
+	if f := s.net.ibfc; f != nil {
+		f.Departed(s.Ports[pkt.InPort], pkt)
+	} else if fc := s.net.fc; fc != nil {
 		fc.Departed(s.Ports[pkt.InPort], pkt)
 	}
 	if s.net.cfg.Check && s.bufUsed < 0 {
