@@ -50,28 +50,31 @@ func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ss < o.
 
 func (q *queue) len() int { return q.n }
 
-func (q *queue) push(e Event) {
+// push queues an event, writing its fields straight into a slab slot (no copy of a whole
+// event through the stack).
+func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p any) {
 	if q.buckets == nil {
 		q.buckets = make([][]key, ringSize)
-		q.curStart = e.At &^ (bucketWidth - 1)
-		q.idx = int(e.At>>widthBits) & (ringSize - 1)
+		q.curStart = at &^ (bucketWidth - 1)
+		q.idx = int(at>>widthBits) & (ringSize - 1)
 	}
 	var slot int32
 	if n := len(q.free); n > 0 {
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
-		q.slab[slot] = e
 	} else {
 		slot = int32(len(q.slab))
 		if slot >= 1<<slotBits {
 			panic("sim: more than 16M pending events")
 		}
-		q.slab = append(q.slab, e)
+		q.slab = append(q.slab, Event{})
 	}
+	ev := &q.slab[slot]
+	ev.At, ev.seq, ev.H, ev.Op, ev.I, ev.P = at, seq, h, op, i, p
 	q.n++
-	k := key{at: e.At, ss: e.seq<<slotBits | uint64(slot)}
+	k := key{at: at, ss: seq<<slotBits | uint64(slot)}
 	switch {
-	case e.At < q.curStart+bucketWidth:
+	case at < q.curStart+bucketWidth:
 		// The bucket being drained: insert in order among the keys not yet run. New keys have
 		// the highest sequence number, so they run after every key with the same time.
 		// Keys are descending, so the new key goes after every key that runs later; it is usually
@@ -84,8 +87,8 @@ func (q *queue) push(e Event) {
 		}
 		c[i] = k
 		q.cur = c
-	case e.At < q.curStart+horizon:
-		b := int(e.At>>widthBits) & (ringSize - 1)
+	case at < q.curStart+horizon:
+		b := int(at>>widthBits) & (ringSize - 1)
 		if cap(q.buckets[b]) == 0 {
 			if n := len(q.spare); n > 0 {
 				q.buckets[b] = q.spare[n-1]
@@ -148,7 +151,9 @@ func (q *queue) pop(out *Event) {
 	q.n--
 	slot := int32(k.ss & (1<<slotBits - 1))
 	*out = q.slab[slot]
-	q.slab[slot] = Event{} // drop references for the GC
+	// The slot keeps its references until reused: its handler is long-lived and its packet
+	// pooled, so nothing is held that could be freed, and a popped event costs no second
+	// store of a whole event.
 	q.free = append(q.free, slot)
 }
 

@@ -75,7 +75,7 @@ func (s *Sim) Schedule(at Time, h Handler, op, i int32, p any) {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
 	}
 	s.seq++
-	s.q.push(Event{At: at, seq: s.seq, H: h, Op: op, I: i, P: p})
+	s.q.push(at, s.seq, h, op, i, p)
 }
 
 // After runs h.Handle d after now.
