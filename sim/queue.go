@@ -143,19 +143,20 @@ func (q *queue) minTime() Time {
 	return q.cur[len(q.cur)-1].at
 }
 
-// pop removes the earliest event and copies it into *out.
-func (q *queue) pop(out *Event) {
+// pop removes the earliest event and returns its slab slot, which stays reserved (the event
+// in it intact) until release: the event is handled in place, without a copy.
+func (q *queue) pop() int32 {
 	q.settle()
 	k := q.cur[len(q.cur)-1]
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	slot := int32(k.ss & (1<<slotBits - 1))
-	*out = q.slab[slot]
-	// The slot keeps its references until reused: its handler is long-lived and its packet
-	// pooled, so nothing is held that could be freed, and a popped event costs no second
-	// store of a whole event.
-	q.free = append(q.free, slot)
+	return int32(k.ss & (1<<slotBits - 1))
 }
+
+// release frees a slot pop returned. The slot keeps its references until reused: its handler
+// is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
+// event costs no store to clear it.
+func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
 type farHeap []key

@@ -51,7 +51,6 @@ type Sim struct {
 	events  uint64
 	stopped bool
 	err     error
-	cur     Event // the event being handled; a field so that &cur does not escape per event
 	// Progress, if set, is called about every ProgressEvery events with the current time.
 	Progress      func(now Time, events uint64)
 	ProgressEvery uint64
@@ -105,10 +104,14 @@ func (s *Sim) Run(until Time) error {
 		if s.q.minTime() > until {
 			break
 		}
-		s.q.pop(&s.cur)
-		s.now = s.cur.At
+		slot := s.q.pop()
+		// The event is handled where it lies in the slab (pushes during Handle take other
+		// slots; if the slab grows, ev still points at the old, unchanged copy).
+		ev := &s.q.slab[slot]
+		s.now = ev.At
 		s.events++
-		s.cur.H.Handle(&s.cur)
+		ev.H.Handle(ev)
+		s.q.release(slot)
 		if s.Progress != nil && s.events >= next {
 			next += s.ProgressEvery
 			s.Progress(s.now, s.events)
