@@ -16,7 +16,8 @@ import (
 // Time is simulated time in picoseconds.
 type Time = units.Time
 
-// Handler receives the events scheduled for it.
+// Handler receives the events scheduled for it. ev points into the kernel's storage and is valid
+// only during the call: a handler must neither keep it nor write to it.
 type Handler interface {
 	Handle(ev *Event)
 }
