@@ -43,7 +43,10 @@ type Marker interface {
 }
 
 // SetLinkFlowControl installs a link-level flow-control policy; call before Run.
-func (n *Network) SetLinkFlowControl(fc LinkFlowControl) { n.fc = fc }
+func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
+	n.fc = fc
+	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits directly
+}
 
 // SetMarker installs a congestion marker; call before Run.
 func (n *Network) SetMarker(m Marker) { n.marker = m }
@@ -105,12 +108,16 @@ type Router interface {
 }
 
 // SetScheduler installs a port scheduler; call before Run.
-func (n *Network) SetScheduler(s Scheduler) { n.sched = s }
+func (n *Network) SetScheduler(s Scheduler) {
+	n.sched = s
+	n.ibArb, _ = s.(*ibArbiter) // called directly on the per-hop path
+}
 
 // SetRouter installs a routing policy; call before Run.
 func (n *Network) SetRouter(r Router) {
 	n.router = r
 	_, n.routerTables = r.(tableRouter)
+	n.ibRouter, _ = r.(*ibRouter) // called directly on the per-hop path
 }
 
 // tableRouter is a Router that forwards by tables of its own (the subnet manager's LFTs): the

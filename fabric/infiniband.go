@@ -303,13 +303,10 @@ func (n *Network) installInfiniBand() error {
 		ps.SL2VL = &sl2vl
 	}
 	fc := newIBCredits(n)
-	n.fc = fc
-	n.ibfc = fc
+	n.SetLinkFlowControl(fc)
 	n.hostRx = fc
-	n.ibArb = newIBArbiter(n, fc)
-	n.sched = n.ibArb
-	n.ibRouter = &ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive}
-	n.SetRouter(n.ibRouter)
+	n.SetScheduler(newIBArbiter(n, fc))
+	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})
 	if ib.CC.Enabled {
 		n.marker = &ibMarker{fc: fc, threshold: int64(ib.CC.Threshold), every: int64(ib.CC.MarkingRate) + 1, victims: ib.CC.VictimMask}
 		n.cc = &ibCC{n: n, p: ib.CC.ccParams()}

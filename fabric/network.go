@@ -66,9 +66,9 @@ type Network struct {
 	router  Router
 	// routerTables: router is a tableRouter (no shortest-path lookup on its behalf).
 	routerTables bool
-	// ibfc is fc on an InfiniBand fabric (for prefetching its per-port state), else nil.
+	// ibfc is fc when it is InfiniBand's credits (called directly, and prefetched), else nil.
 	ibfc *ibCredits
-	// ibArb and ibRouter are sched and router on an InfiniBand fabric, for direct calls.
+	// ibArb and ibRouter are sched and router when they are InfiniBand's (called directly).
 	ibArb    *ibArbiter
 	ibRouter *ibRouter
 	// adm is fc as an Admitter, if it is one (set when Run starts).

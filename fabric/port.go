@@ -127,9 +127,9 @@ func (p *Port) next() *Packet {
 	}
 	n := p.net
 	fc := n.fc
-	if f := n.ibfc; f != nil {
+	if a, f := n.ibArb, n.ibfc; a != nil && f != nil {
 		// InfiniBand: arbiter and credits called directly (the hot path; see Switch.Handle).
-		if prio := n.ibArb.Pick(p); prio >= 0 {
+		if prio := a.Pick(p); prio >= 0 {
 			pkt := p.dequeue(prio)
 			f.Sent(p, pkt)
 			return pkt
