@@ -86,10 +86,7 @@ func (d decoder) mapping(n *yaml.Node, path string, allowed []string, set func(k
 }
 
 func (d decoder) scalar(n *yaml.Node, field string) (string, error) {
-	if n.Kind != yaml.ScalarNode {
-		return "", d.errf(n, field, "want a single value, got %s", yamlstrict.Describe(n))
-	}
-	return n.Value, nil
+	return yamlstrict.Scalar(n, field, d.errf)
 }
 
 func (d decoder) str(n *yaml.Node, field string) (string, error) { return d.scalar(n, field) }
@@ -125,26 +122,11 @@ func (d decoder) number(n *yaml.Node, field string) (float64, error) {
 }
 
 func (d decoder) boolean(n *yaml.Node, field string) (bool, error) {
-	s, err := d.scalar(n, field)
-	if err != nil {
-		return false, err
-	}
-	if v, ok := yamlstrict.ParseBool(s); ok {
-		return v, nil
-	}
-	return false, d.errf(n, field, "want true or false, got %q", s)
+	return yamlstrict.Bool(n, field, d.errf)
 }
 
 func (d decoder) rate(n *yaml.Node, field string) (units.Rate, error) {
-	s, err := d.scalar(n, field)
-	if err != nil {
-		return 0, err
-	}
-	r, err := units.ParseRate(s)
-	if err != nil {
-		return 0, d.errf(n, field, "%v", err)
-	}
-	return r, nil
+	return yamlstrict.Parsed(n, field, d.errf, units.ParseRate)
 }
 
 func (d decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {

@@ -92,10 +92,7 @@ func (d dec) fields(n *yaml.Node, path string, allowed []string, set func(key st
 }
 
 func (d dec) scalar(n *yaml.Node, f string) (string, error) {
-	if n.Kind != yaml.ScalarNode {
-		return "", d.errf(n, f, "want a single value, got %s", yamlstrict.Describe(n))
-	}
-	return n.Value, nil
+	return yamlstrict.Scalar(n, f, d.errf)
 }
 
 func (d dec) integer(n *yaml.Node, f string) (int, error) {
@@ -135,26 +132,11 @@ func (d dec) number(n *yaml.Node, f string) (float64, error) {
 }
 
 func (d dec) boolean(n *yaml.Node, f string) (bool, error) {
-	s, err := d.scalar(n, f)
-	if err != nil {
-		return false, err
-	}
-	if v, ok := yamlstrict.ParseBool(s); ok {
-		return v, nil
-	}
-	return false, d.errf(n, f, "want true or false, got %q", s)
+	return yamlstrict.Bool(n, f, d.errf)
 }
 
 func (d dec) size(n *yaml.Node, f string) (units.Size, error) {
-	s, err := d.scalar(n, f)
-	if err != nil {
-		return 0, err
-	}
-	v, err := units.ParseSize(s)
-	if err != nil {
-		return 0, d.errf(n, f, "%v", err)
-	}
-	return v, nil
+	return yamlstrict.Parsed(n, f, d.errf, units.ParseSize)
 }
 
 func (c *Config) decode(node *yaml.Node, file string) error {

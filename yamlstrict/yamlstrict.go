@@ -317,3 +317,43 @@ func ParseBool(s string) (v, ok bool) {
 	}
 	return false, false
 }
+
+// Errf reports a problem with the value of field at node n, in its caller's error format. The
+// node readers below take one, so that decoders that walk nodes by hand (the cost catalogue,
+// training workloads) share the reading and keep their own messages' frame.
+type Errf func(n *yaml.Node, field, format string, args ...any) error
+
+// Scalar returns n's value, or an error if n is a mapping or a list.
+func Scalar(n *yaml.Node, field string, errf Errf) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", errf(n, field, "want a single value, got %s", Describe(n))
+	}
+	return n.Value, nil
+}
+
+// Bool reads a boolean scalar (ParseBool's spellings).
+func Bool(n *yaml.Node, field string, errf Errf) (bool, error) {
+	s, err := Scalar(n, field, errf)
+	if err != nil {
+		return false, err
+	}
+	if v, ok := ParseBool(s); ok {
+		return v, nil
+	}
+	return false, errf(n, field, "want true or false, got %q", s)
+}
+
+// Parsed reads a scalar with parse (units.ParseSize, units.ParseRate ...), reporting parse's
+// error at the node.
+func Parsed[T any](n *yaml.Node, field string, errf Errf, parse func(string) (T, error)) (T, error) {
+	var zero T
+	s, err := Scalar(n, field, errf)
+	if err != nil {
+		return zero, err
+	}
+	v, err := parse(s)
+	if err != nil {
+		return zero, errf(n, field, "%v", err)
+	}
+	return v, nil
+}
