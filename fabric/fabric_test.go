@@ -147,3 +147,17 @@ func TestPacketFitsACacheLine(t *testing.T) {
 		}
 	}
 }
+
+// TestPortLayout pins Port's layout: the ports lie in one array, so a port's size must be whole
+// cache lines for its first line (what every packet through it reads) to stay one line.
+func TestPortLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("layout is pinned for 64-bit platforms")
+	}
+	if s := unsafe.Sizeof(Port{}); s%64 != 0 {
+		t.Errorf("Port is %d bytes, not a whole number of 64-byte lines: adjust its padding", s)
+	}
+	if off := unsafe.Offsetof(Port{}.net); off+8 > 64 {
+		t.Errorf("Port.net ends at byte %d, outside the first line", off+8)
+	}
+}

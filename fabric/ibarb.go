@@ -1,5 +1,7 @@
 package fabric
 
+import "math/bits"
+
 // VL arbitration (IBA vol. 1 §7.6.9): each port serves its VLs from two weighted round-robin
 // tables. An entry {VL, weight} may send packets while its weight, in 64-byte units, is not used
 // up (a packet is always sent whole, so the last one may overdraw it); a VL with nothing
@@ -17,11 +19,14 @@ type arbState struct {
 }
 
 type ibArbiter struct {
-	fc      *ibCredits
-	high    []VLWeight
-	low     []VLWeight
-	limit   int64 // bytes; -1 unlimited
-	hasHigh bool
+	fc   *ibCredits
+	high []VLWeight
+	low  []VLWeight
+	// highAt and lowAt have, per VL, bit i set when entry i of the table serves that VL with a
+	// positive weight (tables have at most 64 entries).
+	highAt, lowAt *[16]uint64
+	limit         int64 // bytes; -1 unlimited
+	hasHigh       bool
 }
 
 func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
@@ -34,6 +39,7 @@ func newIBArbiter(n *Network, fc *ibCredits) *ibArbiter {
 	for _, e := range a.high {
 		a.hasHigh = a.hasHigh || e.Weight > 0
 	}
+	a.highAt, a.lowAt = entriesByVL(a.high), entriesByVL(a.low)
 	for i := range fc.ports {
 		st := &fc.ports[i].arb
 		if len(a.high) > 0 {
@@ -51,7 +57,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 	if p.qmask == 0 { // most calls find every VL empty (an HCA's ACK queues, an idle port)
 		return -1
 	}
-	st := &a.fc.ports[a.fc.base[p.Owner]+p.Index].arb
+	st := &a.fc.ports[p.gidx].arb
 	if a.hasHigh {
 		lowWaiting := false
 		if a.limit >= 0 {
@@ -66,7 +72,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 			}
 		}
 		if a.limit < 0 || !lowWaiting || st.hiBytes < a.limit || (a.limit == 0 && st.hiBytes == 0) {
-			if vl := wrr(p, a.high, &st.hiIdx, &st.hiLeft); vl >= 0 {
+			if vl := wrr(p, a.high, a.highAt, &st.hiIdx, &st.hiLeft); vl >= 0 {
 				if lowWaiting {
 					st.hiBytes += int64(p.q[vl].peek().Size)
 				}
@@ -74,19 +80,89 @@ func (a *ibArbiter) Pick(p *Port) int {
 			}
 		}
 	}
-	if vl := wrr(p, a.low, &st.loIdx, &st.loLeft); vl >= 0 {
+	if vl := wrr(p, a.low, a.lowAt, &st.loIdx, &st.loLeft); vl >= 0 {
 		st.hiBytes = 0
 		return vl
 	}
 	if a.hasHigh { // the high table was held back but the low one had nothing after all
-		return wrr(p, a.high, &st.hiIdx, &st.hiLeft)
+		return wrr(p, a.high, a.highAt, &st.hiIdx, &st.hiLeft)
 	}
 	return -1
 }
 
+// entriesByVL returns, per VL, the set of table entries that serve it with a positive weight;
+// nil for a table of more than 64 entries (wrr then scans).
+func entriesByVL(t []VLWeight) *[16]uint64 {
+	if len(t) > 64 {
+		return nil
+	}
+	var at [16]uint64
+	for i, e := range t {
+		if e.Weight > 0 {
+			at[e.VL&15] |= 1 << i
+		}
+	}
+	return &at
+}
+
 // wrr serves one weighted round-robin table: the current entry while it has weight left and an
-// eligible packet, else the next entries in turn (each starting with its full weight).
-func wrr(p *Port, t []VLWeight, idx *int, left *int64) int {
+// eligible packet, else the next entries in turn (each starting with its full weight), the
+// current one last; after a round without an eligible packet the table rests one entry further
+// on. An entry is eligible when its weight is positive, its VL has a packet queued and not
+// paused, and link-level flow control lets that packet start. With at (entriesByVL) only the
+// entries of VLs with a packet are visited, in the same order and with the same flow-control
+// queries as the entry-by-entry scan (wrrScan, which TestWRRMatchesScan compares it with).
+func wrr(p *Port, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
+	n := len(t)
+	if n == 0 {
+		return -1
+	}
+	if at == nil {
+		return wrrScan(p, t, idx, left)
+	}
+	var cand uint64
+	for m := p.qmask &^ uint16(p.Paused); m != 0; m &= m - 1 {
+		cand |= at[bits.TrailingZeros16(m)]
+	}
+	i0 := *idx
+	if cand != 0 {
+		// The current entry, with the weight it has left.
+		if cand&(1<<i0) != 0 && *left > 0 && wrrTry(p, t[i0].VL, i0, *left, idx, left) {
+			return int(t[i0].VL)
+		}
+		// The entries after it, wrapping around, each with its full weight; then the current
+		// one again.
+		after := cand &^ (1<<(i0+1) - 1)
+		before := cand & (1<<(i0+1) - 1)
+		for _, set := range [2]uint64{after, before} {
+			for ; set != 0; set &= set - 1 {
+				j := bits.TrailingZeros64(set)
+				if wrrTry(p, t[j].VL, j, int64(t[j].Weight)*IBBlock, idx, left) {
+					return int(t[j].VL)
+				}
+			}
+		}
+	}
+	if *idx = i0 + 1; *idx == n {
+		*idx = 0
+	}
+	*left = int64(t[*idx].Weight) * IBBlock
+	return -1
+}
+
+// wrrTry serves entry j (VL vl, weight l left) if link-level flow control lets the VL's head
+// packet start.
+func wrrTry(p *Port, vl uint8, j int, l int64, idx *int, left *int64) bool {
+	head := p.q[vl].peek()
+	if p.net.blocked(p, head) {
+		return false
+	}
+	*idx, *left = j, l-int64(head.Size)
+	return true
+}
+
+// wrrScan is wrr entry by entry (tables of more than 64 entries, and the reference in tests).
+func wrrScan(p *Port, t []VLWeight, idx *int, left *int64) int {
 	n := len(t)
 	if n == 0 {
 		return -1

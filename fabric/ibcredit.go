@@ -173,7 +173,7 @@ func newIBCredits(n *Network) *ibCredits {
 	return f
 }
 
-func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[f.base[p.Owner]+p.Index] }
+func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[p.gidx] }
 
 // inVL is the VL pkt used on the link into port st (the upstream port's SL2VL table's VL for
 // it, which the packet carries as InVL once a switch has it; on an HCA, its Prio).

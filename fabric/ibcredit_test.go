@@ -226,3 +226,23 @@ func TestIBHooksReplaceable(t *testing.T) {
 		t.Fatalf("installed scheduler called %d times, want at least %d (one per packet)", c.calls, pkts)
 	}
 }
+
+// TestPortIndexFindsIBState: a port's gidx finds its own credit state, and so does the
+// per-node base the prefetcher uses.
+func TestPortIndexFindsIBState(t *testing.T) {
+	n := newNet(t, fatTreeK(t, 4, 100*units.Gbps, units.Microsecond), ibConfig(t, "hdr"))
+	f := n.ibfc
+	count := 0
+	for i := range n.g.Nodes {
+		for p := range n.g.Nodes[i].Ports {
+			port := n.portOf(topo.NodeID(i), int32(p))
+			if f.state(port).port != port || f.ports[f.base[i]+int32(p)].port != port {
+				t.Fatalf("%s port %d: gidx %d does not find its own credit state", n.g.Nodes[i].Name, p, port.gidx)
+			}
+			count++
+		}
+	}
+	if count != len(f.ports) {
+		t.Fatalf("%d ports, %d credit states", count, len(f.ports))
+	}
+}

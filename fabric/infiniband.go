@@ -346,4 +346,6 @@ func (p *Port) VLOf(sl uint8) uint8 {
 	return p.SL2VL[sl&(IBServiceLevels-1)]
 }
 
-func ibBlocks(size int32) int64 { return (int64(size) + IBBlock - 1) / IBBlock }
+// ibBlocks is the number of 64-byte blocks a frame of size bytes takes (sizes are never
+// negative; unsigned, the division is a shift).
+func ibBlocks(size int32) int64 { return int64((uint32(size) + IBBlock - 1) / IBBlock) }

@@ -101,13 +101,21 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 	n.NICs = make([]*NIC, len(g.Hosts))
 	n.nodes = make([]sim.Handler, len(g.Nodes))
 	ports := make([][]*Port, len(g.Nodes))
+	// The ports lie in one array, in gidx order.
+	total := 0
+	for i := range g.Nodes {
+		total += len(g.Nodes[i].Ports)
+	}
+	all := make([]Port, total)
+	gidx := int32(0)
 	for i := range g.Nodes {
 		node := &g.Nodes[i]
 		ports[i] = make([]*Port, len(node.Ports))
 		for p := range node.Ports {
 			l := &g.Links[node.Ports[p].Link]
-			port := &Port{
-				net: n, Owner: node.ID, Index: int32(p), Link: l.ID, Rate: l.Rate,
+			port := &all[gidx]
+			*port = Port{
+				net: n, Owner: node.ID, Index: int32(p), gidx: gidx, Link: l.ID, Rate: l.Rate,
 				nprio: uint8(cfg.Priorities),
 				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate, errCause: DropCorrupt,
 			}
@@ -128,6 +136,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 				}
 			}
 			ports[i][p] = port
+			gidx++
 		}
 		if node.Kind == topo.Switch {
 			sw := &Switch{net: n, Node: node.ID, Name: node.Name, Ports: ports[i], salt: sim.Mix64(cfg.Seed ^ uint64(node.ID)*0x9e3779b97f4a7c15)}

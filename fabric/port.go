@@ -39,11 +39,14 @@ type Port struct {
 	qmask    uint16
 	nprio    uint8 // queues in use (Config.Priorities)
 	peerPort int32
-	// lastWire is the size of the last frame started. psPerByte is the serialization time of
-	// a byte when the rate makes it a whole number of picoseconds (every standard rate: 80 ps
-	// at 100 Gb/s), so that a frame's time is one multiplication; otherwise 0, and lastSer
-	// caches the last frame's time (TransmitTime divides in 128 bits).
-	lastWire  int32
+	// gidx is the port's index among all the network's ports (nodes in order, each node's ports
+	// in order): per-port state kept elsewhere (InfiniBand credits) is found without reading
+	// Owner and Index on the next line.
+	gidx int32
+	// psPerByte is the serialization time of a byte when the rate makes it a whole number of
+	// picoseconds (every standard rate: 80 ps at 100 Gb/s), so that a frame's time is one
+	// multiplication; otherwise 0, and lastSer caches the last frame's time (TransmitTime
+	// divides in 128 bits).
 	freeAt    units.Time
 	psPerByte units.Time
 	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
@@ -66,6 +69,8 @@ type Port struct {
 	TxPackets int64
 	TxBytes   int64 // wire bytes
 	BusyTime  units.Time
+	// lastWire is the size of the last frame started (adaptive routing reads it).
+	lastWire int32
 
 	ctrl fifo // link-control frames: sent at the next packet boundary, never paused
 	// q holds the queues, one per priority, each with the frame bytes it holds.
@@ -78,6 +83,9 @@ type Port struct {
 	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
 	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
 	errCause int
+	// The ports lie in one array (Network.New): padding to whole lines keeps each port's first
+	// line, which every packet through it reads, on one line (TestPortLayout).
+	_ [48]byte
 }
 
 // prioQueue is one priority's queue of a port.

@@ -42,7 +42,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		vl = int(port.VLOf(pkt.SL))
 		base := f.base[s.Node]
 		sum += uintptr(f.ports[base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
-		sum += uintptr(s.Ports[ev.I].Index) // the ingress port, through which the credit state is found
+		sum += uintptr(s.Ports[ev.I].gidx) // the ingress port, through which the credit state is found
 		st := &f.ports[base+out]
 		sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt) + uintptr(st.arb.hiIdx)
 	}
@@ -69,7 +69,7 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
 			base := f.base[p.Owner]
 			st := &f.ports[base+pkt.InPort]
-			sum += uintptr(p.sw.Ports[pkt.InPort].Index)
+			sum += uintptr(p.sw.Ports[pkt.InPort].gidx)
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
 			// This port's own state: the arbiter and credits choose what it sends next.
 			own := &f.ports[base+p.Index]

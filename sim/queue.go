@@ -130,7 +130,7 @@ func (q *queue) settle() {
 			q.cur = append(q.cur, q.far.pop())
 		}
 		if len(q.cur) > 1 {
-			q.sortDesc(q.cur, q.curStart)
+			q.cur = q.sortDesc(q.cur, q.curStart)
 		}
 		if !q.noTouch {
 			q.touch(q.cur)
@@ -210,26 +210,33 @@ func (h *farHeap) pop() key {
 	return top
 }
 
-// sortDesc sorts a drained bucket's keys into descending (at, ss) order. Every key lies in
-// [start, start+bucketWidth). Small buckets use insertion sort; larger ones a stable two-pass
-// radix sort on the time offset within the bucket (6 bits a pass), after which keys of equal
-// time are in the order they were appended, which is sequence order except for keys that came
-// from the far heap: a final insertion pass puts those right (it costs one comparison a key
-// when nothing is out of place). The generic slices.SortFunc, which calls its comparison
-// through a function value, was the largest item of the kernel's profile.
-func (q *queue) sortDesc(a []key, start Time) {
-	if len(a) <= 32 {
+// sortDesc sorts a drained bucket's keys into descending (at, ss) order and returns them (in a
+// or in the queue's scratch slice, which then takes a's place). Every key lies in [start,
+// start+bucketWidth). Small buckets use insertion sort. Larger ones are first distributed by
+// their time offset within the bucket, 6 bits a pass, largest digit first (a stable counting
+// sort): buckets of up to 255 keys by the top 6 bits only, larger ones by all 12. A final
+// insertion pass then puts right what the digits left unordered: keys closer than the last digit's
+// resolution, and keys of equal time, which come out in reverse order of appending (that is
+// sequence order, descending) except those that came from the far heap. On sorted runs it
+// costs one comparison a key. (The generic slices.SortFunc, which calls its comparison through
+// a function value, was the largest item of the kernel's profile; insertion alone on the
+// typical 20-40 keys a bucket was next.)
+func (q *queue) sortDesc(a []key, start Time) []key {
+	if len(a) <= 12 {
 		insertionDesc(a)
-		return
+		return a
 	}
 	if cap(q.tmp) < len(a) {
-		q.tmp = make([]key, len(a), 2*len(a))
+		q.tmp = make([]key, 0, 2*len(a))
 	}
-	tmp := q.tmp[:len(a)]
 	const radixBits = widthBits / 2
 	const radix = 1 << radixBits
-	for pass, src, dst := 0, a, tmp; pass < 2; pass, src, dst = pass+1, dst, src {
-		shift := uint(pass * radixBits)
+	src, dst := a, q.tmp[:len(a)]
+	shift := uint(radixBits) // one pass: the top digit
+	if len(a) > 255 {
+		shift = 0 // two passes: all 12 bits, low digit first
+	}
+	for first := true; shift < widthBits; shift, first = shift+radixBits, false {
 		var count [radix + 1]int32
 		for _, k := range src {
 			// Descending: the largest digit goes first.
@@ -239,9 +246,9 @@ func (q *queue) sortDesc(a []key, start Time) {
 		for d := 1; d <= radix; d++ {
 			count[d] += count[d-1]
 		}
-		// The first pass takes the keys from the end, the second from the start, so that keys
-		// of equal time come out last-appended (highest sequence) first.
-		if pass == 0 {
+		// Taken from the end, so that keys of equal digit come out last-appended (highest
+		// sequence) first; the second pass keeps the first pass's order (from the start).
+		if first {
 			for i := len(src) - 1; i >= 0; i-- {
 				k := src[i]
 				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
@@ -255,8 +262,11 @@ func (q *queue) sortDesc(a []key, start Time) {
 				count[d]++
 			}
 		}
+		src, dst = dst, src
 	}
-	insertionDesc(a)
+	insertionDesc(src)
+	q.tmp = dst[:0]
+	return src
 }
 
 // insertionDesc sorts a into descending (at, ss) order by insertion.

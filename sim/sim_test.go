@@ -215,7 +215,7 @@ func TestCalendarQueueMatchesReference(t *testing.T) {
 func TestSortDesc(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var q queue
-	for _, n := range []int{0, 1, 2, 3, 31, 32, 33, 49, 100, 1000, 5000} {
+	for _, n := range []int{0, 1, 2, 3, 12, 13, 31, 32, 33, 49, 100, 255, 256, 1000, 5000} {
 		for trial := 0; trial < 20; trial++ {
 			start := Time(rng.IntN(1000)) << widthBits
 			a := make([]key, n)
@@ -236,7 +236,7 @@ func TestSortDesc(t *testing.T) {
 				}
 				return 0
 			})
-			q.sortDesc(a, start)
+			a = q.sortDesc(a, start)
 			if !slices.Equal(a, want) {
 				t.Fatalf("n=%d trial %d: sortDesc differs from slices.SortFunc", n, trial)
 			}
