@@ -157,7 +157,14 @@ func TestPortLayout(t *testing.T) {
 	if s := unsafe.Sizeof(Port{}); s%64 != 0 {
 		t.Errorf("Port is %d bytes, not a whole number of 64-byte lines: adjust its padding", s)
 	}
-	if off := unsafe.Offsetof(Port{}.net); off+8 > 64 {
-		t.Errorf("Port.net ends at byte %d, outside the first line", off+8)
+	// The per-packet fields fill the first two lines; the first queue starts the third.
+	if off := unsafe.Offsetof(Port{}.SL2VL); off+8 != 64 {
+		t.Errorf("Port's first line ends at byte %d, want 64", off+8)
+	}
+	if off := unsafe.Offsetof(Port{}.peer); off != 64 {
+		t.Errorf("Port.peer at byte %d, want 64 (the second line)", off)
+	}
+	if off := unsafe.Offsetof(Port{}.q); off != 128 {
+		t.Errorf("Port.q at byte %d, want 128 (the third line)", off)
 	}
 }

@@ -117,11 +117,12 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			*port = Port{
 				net: n, Owner: node.ID, Index: int32(p), gidx: gidx, Link: l.ID, Rate: l.Rate,
 				nprio: uint8(cfg.Priorities),
-				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errRate: l.ErrorRate, errCause: DropCorrupt,
+				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errCause: DropCorrupt,
 			}
 			if ps := 8 * units.Second; l.Rate > 0 && ps%units.Time(l.Rate) == 0 {
 				port.psPerByte = ps / units.Time(l.Rate) // exact: TransmitTime(n) = n x this
 			}
+			port.setErrRate(l.ErrorRate)
 			if l.ErrorRate > 0 {
 				port.rng = sim.RNG(cfg.Seed, fmt.Sprintf("link%d/%s", l.ID, node.Name))
 			}

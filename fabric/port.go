@@ -24,7 +24,8 @@ const (
 // at the other end. The ingress half is implicit: a packet arriving at a node carries the port
 // index it came in on.
 type Port struct {
-	// The first cache line holds what every packet through the port reads; the queues follow
+	// The first two cache lines hold what every packet through the port reads or writes (the
+	// ports lie in one array, each a whole number of lines: TestPortLayout); the queues follow
 	// inside the struct, so that reaching a queue costs no further pointer.
 	busy bool
 	// Paused has bit p set while priority p may not start a new packet (link-level flow control
@@ -36,13 +37,16 @@ type Port struct {
 	// leaves the wire: the port starts nothing before it. Both stay zero on other fabrics.
 	inlineFC uint16
 	// qmask has bit p set while priority p's queue holds a packet.
-	qmask    uint16
-	nprio    uint8 // queues in use (Config.Priorities)
-	peerPort int32
+	qmask uint16
+	nprio uint8 // queues in use (Config.Priorities)
+	// flags caches, in the first line, what would otherwise be read from colder fields
+	// (portLossy, portCtrl).
+	flags uint8
 	// gidx is the port's index among all the network's ports (nodes in order, each node's ports
 	// in order): per-port state kept elsewhere (InfiniBand credits) is found without reading
-	// Owner and Index on the next line.
-	gidx int32
+	// Owner and Index.
+	gidx     int32
+	peerPort int32
 	// psPerByte is the serialization time of a byte when the rate makes it a whole number of
 	// picoseconds (every standard rate: 80 ps at 100 Gb/s), so that a frame's time is one
 	// multiplication; otherwise 0, and lastSer caches the last frame's time (TransmitTime
@@ -52,19 +56,16 @@ type Port struct {
 	// delay is the propagation delay plus the receiving switch's port-to-port latency: the
 	// time from the last bit leaving here to the packet being ready at the peer's egress.
 	delay units.Time
-	peer  sim.Handler
 	net   *Network
-
 	sw    *Switch // set on a switch's port: buffer accounting on departure
-	nic   *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
-	Owner topo.NodeID
-	Index int32
-	tap   *capFile // set while this port is captured to pcap
 	// SL2VL maps a packet's service level to the queue (InfiniBand VL) it uses on this port's
 	// link; nil means the queue is the service level itself (Port.VLOf).
-	SL2VL   *[16]uint8
-	errRate float64
+	SL2VL *[16]uint8
 
+	// The second line.
+	peer sim.Handler
+	nic  *NIC     // set on a host's port: data is pulled from the NIC when queues are empty
+	tap  *capFile // set while this port is captured to pcap
 	// Counters.
 	TxPackets int64
 	TxBytes   int64 // wire bytes
@@ -72,10 +73,13 @@ type Port struct {
 	// lastWire is the size of the last frame started (adaptive routing reads it).
 	lastWire int32
 
-	ctrl fifo // link-control frames: sent at the next packet boundary, never paused
 	// q holds the queues, one per priority, each with the frame bytes it holds.
-	q [maxPrio]prioQueue
+	q    [maxPrio]prioQueue
+	ctrl fifo // link-control frames (portCtrl): sent at the next packet boundary, never paused
 
+	Owner   topo.NodeID
+	Index   int32
+	errRate float64 // probability a frame is lost on the wire (portLossy)
 	lastSer units.Time
 	Link    topo.LinkID
 	Rate    units.Rate
@@ -83,9 +87,22 @@ type Port struct {
 	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
 	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
 	errCause int
-	// The ports lie in one array (Network.New): padding to whole lines keeps each port's first
-	// line, which every packet through it reads, on one line (TestPortLayout).
-	_ [48]byte
+	_        [48]byte // whole lines (TestPortLayout)
+}
+
+// Bits of Port.flags.
+const (
+	portLossy uint8 = 1 << iota // errRate > 0
+	portCtrl                    // the link-control queue holds a frame
+)
+
+// setErrRate sets the probability that a frame sent on the port is lost.
+func (p *Port) setErrRate(r float64) {
+	p.errRate = r
+	p.flags &^= portLossy
+	if r > 0 {
+		p.flags |= portLossy
+	}
 }
 
 // prioQueue is one priority's queue of a port.
@@ -123,6 +140,7 @@ func (p *Port) dequeue(prio int) *Packet {
 func (p *Port) SendCtrl(pkt *Packet) {
 	pkt.Kind = LinkCtrl
 	p.ctrl.push(pkt)
+	p.flags |= portCtrl
 	p.kick()
 }
 
@@ -130,8 +148,12 @@ func (p *Port) SendCtrl(pkt *Packet) {
 // class first, skipping classes that are paused or that link-level flow control blocks; a host
 // port then asks its NIC for data.
 func (p *Port) next() *Packet {
-	if p.ctrl.len() > 0 {
-		return p.ctrl.pop()
+	if p.flags&portCtrl != 0 {
+		pkt := p.ctrl.pop()
+		if p.ctrl.len() == 0 {
+			p.flags &^= portCtrl
+		}
+		return pkt
 	}
 	n := p.net
 	fc := n.fc
@@ -253,7 +275,7 @@ func (p *Port) Handle(ev *sim.Event) {
 	}
 	n := p.net
 	n.packetHops++
-	if p.errRate > 0 && p.rng.Float64() < p.errRate {
+	if p.flags&portLossy != 0 && p.rng.Float64() < p.errRate {
 		n.drop(pkt, p.errCause)
 	} else {
 		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)

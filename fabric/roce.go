@@ -201,7 +201,7 @@ func (n *Network) installRoCE() error {
 func (n *Network) SetRandomLoss(p float64) {
 	for i := range n.g.Nodes {
 		for _, port := range n.Ports(int32(i)) {
-			port.errRate = 1 - (1-port.errRate)*(1-p)
+			port.setErrRate(1 - (1-port.errRate)*(1-p))
 			port.errCause = DropRandom
 			if port.rng == nil {
 				port.rng = sim.RNG(n.cfg.Seed, fmt.Sprintf("loss/%d/%d", port.Owner, port.Index))
