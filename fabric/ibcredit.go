@@ -42,34 +42,38 @@ import (
 // ibPort is one port's credit state: the transmit half toward the peer's receive buffer and the
 // receive half for packets the peer sends.
 type ibPort struct {
-	// The first cache line holds what every packet through the port reads.
+	// A port's credit state is read in three roles, each from its own cache line: as a sender
+	// (is there credit?) the first line, with the arbitration state in the second; as the
+	// receiver of the peer's updates the first line; as a receiver of packets, whose blocks it
+	// returns upstream, the third. The per-VL lines follow (TestIBPortLayout).
 	//
 	// Inline credit updates from the peer not yet applied: a ring (length a power of two) of
 	// arr[arrHead], ... arrN entries in arrival order, the first due at arrAt; wakeAt is the
 	// time of the wake-up event scheduled for this port (0: none).
-	arrAt     units.Time
-	wakeAt    units.Time
-	arrHead   int32
-	arrN      int32
-	capBlocks int64 // receive buffer per VL, in blocks
+	arrAt   units.Time
+	wakeAt  units.Time
+	arrHead int32
+	arrN    int32
+	arr     []fcArrival
+	stalls  uint16 // bit vl set while v[vl].stallNeed > 0
+	idx     int32  // index in ibCredits.ports
+	port    *Port
+
+	// The second line: VL arbitration (ibarb.go), the peer's port and the FECN counter.
+	arb   arbState
+	up    *Port // the peer's port: the egress the packets received here left from
+	marks int64 // FECN marking-rate counter (ibcc.go)
+	_     [8]byte
+
+	// The third line: returning credits. Inline updates waiting on this port (Port.inlineFC):
+	// the VLs in the order they were queued (each one's FCCL is ibVL.fcVal).
+	capBlocks int64      // receive buffer per VL, in blocks
+	peer      *ibPort    // the peer port's state (state(up)), which the updates reach
+	fcSer     units.Time // serialization time of a flow-control frame on this port's link
+	fcWire    int64      // its wire bytes
 	fcN       int32
-	stalls    uint16 // bit vl set while v[vl].stallNeed > 0
-	arr       []fcArrival
-
-	// The second line: VL arbitration (ibarb.go) and the links to the port and its peer.
-	arb  arbState
-	port *Port
-	peer *ibPort // the peer port's state (state(up))
-	idx  int32   // index in ibCredits.ports
-
-	up *Port // the peer's port: the egress the packets received here left from
-	// Inline updates waiting on this port (Port.inlineFC): the VLs in the order they were
-	// queued (each one's FCCL is ibVL.fcVal).
-	fcOrder [IBMaxVLs]uint8
-	fcSer   units.Time // serialization time of a flow-control frame on this port's link
-	fcWire  int64      // its wire bytes
-	marks   int64      // FECN marking-rate counter (ibcc.go)
-	_       [16]byte   // v starts on a line (TestIBPortLayout)
+	fcOrder   [IBMaxVLs]uint8
+	_         [13]byte
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.

@@ -184,7 +184,8 @@ func TestIBCapturedPortSendsPackets(t *testing.T) {
 }
 
 // TestIBPortLayout pins the cache-line layout the per-packet path relies on: the fields every
-// packet through a port reads fill exactly the first 64 bytes of its credit state.
+// packet through a port reads fill exactly the first 64 bytes of its credit state, the
+// arbitration state the second line and what returning credits upstream reads the third.
 func TestIBPortLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the layout is tuned for 64-bit platforms")
@@ -192,8 +193,11 @@ func TestIBPortLayout(t *testing.T) {
 	if off := unsafe.Offsetof(ibPort{}.arb); off != 64 {
 		t.Fatalf("ibPort's hot fields take %d bytes, want 64", off)
 	}
-	if off := unsafe.Offsetof(ibPort{}.up); off > 128 {
-		t.Fatalf("ibPort's arbitration state and links end at %d, past the second line", off)
+	if off := unsafe.Offsetof(ibPort{}.capBlocks); off != 128 {
+		t.Fatalf("ibPort's credit-return line starts at %d, want 128", off)
+	}
+	if end := unsafe.Offsetof(ibPort{}.fcOrder) + IBMaxVLs; end > 192 {
+		t.Fatalf("ibPort's credit-return line ends at %d, past the third line", end)
 	}
 	// Each VL's state is one whole line (ports are 64-byte multiples in a page-aligned array).
 	if off, size, vl := unsafe.Offsetof(ibPort{}.v), unsafe.Sizeof(ibPort{}), unsafe.Sizeof(ibVL{}); off%64 != 0 || size%64 != 0 || vl != 64 {
