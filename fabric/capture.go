@@ -136,7 +136,9 @@ func (n *Network) EnableCapture(dir, sel string, snapLen int, maxPackets int64) 
 		}
 		cf := &capFile{name: name, f: f, bw: bw, w: w}
 		c.files = append(c.files, cf)
-		n.portOf(topo.NodeID(np[0]), int32(np[1])).tap = cf
+		port := n.portOf(topo.NodeID(np[0]), int32(np[1]))
+		port.tap = cf
+		port.flags |= portTapped
 	}
 	return c, nil
 }

@@ -402,7 +402,7 @@ func (st *ibPort) fccl(vl uint8) int64 {
 // still waiting there. On a clean link the update goes inline: an idle port sends it at once,
 // a busy one at the end of its packet.
 func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
-	if p.flags&portLossy == 0 && p.tap == nil && !f.packetFC {
+	if p.flags&(portLossy|portTapped) == 0 && !f.packetFC { // clean and not captured
 		st.v[vl].fcVal = st.fccl(vl)
 		if p.inlineFC&(1<<vl) == 0 {
 			p.inlineFC |= 1 << vl

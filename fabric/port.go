@@ -40,7 +40,7 @@ type Port struct {
 	qmask uint16
 	nprio uint8 // queues in use (Config.Priorities)
 	// flags caches, in the first line, what would otherwise be read from colder fields
-	// (portLossy, portCtrl).
+	// (portLossy, portCtrl, portTapped).
 	flags uint8
 	// gidx is the port's index among all the network's ports (nodes in order, each node's ports
 	// in order): per-port state kept elsewhere (InfiniBand credits) is found without reading
@@ -92,8 +92,9 @@ type Port struct {
 
 // Bits of Port.flags.
 const (
-	portLossy uint8 = 1 << iota // errRate > 0
-	portCtrl                    // the link-control queue holds a frame
+	portLossy  uint8 = 1 << iota // errRate > 0
+	portCtrl                     // the link-control queue holds a frame
+	portTapped                   // tap is set (the port is captured)
 )
 
 // setErrRate sets the probability that a frame sent on the port is lost.

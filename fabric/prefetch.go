@@ -62,17 +62,17 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 	if ev.Op != opTxDone {
 		return 0
 	}
-	var sum uintptr
+	// The second line: the peer the packet goes to, the counters the next packet adds to.
+	sum := uintptr(p.TxPackets)
 	if f := p.net.ibfc; f != nil && p.sw != nil {
 		// InfiniBand: the departing packet frees blocks of its ingress VL, whose credit update
 		// goes back to the upstream port's state.
 		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
-			base := f.base[p.Owner]
-			st := &f.ports[base+pkt.InPort]
-			sum += uintptr(p.sw.Ports[pkt.InPort].gidx)
+			in := p.sw.Ports[pkt.InPort] // its first line: the update is queued there
+			st := &f.ports[in.gidx]
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
 			// This port's own state: the arbiter and credits choose what it sends next.
-			own := &f.ports[base+p.Index]
+			own := &f.ports[p.gidx]
 			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
 		}
 	}
