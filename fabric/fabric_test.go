@@ -168,3 +168,17 @@ func TestPortLayout(t *testing.T) {
 		t.Errorf("Port.q at byte %d, want 128 (the third line)", off)
 	}
 }
+
+// TestFlowLayout pins Flow's layout: the sender's per-packet fields in the first line, the whole
+// struct in whole lines (a size class of whole lines keeps each flow's lines its own).
+func TestFlowLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("layout is pinned for 64-bit platforms")
+	}
+	if off := unsafe.Offsetof(Flow{}.sr); off+8 != 64 {
+		t.Errorf("Flow's first line ends at byte %d, want 64", off+8)
+	}
+	if s := unsafe.Sizeof(Flow{}); s%64 != 0 {
+		t.Errorf("Flow is %d bytes, not a whole number of 64-byte lines: adjust its padding", s)
+	}
+}

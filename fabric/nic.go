@@ -15,41 +15,46 @@ import (
 // once, and the sender rewinds on NAK or timeout. Config.Transport "irn" switches to selective
 // repeat (irn.go).
 type Flow struct {
-	msg      int32
+	// The first line holds what the sender reads and writes for every packet, the second what
+	// it reads for most (pacing, the retransmission timer); the receiver's fields follow. A
+	// flow is three whole lines (TestFlowLayout), so that its lines are its own.
 	id       int32 // index in Network.flows: the message ID for a message's first QP
 	qp       int32 // queue pair of the message's connection (0..QPsPerConn-1)
-	nextQP   int32 // flow ID of the message's next QP, 0 if none
-	qpLeft   int32 // on a message's first QP: QPs not yet fully received
 	src, dst int32
-	size     int64
-	prio     uint8
 	hash     uint32
-	started  units.Time
+	prio     uint8
+	// senderDone: every byte acknowledged; timerPending: a retransmission timer is scheduled.
+	senderDone   bool
+	timerPending bool
+	active       bool // in the NIC's round-robin list
+	size         int64
+	sndNxt       int64
+	maxSent      int64
+	nextSend     units.Time
+	// sr is the selective-repeat (IRN) state, nil under go-back-N (irn.go).
+	sr *selRepeat
 
-	// Sender.
 	// Rate, when positive, paces the flow: after a packet of w wire bytes the next may start
 	// w/Rate later (DCQCN's rate limiter). Gap is added after every packet (InfiniBand CC's
 	// injection delay from the congestion control table). Both are set by the fabric's
 	// congestion control; zero means line rate.
-	Rate           units.Rate
-	Gap            units.Time
-	nextSend       units.Time
-	sndNxt, sndUna int64
-	maxSent        int64
-	active         bool // in the NIC's round-robin list
-	senderDone     bool
-	rtoDeadline    units.Time
-	timerPending   bool
-	// sr is the selective-repeat (IRN) state, nil under go-back-N (irn.go).
-	sr *selRepeat
-	// oooBits marks packets held beyond rcvNxt by the out-of-order receiver (ibooo.go).
-	oooBits []uint64
+	Rate        units.Rate
+	Gap         units.Time
+	rtoDeadline units.Time
+	sndUna      int64
+	started     units.Time
+	msg         int32
+	nextQP      int32 // flow ID of the message's next QP, 0 if none
+	qpLeft      int32 // on a message's first QP: QPs not yet fully received
 
 	// Receiver.
-	rcvNxt   int64
 	unacked  int
+	rcvNxt   int64
 	nakSent  bool
 	received bool
+	// oooBits marks packets held beyond rcvNxt by the out-of-order receiver (ibooo.go).
+	oooBits []uint64
+	_       [22]byte
 }
 
 // NIC is a host's network interface: it segments messages into MTU-sized packets, sends them at
