@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/result"
@@ -294,11 +295,10 @@ func (st *ibPort) push(at units.Time, vl uint8, lim int64) {
 // waits) need no event, as the port could do nothing at them. A wake already scheduled no
 // later stands.
 func (f *ibCredits) wake(st *ibPort) {
-	var lim [16]int64
-	for vl := range lim {
-		if st.stalls&(1<<vl) != 0 {
-			lim[vl] = st.v[vl].limit
-		}
+	var lim [16]int64 // read only for the VLs that wait
+	for m := st.stalls; m != 0; m &= m - 1 {
+		vl := bits.TrailingZeros16(m)
+		lim[vl] = st.v[vl].limit
 	}
 	mask := int32(len(st.arr) - 1)
 	for i := int32(0); i < st.arrN; i++ {
