@@ -200,7 +200,7 @@ func (c *NIC) deactivate(i int) {
 func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
-		pkt := ev.P.(*Packet)
+		pkt := (*Packet)(ev.P)
 		if f := c.net.ibfc; f != nil && pkt.Kind != LinkCtrl {
 			f.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
 		} else if c.net.hostRx != nil && pkt.Kind != LinkCtrl {

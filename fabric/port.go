@@ -3,6 +3,7 @@ package fabric
 import (
 	"math/bits"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
@@ -11,7 +12,7 @@ import (
 
 // Event opcodes. Every component reads only the opcodes scheduled for it.
 const (
-	opTxDone   int32 = iota // Port: the packet in ev.P finished serializing
+	opTxDone   int32 = iota // Port: the packet in ev.P (a *Packet) finished serializing
 	opArrive                // Switch/NIC: ev.P arrived (fully received) on port ev.I
 	opTimer                 // NIC: retransmission timer of flow ev.I
 	opWake                  // NIC: paced sender may send again
@@ -257,7 +258,7 @@ func (p *Port) kick() {
 	p.BusyTime += ser
 	p.TxPackets++
 	p.TxBytes += int64(wire)
-	p.net.sim.Schedule(start+ser, p, opTxDone, 0, pkt)
+	p.net.sim.Schedule(start+ser, p, opTxDone, 0, unsafe.Pointer(pkt))
 }
 
 // Handle finishes a transmission: the packet leaves this node's buffer and is on its way to
@@ -265,7 +266,7 @@ func (p *Port) kick() {
 // without a packet is the wake-up of a port that waited for inline flow-control frames to
 // leave the wire (kick).
 func (p *Port) Handle(ev *sim.Event) {
-	pkt, _ := ev.P.(*Packet)
+	pkt := (*Packet)(ev.P)
 	p.busy = false
 	if pkt == nil {
 		p.kick()
@@ -279,7 +280,7 @@ func (p *Port) Handle(ev *sim.Event) {
 	if p.flags&portLossy != 0 && p.rng.Float64() < p.errRate {
 		n.drop(pkt, p.errCause)
 	} else {
-		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, pkt)
+		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
 	}
 	p.kick()
 }

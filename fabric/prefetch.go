@@ -13,8 +13,8 @@ import (
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
 // it will join.
 func (s *Switch) Prefetch(ev *sim.Event) uintptr {
-	pkt, ok := ev.P.(*Packet)
-	if !ok || pkt.Kind == LinkCtrl {
+	pkt := (*Packet)(ev.P)
+	if pkt == nil || pkt.Kind == LinkCtrl {
 		return 0
 	}
 	n := s.net
@@ -67,7 +67,7 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 	if f := p.net.ibfc; f != nil && p.sw != nil {
 		// InfiniBand: the departing packet frees blocks of its ingress VL, whose credit update
 		// goes back to the upstream port's state.
-		if pkt, ok := ev.P.(*Packet); ok && pkt.Kind != LinkCtrl {
+		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl {
 			in := p.sw.Ports[pkt.InPort] // its first line: the update is queued there
 			st := &f.ports[in.gidx]
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)

@@ -28,7 +28,7 @@ func (s *Switch) BufferUsed() int64 { return s.bufUsed }
 
 // Handle receives a packet on port ev.I, routes it and queues it at the egress port.
 func (s *Switch) Handle(ev *sim.Event) {
-	pkt := ev.P.(*Packet)
+	pkt := (*Packet)(ev.P)
 	pkt.InPort = ev.I
 	pkt.InVL = pkt.Prio
 	n := s.net

@@ -52,7 +52,7 @@ func (q *queue) len() int { return q.n }
 
 // push queues an event, writing its fields straight into a slab slot (no copy of a whole
 // event through the stack).
-func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p any) {
+func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p unsafe.Pointer) {
 	if q.buckets == nil {
 		q.buckets = make([][]key, ringSize)
 		q.curStart = at &^ (bucketWidth - 1)
@@ -70,7 +70,7 @@ func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p any) {
 		q.slab = append(q.slab, Event{})
 	}
 	ev := &q.slab[slot]
-	ev.At, ev.seq, ev.H, ev.Op, ev.I, ev.P = at, seq, h, op, i, p
+	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
 	k := key{at: at, ss: seq<<slotBits | uint64(slot)}
 	switch {
@@ -144,13 +144,13 @@ func (q *queue) minTime() Time {
 }
 
 // pop removes the earliest event and returns its slab slot, which stays reserved (the event
-// in it intact) until release: the event is handled in place, without a copy.
-func (q *queue) pop() int32 {
+// in it intact) until release: the event is handled in place, without a copy; and its time.
+func (q *queue) pop() (int32, Time) {
 	q.settle()
 	k := q.cur[len(q.cur)-1]
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	return int32(k.ss & (1<<slotBits - 1))
+	return int32(k.ss & (1<<slotBits - 1)), k.at
 }
 
 // release frees a slot pop returned. The slot keeps its references until reused: its handler
@@ -296,7 +296,7 @@ func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
 		ev := &q.slab[keys[i].ss&(1<<slotBits-1)]
-		if p := (*[2]unsafe.Pointer)(unsafe.Pointer(&ev.P))[1]; p != nil {
+		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}

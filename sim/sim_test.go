@@ -159,14 +159,17 @@ type chaos struct {
 func (c *chaos) add(at Time) {
 	c.next++
 	c.pending[c.next] = at
-	c.s.Schedule(at, c, 0, 0, c.next)
+	c.s.Schedule(at, c, 0, int32(c.next), nil)
 }
 
 func (c *chaos) Handle(ev *Event) {
-	id := ev.P.(int64)
+	id, now := int64(ev.I), c.s.Now()
+	if want := c.pending[id]; want != now {
+		c.t.Fatalf("event %d ran at %d, scheduled for %d", id, now, want)
+	}
 	for other, at := range c.pending {
-		if at < ev.At || (at == ev.At && other < id) {
-			c.t.Fatalf("ran event %d at %d while event %d at %d was pending", id, ev.At, other, at)
+		if at < now || (at == now && other < id) {
+			c.t.Fatalf("ran event %d at %d while event %d at %d was pending", id, now, other, at)
 		}
 	}
 	delete(c.pending, id)
@@ -244,12 +247,13 @@ func TestSortDesc(t *testing.T) {
 	}
 }
 
-// TestEventIsOneCacheLine pins the event size the slab's layout relies on.
-func TestEventIsOneCacheLine(t *testing.T) {
+// TestEventIsHalfACacheLine pins the event size the slab's layout relies on: two events to a
+// 64-byte line, none straddling two.
+func TestEventIsHalfACacheLine(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the layout is tuned for 64-bit platforms")
 	}
-	if s := unsafe.Sizeof(Event{}); s != 64 {
-		t.Fatalf("Event is %d bytes, want 64", s)
+	if s := unsafe.Sizeof(Event{}); s != 32 {
+		t.Fatalf("Event is %d bytes, want 32", s)
 	}
 }
