@@ -143,14 +143,18 @@ func (q *queue) minTime() Time {
 	return q.cur[len(q.cur)-1].at
 }
 
-// pop removes the earliest event and returns its slab slot, which stays reserved (the event
-// in it intact) until release: the event is handled in place, without a copy; and its time.
-func (q *queue) pop() (int32, Time) {
+// popUntil removes the earliest event, unless it lies after until, and returns its slab slot,
+// which stays reserved (the event in it intact) until release: the event is handled in place,
+// without a copy; and its time. It requires q.n > 0.
+func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	q.settle()
 	k := q.cur[len(q.cur)-1]
+	if k.at > until {
+		return 0, 0, false
+	}
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	return int32(k.ss & (1<<slotBits - 1)), k.at
+	return int32(k.ss & (1<<slotBits - 1)), k.at, true
 }
 
 // release frees a slot pop returned. The slot keeps its references until reused: its handler

@@ -106,10 +106,10 @@ func (s *Sim) Stopped() bool { return s.stopped }
 func (s *Sim) Run(until Time) error {
 	next := s.ProgressEvery
 	for s.q.len() > 0 && !s.stopped {
-		if s.q.minTime() > until {
+		slot, at, ok := s.q.popUntil(until)
+		if !ok {
 			break
 		}
-		slot, at := s.q.pop()
 		// The event is handled where it lies in the slab (pushes during Handle take other
 		// slots; if the slab grows, ev still points at the old, unchanged copy).
 		ev := &s.q.slab[slot]
