@@ -49,11 +49,9 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	if vl >= int(port.nprio) {
 		return sum
 	}
-	q := &port.q[vl].fifo
-	if q.tail != nil {
-		return sum + uintptr(q.tail.Size)
-	}
-	return sum + uintptr(q.size)
+	// The queue's line, not the tail packet: enqueueing writes only its link (a store, which
+	// does not wait for the line).
+	return sum + uintptr(port.q[vl].size)
 }
 
 // Prefetch reads the packet that will go next when the transmission in ev ends: the head of
