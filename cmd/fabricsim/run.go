@@ -258,6 +258,7 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	fmt.Fprintf(w, "  slowdown  p50 %.3f  p99 %.3f  (FCT / FCT alone on an idle network)\n", sum.Slowdown.P50, sum.Slowdown.P99)
 	fmt.Fprintf(w, "  loss      %d drops, %v retransmitted, %d timeouts, %d NAKs\n", sum.Drops, units.Size(sum.BytesRetransmitted), sum.Timeouts, sum.NAKs)
 	printRoCE(w, res) // roce_summary.go
+	printIB(w, res)   // ib_summary.go
 	rate := 0.0
 	if res.WallSeconds > 0 {
 		rate = float64(res.Events) / res.WallSeconds / 1e6
