@@ -72,12 +72,11 @@ func (b *builder) hierarchical() error {
 	return nil
 }
 
-// hierAllReduce: reduce-scatter inside each server (local rank j ends up owning block j), an
-// all-reduce of block j across servers on rail j, then an all-gather inside each server.
-// Each rank sends (g-1)/g S + 2(m-1)/m S/g + (g-1)/g S = 2(n-1)/n S, as the flat ring does.
-func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, label string) {
-	blocks := split(l, g)
-	ready := make([][]msggraph.ID, b.n) // per rank: its own block is reduced within the server
+// intraReduceScatter runs a ring reduce-scatter of blocks (one per local rank) inside each
+// server and returns, per rank, the arrivals after which its own block is reduced there (nil for
+// every rank when a server has one GPU).
+func (b *builder) intraReduceScatter(servers [][]int, blocks []int64, g int, conn int32, label string) [][]msggraph.ID {
+	ready := make([][]msggraph.ID, b.n)
 	if g > 1 {
 		for _, sv := range servers {
 			msgs := b.run(ring{members: sv, blocks: blocks, conn: conn, steps: g - 1, blockOf: rsBlock(g),
@@ -87,6 +86,15 @@ func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, 
 			}
 		}
 	}
+	return ready
+}
+
+// hierAllReduce: reduce-scatter inside each server (local rank j ends up owning block j), an
+// all-reduce of block j across servers on rail j, then an all-gather inside each server.
+// Each rank sends (g-1)/g S + 2(m-1)/m S/g + (g-1)/g S = 2(n-1)/n S, as the flat ring does.
+func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, label string) {
+	blocks := split(l, g)
+	ready := b.intraReduceScatter(servers, blocks, g, conn, label) // per rank: its own block is reduced within the server
 	if m > 1 {
 		for j := 0; j < g; j++ {
 			members := rail(servers, j)
@@ -150,22 +158,13 @@ func (b *builder) hierAllGather(servers [][]int, g, m int, conn int32, l int64, 
 // server's partial sums of rail j's data, then a reduce-scatter across servers on each rail.
 func (b *builder) hierReduceScatter(servers [][]int, g, m int, conn int32, l int64, label string) {
 	pieces := split(l, b.n) // pieces[r]: rank r's output in this loop
-	ready := make([][]msggraph.ID, b.n)
 	railBytes := make([]int64, g)
 	for j := 0; j < g; j++ {
 		for _, r := range rail(servers, j) {
 			railBytes[j] += pieces[r]
 		}
 	}
-	if g > 1 {
-		for _, sv := range servers {
-			msgs := b.run(ring{members: sv, blocks: railBytes, conn: conn, steps: g - 1, blockOf: rsBlock(g),
-				reduce: func(s int) bool { return s >= 1 }, label: label + "/intra-rs"})
-			for p, a := range arrivals(msgs, g, g-2, g-1) {
-				ready[sv[p]] = a
-			}
-		}
-	}
+	ready := b.intraReduceScatter(servers, railBytes, g, conn, label)
 	if m > 1 {
 		for j := 0; j < g; j++ {
 			members := rail(servers, j)
