@@ -451,7 +451,12 @@ func (s *Scenario) applyHPCCConfig() error {
 		case "MIN_RATE":
 			set("dcqcn_min_rate", func() { r.DCQCNMinRate = rt })
 		case "BUFFER_SIZE":
-			set("buffer", func() { f.Buffer = units.Size(v * float64(units.MB)) })
+			// Whole MiB: third.cc reads it into a uint32 and calls ConfigBufferSize(buffer_size * 1024 * 1024)
+			// (alibaba-edu/High-Precision-Congestion-Control simulation/scratch/third.cc@4b78df6).
+			if v < 1 || v != math.Trunc(v) || v > 4095 {
+				return bad(name, "%q: want a whole number of MiB 1..4095 (HPCC's third.cc multiplies it by 1024*1024 in a uint32)", fields[1])
+			}
+			set("buffer", func() { f.Buffer = units.Size(v) * units.MiB })
 		case "ERROR_RATE_PER_LINK":
 			set("random_loss", func() { r.RandomLoss = v })
 		case "PACKET_PAYLOAD_SIZE":

@@ -161,8 +161,19 @@ FLOW_FILE mix/flow.txt
 	p := c.RoCE.DCQCNParams
 	if c.MTU != 1000 || p.IncreaseTimer != 900*units.Microsecond || p.G != 1.0/256 || p.F != 1 || p.AI != 8*units.Mbps ||
 		p.HAI != 50*units.Mbps || p.MinRate != 100*units.Mbps || p.ClampTarget || p.AlphaTimer != units.Microsecond ||
-		c.Buffer != 32*units.MB || len(c.RoCE.ECNMap) != 2 || c.RoCE.ECNMap[1].Kmin != 400*units.KB || c.RoCE.ECNMap[1].Kmax != 1600*units.KB {
+		c.Buffer != 32*units.MiB || len(c.RoCE.ECNMap) != 2 || c.RoCE.ECNMap[1].Kmin != 400*units.KB || c.RoCE.ECNMap[1].Kmax != 1600*units.KB {
 		t.Fatalf("HPCC config not applied: %+v %+v", c, p)
+	}
+	// third.cc: ConfigBufferSize(buffer_size * 1024 * 1024), so BUFFER_SIZE 32 is 33554432 B, not 32 MB.
+	if c.Buffer != 33554432 {
+		t.Errorf("BUFFER_SIZE 32: buffer %d B, want 33554432 B (32 * 1024 * 1024)", int64(c.Buffer))
+	}
+	for _, v := range []string{"0", "1.5", "4096", "-2"} {
+		os.WriteFile(filepath.Join(dir, "buf.txt"), []byte("BUFFER_SIZE "+v+"\n"), 0o644)
+		_, err = Parse([]byte(roceScenario("  hpcc_config: buf.txt\n")), filepath.Join(dir, "r.yaml"), dir)
+		if err == nil || !strings.Contains(err.Error(), "buf.txt:1") || !strings.Contains(err.Error(), "MiB") {
+			t.Errorf("BUFFER_SIZE %s: %v, want an error naming buf.txt:1 and MiB", v, err)
+		}
 	}
 	os.WriteFile(filepath.Join(dir, "bad.txt"), []byte("RATE_AI fast\n"), 0o644)
 	_, err = Parse([]byte(roceScenario("  hpcc_config: bad.txt\n")), filepath.Join(dir, "r.yaml"), dir)
