@@ -53,7 +53,10 @@ type Config struct {
 	// Check turns on run-time invariant checks.
 	Check bool
 	// NoProgress, when positive, stops a run that has packets queued but delivers nothing to
-	// any application for this long, and reports it instead of running forever.
+	// any application for this long, and reports it instead of running forever. It is checked
+	// every NoProgress; an interval counts only if packets were in the network at its start, so
+	// late traffic gets a whole interval for its first byte and a standstill is reported one to
+	// two intervals after it begins.
 	NoProgress units.Time
 
 	// FirstHeaderExtra is added to the header of the first data packet of every message (per

@@ -85,7 +85,11 @@ func (e *engine) Handle(ev *sim.Event) {
 		if e.done == len(e.g.Msgs) {
 			return
 		}
-		if n.stats.BytesDelivered == n.progressMark && n.pool.live > 0 {
+		// An interval is judged only if packets were in the network at both of its ends: traffic
+		// that starts late (HPCC flow files start at 2 s) or just before a check has had a whole
+		// interval to deliver its first byte before it can be called stuck.
+		held := n.pool.live > 0
+		if held && n.progressHeld && n.stats.BytesDelivered == n.progressMark {
 			if x, ok := n.fc.(StallExplainer); ok {
 				if why := x.ExplainStall(); why != "" {
 					n.sim.Stop(fmt.Errorf("%s: no byte delivered for %v at %v, %d packets held (%d of %d messages complete)",
@@ -97,7 +101,7 @@ func (e *engine) Handle(ev *sim.Event) {
 				n.cfg.NoProgress, n.sim.Now(), n.pool.live, e.done, len(e.g.Msgs)))
 			return
 		}
-		n.progressMark = n.stats.BytesDelivered
+		n.progressMark, n.progressHeld = n.stats.BytesDelivered, held
 		n.sim.After(n.cfg.NoProgress, e, opWatchdog, 0, nil)
 	}
 }

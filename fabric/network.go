@@ -87,7 +87,8 @@ type Network struct {
 	dataArrived  int64 // payload bytes of data packets that reached a NIC
 	dataDropped  int64
 	lastDelivery units.Time
-	progressMark int64
+	progressMark int64       // BytesDelivered at the last no-progress check
+	progressHeld bool        // packets were in the network at the last no-progress check
 	lastRun      *result.Run // for tests
 }
 
