@@ -54,7 +54,7 @@ func TestDataPathOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.Run(dg, gpu.RunOptions{Fabric: cfg})
+			res, err := c.Run(dg, gpu.RunOptions{Fabric: cfg, PacketScale: gpu.PacketScaleAuto})
 			if err != nil {
 				t.Fatal(m, err)
 			}
@@ -85,7 +85,7 @@ func TestGPUDirectAcrossSockets(t *testing.T) {
 	run := func(local int) float64 {
 		g := &msggraph.Graph{Endpoints: c.Endpoints()}
 		g.Add(msggraph.Message{Src: c.DMA(c.GPUHost(0, local)), Dst: c.DMA(c.GPUHost(1, local)), Bytes: S})
-		res, err := c.Run(g, gpu.RunOptions{Fabric: cfg})
+		res, err := c.Run(g, gpu.RunOptions{Fabric: cfg, PacketScale: gpu.PacketScaleAuto})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -140,7 +141,7 @@ func TestH100TwoServersAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(g, RunOptions{Fabric: cfg})
+	res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: PacketScaleAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestBackendsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := c.Run(g, RunOptions{Fabric: cfg})
+		p, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: PacketScaleAuto})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,6 +305,30 @@ func TestPXN(t *testing.T) {
 	for r := int32(0); r < 16; r++ {
 		if want := units.Size(S / 16 * 15); recv[r] != want {
 			t.Errorf("rank %d receives %v, want %v", r, recv[r], want)
+		}
+	}
+}
+
+// TestPacketScaleExplicit: packets are merged only when asked. A graph of 2^22 packets (16 GiB)
+// runs with real packets by default; PacketScaleAuto merges it (AutoScale: 4-fold brings it to
+// the 2^20 budget, at most 4 on infiniband) and an explicit K is kept.
+func TestPacketScaleExplicit(t *testing.T) {
+	g := &msggraph.Graph{Endpoints: 2}
+	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 16 * units.GiB})
+	eth, ib := fabric.DefaultEthernet(), ibLike(t)
+	ib.Kind = "infiniband"
+	for _, tc := range []struct {
+		o    RunOptions
+		want int
+	}{
+		{RunOptions{Fabric: eth}, 1},
+		{RunOptions{Fabric: eth, PacketScale: 1}, 1},
+		{RunOptions{Fabric: eth, PacketScale: 2}, 2},
+		{RunOptions{Fabric: eth, PacketScale: PacketScaleAuto}, 4},
+		{RunOptions{Fabric: ib, PacketScale: PacketScaleAuto}, 4},
+	} {
+		if got := tc.o.packetScale(g); got != tc.want {
+			t.Errorf("PacketScale %d on %s: runs %d-fold, want %d", tc.o.PacketScale, tc.o.Fabric.Kind, got, tc.want)
 		}
 	}
 }

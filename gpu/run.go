@@ -83,6 +83,9 @@ func AutoScale(g *msggraph.Graph, mtu units.Size, kind string) int {
 	return k
 }
 
+// PacketScaleAuto in RunOptions.PacketScale asks for AutoScale's packet scale.
+const PacketScaleAuto = -1
+
 // RunOptions say how to run a graph on a cluster.
 type RunOptions struct {
 	// Backend is "packet" (default) or "analytic".
@@ -90,7 +93,9 @@ type RunOptions struct {
 	// Fabric is the packet backend's configuration (the analytic backend uses its switch
 	// latency); its framing must be the cluster's (Spec.Framing).
 	Fabric fabric.Config
-	// PacketScale merges packets (ScalePackets); 0 picks AutoScale, 1 keeps real packets.
+	// PacketScale merges packets (ScalePackets): 0 or 1 keeps real packets, K > 1 merges K into
+	// one, PacketScaleAuto picks AutoScale. Merging is never implicit: it changes busbw by
+	// several per cent where flow control or fine-grained arbitration matters (docs/gpu.md).
 	PacketScale int
 }
 
@@ -104,6 +109,14 @@ type RunResult struct {
 	Drops       int64
 }
 
+// packetScale is the packet scale the packet backend runs g with.
+func (o RunOptions) packetScale(g *msggraph.Graph) int {
+	if o.PacketScale == PacketScaleAuto {
+		return AutoScale(g, o.Fabric.MTU, o.Fabric.Kind)
+	}
+	return max(o.PacketScale, 1)
+}
+
 // Run executes g on the cluster.
 func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
 	r, err := c.Routes()
@@ -112,10 +125,7 @@ func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
 	}
 	switch o.Backend {
 	case "", BackendPacket:
-		k := o.PacketScale
-		if k == 0 {
-			k = AutoScale(g, o.Fabric.MTU, o.Fabric.Kind)
-		}
+		k := o.packetScale(g)
 		cfg := ScalePackets(o.Fabric, k)
 		if cfg.Kind == "infiniband" && cfg.IB.VLs > 1 {
 			g = spreadVLs(g, cfg.IB.VLs)

@@ -151,3 +151,38 @@ func FuzzNCCLTestsArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestNCCLTestsPacketScaleLabelled: real packets unless --packet-scale asks for merging, and a
+// merged table says so in a comment line (docs/gpu.md: merging changes busbw by several per cent
+// on the roce and infiniband fabrics).
+func TestNCCLTestsPacketScaleLabelled(t *testing.T) {
+	base := []string{"nccl-tests", "sendrecv_perf", "-b", "1M", "-e", "1M", "--nodes", "2", "--gpus-per-node", "1"}
+	const label = "# fabricsim: packets merged (--packet-scale): 2-fold from 1048576 B"
+	for _, tc := range []struct {
+		extra  []string
+		code   int
+		merged bool
+	}{
+		{nil, 0, false},
+		{[]string{"--packet-scale", "1"}, 0, false},
+		{[]string{"--packet-scale", "2"}, 0, true},
+		{[]string{"--packet-scale", "auto"}, 0, false}, // 256 packets: under the budget, not merged
+		{[]string{"--packet-scale", "0"}, exitUsage, false},
+		{[]string{"--packet-scale", "eight"}, exitUsage, false},
+	} {
+		code, out := run(t, append(append([]string{}, base...), tc.extra...)...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d: %s", tc.extra, code, tc.code, out)
+			continue
+		}
+		if code != 0 {
+			if !strings.Contains(out, "--packet-scale") || !strings.Contains(out, "auto or an integer >= 1") {
+				t.Errorf("%v: %q does not name --packet-scale and what is valid", tc.extra, out)
+			}
+			continue
+		}
+		if got := strings.Contains(out, label); got != tc.merged {
+			t.Errorf("%v: label present %v, want %v:\n%s", tc.extra, got, tc.merged, out)
+		}
+	}
+}
