@@ -15,12 +15,14 @@ import (
 // Result is everything a compare run produced: the terminal table, compare.json and
 // report.html are all rendered from it. Times are in seconds, money in US dollars.
 type Result struct {
-	Scenario    *Scenario        `json:"scenario"`
-	Backend     string           `json:"backend"`
-	Plan        PlanSummary      `json:"plan"`
-	Fidelity    Fidelity         `json:"fidelity"`
-	Variants    []*VariantResult `json:"variants"`
-	WallSeconds float64          `json:"wall_seconds"`
+	Scenario *Scenario        `json:"scenario"`
+	Backend  string           `json:"backend"`
+	Plan     PlanSummary      `json:"plan"`
+	Fidelity Fidelity         `json:"fidelity"`
+	Variants []*VariantResult `json:"variants"`
+	// WallSeconds is the host time of the whole compare: in timing.json (WriteTimingJSON), not
+	// in compare.json, which holds only what the scenario determines.
+	WallSeconds float64 `json:"-"`
 }
 
 // PlanSummary describes the training step that was simulated.
@@ -112,7 +114,7 @@ type VariantResult struct {
 	// CostError says why the network could not be priced (a part missing from the catalogue).
 	CostError string  `json:"cost_error,omitempty"`
 	Events    uint64  `json:"events"`
-	SimWall   float64 `json:"sim_wall_s"`
+	SimWall   float64 `json:"-"` // host seconds simulating this variant (timing.json)
 
 	collDurations []float64
 }
@@ -329,6 +331,26 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(r)
+}
+
+// WriteTimingJSON writes timing.json: the host time of the whole compare and of each variant's
+// simulation. It differs from run to run, so it is kept out of compare.json.
+func (r *Result) WriteTimingJSON(w io.Writer) error {
+	type variant struct {
+		Name     string  `json:"name"`
+		SimWallS float64 `json:"sim_wall_s"`
+		Events   uint64  `json:"events"`
+	}
+	t := struct {
+		WallSeconds float64   `json:"wall_seconds"`
+		Variants    []variant `json:"variants"`
+	}{WallSeconds: r.WallSeconds}
+	for _, v := range r.Variants {
+		t.Variants = append(t.Variants, variant{v.Variant.Name, v.SimWall, v.Events})
+	}
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(t)
 }
 
 // seconds formats a duration given in seconds with the largest unit that keeps it at or above

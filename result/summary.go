@@ -11,7 +11,9 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// Summary is summary.json: the figures a user or a sweep compares across runs.
+// Summary is summary.json: the figures a user or a sweep compares across runs. It holds only
+// what the scenario and seed determine (the same bytes on every run); the host time a run took
+// is in Timing (timing.json).
 type Summary struct {
 	Scenario           string             `json:"scenario"`
 	Seed               uint64             `json:"seed"`
@@ -31,7 +33,6 @@ type Summary struct {
 	Events             uint64             `json:"events"`
 	PacketHops         uint64             `json:"packet_hops"`
 	Counters           map[string]float64 `json:"counters,omitempty"`
-	WallSeconds        float64            `json:"wall_seconds"`
 }
 
 // SlowdownDist is FCT over ideal FCT.
@@ -73,7 +74,7 @@ func (r *Run) Summary() Summary {
 		Slowdown:  SlowdownDist{P50: sd.P50, P99: sd.P99, Max: sd.Max, Mean: sd.Mean},
 		BytesSent: r.BytesSent, BytesDelivered: r.BytesDelivered, BytesRetransmitted: r.BytesRetransmitted,
 		Drops: r.Drops, DropsByCause: drops, Timeouts: r.Timeouts, NAKs: r.NAKs,
-		Events: r.Events, PacketHops: r.PacketHops, Counters: r.Counters, WallSeconds: r.WallSeconds,
+		Events: r.Events, PacketHops: r.PacketHops, Counters: r.Counters,
 	}
 }
 
@@ -107,6 +108,33 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	}
 	b = append(b, '\n')
 	_, err = w.Write(b)
+	return err
+}
+
+// Timing is timing.json: how long the run took on this host. It varies from run to run, so it
+// is kept apart from the deterministic outputs (summary.json, flows.csv, ports.csv).
+type Timing struct {
+	WallSeconds     float64 `json:"wall_seconds"`
+	Events          uint64  `json:"events"`
+	EventsPerSecond float64 `json:"events_per_second"`
+}
+
+// Timing returns the run's host timing.
+func (r *Run) Timing() Timing {
+	t := Timing{WallSeconds: r.WallSeconds, Events: r.Events}
+	if r.WallSeconds > 0 {
+		t.EventsPerSecond = float64(r.Events) / r.WallSeconds
+	}
+	return t
+}
+
+// WriteJSON writes timing.json.
+func (t Timing) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
 	return err
 }
 

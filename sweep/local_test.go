@@ -22,8 +22,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
-// readParquet returns the Parquet table's column names and rows as text, without the
-// wall_seconds column; null cells are "<null>".
+// readParquet returns the Parquet table's column names and rows as text; null cells are
+// "<null>".
 func readParquet(t testing.TB, path string) ([]string, [][]string) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -47,10 +47,7 @@ func readParquet(t testing.TB, path string) ([]string, [][]string) {
 		n, err := r.ReadRows(buf)
 		for _, row := range buf[:n] {
 			var cells []string
-			for i, v := range row {
-				if cols[i] == "wall_seconds" {
-					continue
-				}
+			for _, v := range row {
 				switch {
 				case v.IsNull():
 					cells = append(cells, "<null>")
@@ -93,10 +90,18 @@ func TestJobs2MatchesJobs1(t *testing.T) {
 		if !strings.Contains(stdout, "24 runs (24 ran now, 0 finished before), 0 failed") {
 			t.Errorf("jobs %s: summary %q", jobs, stdout)
 		}
-		tables[jobs] = dropColumn(t, readFile(t, filepath.Join(out, "results.csv")), "wall_seconds")
+		tables[jobs] = readFile(t, filepath.Join(out, "results.csv"))
 	}
+	// The table's bytes depend only on the sweep (no host times): --jobs 1 and 2 write the same.
 	if tables["1"] != tables["2"] {
 		t.Fatalf("--jobs 2 table differs from --jobs 1:\n%s\nvs\n%s", tables["2"], tables["1"])
+	}
+	// The host time of each run is in timing.csv, one row per run.
+	timing := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "out1", "timing.csv"))), "\n")
+	if len(timing) != 25 || timing[0] != "run_id,wall_seconds,status" {
+		t.Errorf("timing.csv: %d lines, header %q; want run_id,wall_seconds,status + 24 rows", len(timing), timing[0])
+	} else if f := strings.Split(timing[1], ","); len(f) != 3 || f[1] == "0.000000" || f[2] != "ok" {
+		t.Errorf("timing.csv row %q: want a positive wall time and ok", timing[1])
 	}
 	lines := strings.Split(strings.TrimSpace(tables["1"]), "\n")
 	if len(lines) != 25 {
@@ -124,7 +129,7 @@ func TestJobs2MatchesJobs1(t *testing.T) {
 	if !reflect.DeepEqual(rows1, rows2) {
 		t.Error("--jobs 2 parquet table differs from --jobs 1")
 	}
-	wantCols := []string{"run_id", "topology.link.rate", "traffic.size", "seed", "fct_ns.p50", "fct_ns.p99", "drops", "sim_time_ns", "events", "wall_seconds", "status", "error"}
+	wantCols := []string{"run_id", "topology.link.rate", "traffic.size", "seed", "fct_ns.p50", "fct_ns.p99", "drops", "sim_time_ns", "events", "status", "error"}
 	if !reflect.DeepEqual(cols1, wantCols) {
 		t.Errorf("parquet columns %q, want %q", cols1, wantCols)
 	}
@@ -156,7 +161,7 @@ metrics: [fct_ns.p99, goodput_gbps, not_reported]
 	if _, _, err := runCommand(t, func() Engine { return &fakeengine.Engine{} }, "sweep", filepath.Join(dir, "sweep.yaml"), "--out", out, "--jobs", "2"); err != nil {
 		t.Fatal(err)
 	}
-	got := dropColumn(t, readFile(t, filepath.Join(out, "results.csv")), "wall_seconds")
+	got := readFile(t, filepath.Join(out, "results.csv"))
 	golden := filepath.Join("testdata", "golden", "results.csv")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
@@ -168,7 +173,7 @@ metrics: [fct_ns.p99, goodput_gbps, not_reported]
 	}
 	want := readFile(t, golden)
 	if got != want {
-		t.Errorf("results.csv (without wall_seconds) differs from %s (run with -update if intended):\n%s", golden, got)
+		t.Errorf("results.csv differs from %s (run with -update if intended):\n%s", golden, got)
 	}
 	_, rows := readParquet(t, filepath.Join(out, "results.parquet"))
 	if len(rows) != 8 || rows[0][6] != "<null>" {
@@ -318,8 +323,8 @@ func TestShardsMakeTheSameTable(t *testing.T) {
 		}
 		counts = len(entries)
 	}
-	a := dropColumn(t, readFile(t, filepath.Join(dir, "all", "results.csv")), "wall_seconds")
-	b := dropColumn(t, readFile(t, filepath.Join(sharded, "results.csv")), "wall_seconds")
+	a := readFile(t, filepath.Join(dir, "all", "results.csv"))
+	b := readFile(t, filepath.Join(sharded, "results.csv"))
 	if a != b {
 		t.Errorf("sharded table differs:\n%s\nvs\n%s", b, a)
 	}
@@ -328,7 +333,7 @@ func TestShardsMakeTheSameTable(t *testing.T) {
 	if _, _, err := runCommand(t, eng, "sweep", sweep, "--out", sharded, "--merge"); err != nil {
 		t.Fatal(err)
 	}
-	if c := dropColumn(t, readFile(t, filepath.Join(sharded, "results.csv")), "wall_seconds"); c != a {
+	if c := readFile(t, filepath.Join(sharded, "results.csv")); c != a {
 		t.Errorf("--merge table differs")
 	}
 }

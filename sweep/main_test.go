@@ -2,11 +2,9 @@ package sweep
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -103,32 +101,6 @@ axes:
     factor: 2
 seeds: 2
 `
-
-// dropColumn removes a column (by header name) from CSV text, to compare tables without
-// their wall-clock times.
-func dropColumn(t testing.TB, csvText, col string) string {
-	t.Helper()
-	recs, err := csv.NewReader(strings.NewReader(csvText)).ReadAll()
-	if err != nil {
-		t.Fatalf("bad CSV: %v\n%s", err, csvText)
-	}
-	idx := -1
-	for i, h := range recs[0] {
-		if h == col {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		t.Fatalf("no column %q in %q", col, recs[0])
-	}
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	for _, r := range recs {
-		w.Write(append(r[:idx:idx], r[idx+1:]...))
-	}
-	w.Flush()
-	return buf.String()
-}
 
 func readFile(t testing.TB, path string) string {
 	t.Helper()

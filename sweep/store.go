@@ -20,6 +20,7 @@ import (
 //	DIR/shards/<i>.done     a shard's completion marker (all its runs ok)
 //	DIR/results.csv         the results table, rebuilt from DIR/runs
 //	DIR/results.parquet     the same table as Parquet
+//	DIR/timing.csv          run_id,wall_seconds,status: the host time of each run
 //	DIR/sweep.sbatch        the Slurm job array script (--slurm)
 //	DIR/slurm/              Slurm task logs
 const (
@@ -104,7 +105,10 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	err = f.Chmod(0o644) // os.CreateTemp makes 0600; results are for everyone who can read DIR
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

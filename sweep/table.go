@@ -29,8 +29,10 @@ type Row struct {
 	Axes  []string
 	Seed  int64
 	// Metrics holds one value per metric column; Has says which the run reported.
-	Metrics     []float64
-	Has         []bool
+	Metrics []float64
+	Has     []bool
+	// WallSeconds is the host time the run took: in timing.csv, not in the results table,
+	// whose bytes depend only on the sweep.
 	WallSeconds float64
 	Status      string
 	Error       string
@@ -41,7 +43,7 @@ func (t *Table) Columns() []string {
 	cols := append([]string{"run_id"}, t.Axes...)
 	cols = append(cols, "seed")
 	cols = append(cols, t.Metrics...)
-	return append(cols, "wall_seconds", "status", "error")
+	return append(cols, "status", "error")
 }
 
 // Failed counts the rows whose run failed.
@@ -104,7 +106,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 				rec = append(rec, "")
 			}
 		}
-		rec = append(rec, strconv.FormatFloat(r.WallSeconds, 'f', 6, 64), r.Status, r.Error)
+		rec = append(rec, r.Status, r.Error)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -116,7 +118,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 // parquetType builds a struct type whose fields are the table's columns in order, so that
 // parquet-go lays the columns out in that order (a parquet.Group would sort them by name).
 func (t *Table) parquetType() reflect.Type {
-	strT, f64T, optT, i64T := reflect.TypeOf(""), reflect.TypeOf(0.0), reflect.TypeOf((*float64)(nil)), reflect.TypeOf(int64(0))
+	strT, optT, i64T := reflect.TypeOf(""), reflect.TypeOf((*float64)(nil)), reflect.TypeOf(int64(0))
 	field := func(i int, name string, typ reflect.Type) reflect.StructField {
 		return reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: typ, Tag: reflect.StructTag(fmt.Sprintf(`parquet:%q`, name))}
 	}
@@ -129,7 +131,7 @@ func (t *Table) parquetType() reflect.Type {
 	for _, m := range t.Metrics {
 		fs = append(fs, field(len(fs), m+",optional", optT))
 	}
-	fs = append(fs, field(len(fs), "wall_seconds", f64T), field(len(fs)+1, "status", strT), field(len(fs)+2, "error", strT))
+	fs = append(fs, field(len(fs), "status", strT), field(len(fs)+1, "error", strT))
 	return reflect.StructOf(fs)
 }
 
@@ -159,7 +161,6 @@ func (t *Table) WriteParquet(w io.Writer) error {
 				i++
 			}
 		}
-		set(r.WallSeconds)
 		set(r.Status)
 		set(r.Error)
 		if err := pw.Write(v.Addr().Interface()); err != nil {
@@ -169,17 +170,39 @@ func (t *Table) WriteParquet(w io.Writer) error {
 	return pw.Close()
 }
 
-// WriteFiles commits DIR/results.csv and DIR/results.parquet.
+// WriteTimingCSV writes timing.csv: run_id,wall_seconds,status, one row per run in the
+// table's order. Host times differ from run to run, so they are kept out of results.csv.
+func (t *Table) WriteTimingCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"run_id", "wall_seconds", "status"}); err != nil {
+		return err
+	}
+	for _, r := range t.Rows {
+		if err := cw.Write([]string{r.RunID, strconv.FormatFloat(r.WallSeconds, 'f', 6, 64), r.Status}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteFiles commits DIR/results.csv, DIR/results.parquet and DIR/timing.csv.
 func (t *Table) WriteFiles(dir string) error {
-	var c, p bytes.Buffer
+	var c, p, tm bytes.Buffer
 	if err := t.WriteCSV(&c); err != nil {
 		return err
 	}
 	if err := t.WriteParquet(&p); err != nil {
 		return err
 	}
+	if err := t.WriteTimingCSV(&tm); err != nil {
+		return err
+	}
 	if err := writeAtomic(filepath.Join(dir, "results.csv"), c.Bytes()); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "results.parquet"), p.Bytes())
+	if err := writeAtomic(filepath.Join(dir, "results.parquet"), p.Bytes()); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "timing.csv"), tm.Bytes())
 }

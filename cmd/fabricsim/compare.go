@@ -133,20 +133,15 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return failureErr(err)
 	}
-	for name, write := range map[string]func(io.Writer) error{"compare.json": res.WriteJSON, "report.html": res.WriteHTML} {
-		path := filepath.Join(f.out, name)
-		fh, err := os.Create(path)
-		if err != nil {
-			return failureErr(err)
-		}
-		werr := write(fh)
-		if cerr := fh.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
+	for _, o := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"compare.json", res.WriteJSON}, {"report.html", res.WriteHTML}, {"timing.json", res.WriteTimingJSON}} {
+		path := filepath.Join(f.out, o.name)
+		if werr := writeFile(path, o.write); werr != nil {
 			return failureErr(fmt.Errorf("%s: %w", path, werr))
 		}
 	}
-	fmt.Fprintf(out, "\nwrote %s and %s (%.1f s)\n", filepath.Join(f.out, "compare.json"), filepath.Join(f.out, "report.html"), res.WallSeconds)
+	fmt.Fprintf(out, "\nwrote %s, %s and %s (%.1f s)\n", filepath.Join(f.out, "compare.json"), filepath.Join(f.out, "report.html"), filepath.Join(f.out, "timing.json"), res.WallSeconds)
 	return nil
 }

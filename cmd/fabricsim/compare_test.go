@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,40 @@ func BenchmarkCompareDefault(b *testing.B) {
 		}
 		b.ReportMetric(r.WallSeconds, "s/compare")
 		b.ReportMetric(float64(events)/r.WallSeconds, "events/s")
+	}
+}
+
+// TestCompareJSONDeterministic: compare.json holds what the scenario determines and nothing of
+// the host's time, so two runs write the same bytes; the time goes to timing.json.
+func TestCompareJSONDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	var files [2][]byte
+	for i := range files {
+		out := filepath.Join(dir, fmt.Sprint(i))
+		if code, msg := run(t, "compare", "--backend", "analytic", "--steps", "1", "--variants", "ib-ndr,roce-tuned", "--out", out); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, msg)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "compare.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = data
+		if strings.Contains(string(data), "wall") {
+			t.Errorf("compare.json holds a wall time")
+		}
+		var timing struct {
+			Wall     *float64 `json:"wall_seconds"`
+			Variants []struct {
+				Name string   `json:"name"`
+				Sim  *float64 `json:"sim_wall_s"`
+			} `json:"variants"`
+		}
+		tb, err := os.ReadFile(filepath.Join(out, "timing.json"))
+		if err != nil || json.Unmarshal(tb, &timing) != nil || timing.Wall == nil || *timing.Wall <= 0 || len(timing.Variants) != 2 || timing.Variants[0].Name != "ib-ndr" || timing.Variants[0].Sim == nil {
+			t.Errorf("timing.json: %v %s", err, tb)
+		}
+	}
+	if string(files[0]) != string(files[1]) {
+		t.Error("compare.json differs between two runs of the same scenario")
 	}
 }

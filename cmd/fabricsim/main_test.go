@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,10 +54,31 @@ func TestRunWritesOutputs(t *testing.T) {
 		t.Fatalf("flows.csv: %d lines, header %q", len(lines), lines[0])
 	}
 	sum, _ := os.ReadFile(filepath.Join(dir, "out", "summary.json"))
-	for _, key := range []string{`"scenario": "small"`, `"seed": 1`, `"backend": "packet"`, `"sim_time_ns"`, `"flows": 16`, `"fct_ns"`, `"p99"`, `"slowdown"`, `"bytes_sent"`, `"bytes_delivered": 1600000`, `"drops": 0`, `"events"`, `"wall_seconds"`} {
+	for _, key := range []string{`"scenario": "small"`, `"seed": 1`, `"backend": "packet"`, `"sim_time_ns"`, `"flows": 16`, `"fct_ns"`, `"p99"`, `"slowdown"`, `"bytes_sent"`, `"bytes_delivered": 1600000`, `"drops": 0`, `"events"`} {
 		if !bytes.Contains(sum, []byte(key)) {
 			t.Errorf("summary.json lacks %s", key)
 		}
+	}
+	// Same scenario and seed, same bytes: the host time goes to timing.json, not summary.json.
+	if bytes.Contains(sum, []byte("wall")) {
+		t.Errorf("summary.json holds a wall time:\n%s", sum)
+	}
+	if code, out := run(t, "run", scen, "--out", filepath.Join(dir, "again"), "--check"); code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, out)
+	}
+	for _, name := range []string{"summary.json", "flows.csv"} {
+		a, _ := os.ReadFile(filepath.Join(dir, "out", name))
+		b, _ := os.ReadFile(filepath.Join(dir, "again", name))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs of the same scenario and seed", name)
+		}
+	}
+	var timing struct {
+		Wall   *float64 `json:"wall_seconds"`
+		Events uint64   `json:"events"`
+	}
+	if tb, err := os.ReadFile(filepath.Join(dir, "out", "timing.json")); err != nil || json.Unmarshal(tb, &timing) != nil || timing.Wall == nil || *timing.Wall <= 0 || timing.Events == 0 {
+		t.Errorf("timing.json: %v, %+v; want wall_seconds > 0 and events", err, timing)
 	}
 	f, _ := os.ReadFile(fct)
 	if n := len(strings.Split(strings.TrimSpace(string(f)), "\n")); n != 16 {

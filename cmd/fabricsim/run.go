@@ -71,7 +71,8 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a scenario (the built-in " + examples.Default + " when none is given)",
 		Long: `Run a scenario on the packet backend and print a summary.
 
-With --out DIR it writes DIR/summary.json and DIR/flows.csv. With --check the simulator checks
+With --out DIR it writes DIR/summary.json and DIR/flows.csv (the same bytes for the same
+scenario and seed) and DIR/timing.json (the host time the run took). With --check the simulator checks
 its invariants while it runs (bytes conserved, buffers never above their size, no byte delivered
 twice) and stops at the first violation. Ctrl-C stops the run and still writes what finished.`,
 		Args: cobra.MaximumNArgs(1),
@@ -79,7 +80,7 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 			return runScenario(c, args, &f)
 		},
 	}
-	c.Flags().StringVar(&f.out, "out", "", "write summary.json and flows.csv into this directory")
+	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv (ports.csv) and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
 	c.Flags().BoolVar(&f.json, "json", false, "print summary.json to stdout instead of the text summary")
@@ -200,6 +201,10 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// outputMode is the permission of every file fabricsim writes: readable by all, as a file
+// made by a shell redirect under the usual umask (os.CreateTemp alone would give 0600).
+const outputMode = 0o644
+
 // writeFile writes a file atomically: a temp file in the same directory, then rename.
 func writeFile(path string, fill func(io.Writer) error) error {
 	dir := filepath.Dir(path)
@@ -208,6 +213,10 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(outputMode); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := fill(tmp); err != nil {
 		tmp.Close()
 		return err
@@ -233,6 +242,9 @@ func writeOutputs(dir string, res *result.Run) error {
 		if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
 			return err
 		}
+	}
+	if err := writeFile(filepath.Join(dir, "timing.json"), func(w io.Writer) error { return res.Timing().WriteJSON(w) }); err != nil {
+		return err
 	}
 	return writeFile(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return res.Summary().WriteJSON(w) })
 }
