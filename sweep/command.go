@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fabricsim/fabricsim/internal/outpath"
 )
 
 type cmdOptions struct {
@@ -212,6 +214,14 @@ func (o *cmdOptions) run(cmd *cobra.Command, sweepPath string, newEngine func() 
 		if err := s.Validate(newEngine(), toCheck); err != nil {
 			return err
 		}
+	}
+	// Where results go is checked before any run starts.
+	if o.k8sManifest != "" {
+		if err := outpath.File("--k8s-manifest", o.k8sManifest); err != nil {
+			return &Error{Msg: err.Error()}
+		}
+	} else if err := outpath.Dir("--out", o.out); err != nil {
+		return &Error{Msg: err.Error()}
 	}
 	switch {
 	case o.merge:

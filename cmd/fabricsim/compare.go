@@ -14,6 +14,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/internal/outpath"
 )
 
 // DefaultCompare is the embedded scenario `fabricsim compare` runs when given none.
@@ -113,6 +114,11 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 			_ = bar.Set(done)
 		}
 	}
+	if f.out != "" {
+		if err := outpath.Dir("--out", f.out); err != nil { // before simulating, not after
+			return usageErr(err)
+		}
+	}
 	res, err := compare.Run(s, opt)
 	if bar != nil {
 		_ = bar.Finish()
@@ -129,9 +135,6 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	}
 	if f.out == "" {
 		return nil
-	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return failureErr(err)
 	}
 	for _, o := range []struct {
 		name  string

@@ -118,3 +118,37 @@ func TestValidateOK(t *testing.T) {
 		t.Fatalf("%d %q", code, out)
 	}
 }
+
+// TestUnwritableOutExitsTwo: an --out (or other output flag) that cannot be written is found
+// before anything is simulated: exit 2 and a message naming the flag, for every command that
+// writes files. A regular file stands where the directory should be (as root, permissions
+// would not stop the write).
+func TestUnwritableOutExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	bad := filepath.Join(file, "out")
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"run", "--out", bad}, "--out " + bad},
+		{[]string{"run", "--pcap", bad}, "--pcap " + bad},
+		{[]string{"run", "--hpcc-fct", filepath.Join(bad, "fct.txt")}, "--hpcc-fct"},
+		{[]string{"run", "--series", dir}, "--series " + dir + ": is a directory"},
+		{[]string{"compare", "--backend", "analytic", "--out", bad}, "--out " + bad},
+		{[]string{"sweep", filepath.Join("..", "..", "examples", "sweep-small.yaml"), "--out", bad}, "--out " + bad},
+		{[]string{"sweep", filepath.Join("..", "..", "examples", "sweep-small.yaml"), "--out", dir, "--k8s-manifest", dir}, "--k8s-manifest " + dir + ": is a directory"},
+	} {
+		code, out := run(t, tc.args...)
+		if code != exitUsage || !strings.Contains(out, tc.flag) {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s", tc.args, code, tc.flag, out)
+		}
+		// Nothing was simulated: no run summary, compare table or sweep progress.
+		for _, ran := range []string{"finished", "exposed", "runs done", "ran now"} {
+			if strings.Contains(out, ran) {
+				t.Errorf("%v: simulated before checking the output (%q in the output)", tc.args, ran)
+			}
+		}
+	}
+}

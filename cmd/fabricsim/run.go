@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/internal/outpath"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/runner"
 	"github.com/fabricsim/fabricsim/scenario"
@@ -111,14 +112,29 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}
+	// Every place the run writes to is checked before it simulates anything.
+	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--pcap", f.pcap.Dir}} {
+		if o.path != "" {
+			if err := outpath.Dir(o.flag, o.path); err != nil {
+				return usageErr(err)
+			}
+		}
+	}
+	for _, o := range []struct{ flag, path string }{{"--hpcc-fct", f.hpccFct}, {"--series", f.series}} {
+		if o.path != "" {
+			if err := outpath.File(o.flag, o.path); err != nil {
+				return usageErr(err)
+			}
+		}
+	}
 	if f.series != "" {
 		every, perr := units.ParseTime(f.every)
 		if perr != nil || every <= 0 {
 			return usageErr(fmt.Errorf("--series-every %q: want a positive duration such as 10us", f.every))
 		}
-		sf, ferr := os.Create(f.series)
+		sf, ferr := os.OpenFile(f.series, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, outputMode)
 		if ferr != nil {
-			return failureErr(ferr)
+			return usageErr(fmt.Errorf("--series %s: %v", f.series, ferr))
 		}
 		defer sf.Close()
 		opt.Series, opt.SeriesEvery = sf, every
