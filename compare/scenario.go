@@ -175,6 +175,9 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 func Load(path string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err // the path is already in the message
+		}
 		return nil, &Error{File: path, Msg: "cannot read scenario: " + err.Error()}
 	}
 	return Parse(data, path, filepath.Dir(path))

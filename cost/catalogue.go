@@ -152,7 +152,10 @@ func LoadCatalogue(path string) (*Catalogue, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("price catalogue: %w", err)
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err // the path is already in the message
+		}
+		return nil, fmt.Errorf("%s: cannot read price catalogue: %w", path, err)
 	}
 	if err := c.merge(data, path); err != nil {
 		return nil, err

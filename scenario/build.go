@@ -57,7 +57,7 @@ func (s *Scenario) BuildTopology() (*topo.Graph, error) {
 		path := s.Path(t.File)
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, s.errf("topology.file", "cannot open %s: %s", path, unwrapPathErr(err))
+			return nil, s.errf("topology.file", "cannot read %s: %s", path, unwrapPathErr(err))
 		}
 		defer f.Close()
 		g, err := topo.ImportHPCC(f, path)
@@ -162,7 +162,7 @@ func (s *Scenario) BuildTraffic(g *topo.Graph) (*msggraph.Graph, error) {
 		path := s.Path(tr.File)
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, s.errf("traffic.file", "cannot open %s: %s", path, unwrapPathErr(err))
+			return nil, s.errf("traffic.file", "cannot read %s: %s", path, unwrapPathErr(err))
 		}
 		defer f.Close()
 		if tr.Kind == "hpcc" {

@@ -350,7 +350,7 @@ func (s *Scenario) applyHPCCConfig() error {
 	path := s.Path(r.HPCCConfig)
 	fh, err := os.Open(path)
 	if err != nil {
-		return s.errf("fabric.hpcc_config", "cannot open %s: %s", path, unwrapPathErr(err))
+		return s.errf("fabric.hpcc_config", "cannot read %s: %s", path, unwrapPathErr(err))
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)

@@ -109,7 +109,7 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  data_priority: 8\n", "fabric.data_priority", "outside 0..7"},
 		{"  weights: [1, 1]\n", "fabric.weights", "want 8 weights"},
 		{"  pfc: false\n  pfc_storm_host: 1\n", "fabric.pfc_storm_host", "needs pfc: true"},
-		{"  hpcc_config: nowhere.txt\n", "fabric.hpcc_config", "cannot open"},
+		{"  hpcc_config: nowhere.txt\n", "fabric.hpcc_config", "cannot read"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {

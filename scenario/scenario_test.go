@@ -114,7 +114,7 @@ func TestBadInput(t *testing.T) {
 		{"flow to itself", traffic("  kind: flows\n  flows:\n    - {src: 2, dst: 2}\n"), "traffic.flows[0].dst: flow from host 2 to itself", 12},
 		{"incast receiver missing", traffic("  kind: incast\n  receiver: 40\n  senders: 3\n"), "traffic.receiver: host 40 does not exist (valid: 0..15)", 11},
 		{"incast too many senders", traffic("  kind: incast\n  senders: 32\n"), "traffic.senders: 32 senders into one receiver needs 33 hosts", 11},
-		{"missing hpcc file", topoHPCC("nope.txt"), "topology.file: cannot open", 5},
+		{"missing hpcc file", topoHPCC("nope.txt"), "topology.file: cannot read", 5},
 		{"empty hpcc file", topoHPCC("empty.txt"), "empty.txt", 0},
 		{"truncated hpcc topology", topoHPCC("trunc-topo.txt"), "trunc-topo.txt", 0},
 		{"truncated hpcc flows", sub("  kind: permutation\n  size: 2MB\n", "  kind: hpcc\n  file: trunc-flow.txt\n"), "trunc-flow.txt", 0},

@@ -26,10 +26,7 @@ func yamlMsg(err error) string {
 func unwrapPathErr(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "no such file"
-		}
-		return pe.Err.Error()
+		return pe.Err.Error() // "no such file or directory": the same words as every command's
 	}
 	return err.Error()
 }

@@ -341,7 +341,7 @@ func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, error) {
 	if f.cluster != "" {
 		var err error
 		if data, err = os.ReadFile(f.cluster); err != nil {
-			return fabric.Config{}, nil, fmt.Errorf("--cluster: %v", err)
+			return fabric.Config{}, nil, fmt.Errorf("--cluster %w", fileErr(f.cluster, "cluster file", err))
 		}
 		name = f.cluster
 	} else {

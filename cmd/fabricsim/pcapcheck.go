@@ -19,7 +19,7 @@ func newPcapCheckCmd() *cobra.Command {
 			for _, name := range args {
 				f, err := os.Open(name)
 				if err != nil {
-					return usageErr(fmt.Errorf("%s: %v", name, err))
+					return usageErr(fileErr(name, "capture", err))
 				}
 				sum, err := wire.Check(f)
 				f.Close()

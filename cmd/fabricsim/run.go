@@ -33,27 +33,6 @@ func loadScenario(args []string) (*scenario.Scenario, error) {
 	return scenario.Load(args[0])
 }
 
-func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate SCENARIO.yaml",
-		Short: "Check a scenario file (and the files it imports) without running it",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			s, err := loadScenario(args)
-			if err != nil {
-				return usageErr(err)
-			}
-			b, err := s.Build()
-			if err != nil {
-				return usageErr(err)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%d hosts, %d switches, %d links, %d messages)\n",
-				s.File, len(b.Graph.Hosts), b.Graph.NumSwitches(), len(b.Graph.Links), len(b.Work.Msgs))
-			return nil
-		},
-	}
-}
-
 type runFlags struct {
 	out     string
 	seed    uint64
