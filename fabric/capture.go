@@ -34,6 +34,7 @@ type capFile struct {
 	bw    *bufio.Writer
 	w     *wire.PcapWriter
 	count int64
+	bytes int64 // file size: header and records
 }
 
 // ParsePortSelector resolves a selector such as "edge0_*:*,host3:0" against graph g: a
@@ -134,7 +135,7 @@ func (n *Network) EnableCapture(dir, sel string, snapLen int, maxPackets int64) 
 			c.Close()
 			return nil, err
 		}
-		cf := &capFile{name: name, f: f, bw: bw, w: w}
+		cf := &capFile{name: name, f: f, bw: bw, w: w, bytes: wire.PcapFileHeaderLen}
 		c.files = append(c.files, cf)
 		port := n.portOf(topo.NodeID(np[0]), int32(np[1]))
 		port.tap = cf
@@ -148,6 +149,22 @@ func (c *Capture) Files() []string {
 	var out []string
 	for _, f := range c.files {
 		out = append(out, f.name)
+	}
+	return out
+}
+
+// CaptureFile is what was written to one pcap file.
+type CaptureFile struct {
+	Name    string
+	Packets int64
+	Bytes   int64
+}
+
+// Written lists every file with the packets and bytes written to it.
+func (c *Capture) Written() []CaptureFile {
+	out := make([]CaptureFile, len(c.files))
+	for i, f := range c.files {
+		out[i] = CaptureFile{Name: f.name, Packets: f.count, Bytes: f.bytes}
 	}
 	return out
 }
@@ -175,6 +192,7 @@ func (c *Capture) record(p *Port, cf *capFile, pkt *Packet, now units.Time) {
 	}
 	c.buf = c.encode(c.buf[:0], p, pkt)
 	cf.count++
+	cf.bytes += wire.PcapRecordHeaderLen + int64(min(len(c.buf), c.snap))
 	if err := cf.w.WritePacket(int64(now)/1000, c.buf); err != nil && c.err == nil {
 		c.err = fmt.Errorf("pcap %s: %w", cf.name, err)
 	}

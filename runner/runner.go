@@ -35,6 +35,8 @@ type PcapOptions struct {
 	Ports      string // selector, see fabric.ParsePortSelector; "" = every host's NIC port
 	SnapLen    int
 	MaxPackets int64
+	// Written is filled by Run: every file written, with its packets and bytes.
+	Written []fabric.CaptureFile
 }
 
 // Run builds and runs s. The returned error is either a scenario error (bad input, from
@@ -94,6 +96,7 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 		if cerr := capture.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
+		opt.Pcap.Written = capture.Written()
 	}
 	if res != nil {
 		res.Scenario = s.Name

@@ -23,6 +23,11 @@ const (
 	// link-layer header types, LINKTYPE_INFINIBAND).
 	LinkTypeInfiniBand uint32 = 247
 
+	// PcapFileHeaderLen and PcapRecordHeaderLen are the sizes of the file header and of each
+	// record's header.
+	PcapFileHeaderLen   = pcapFileHeaderLen
+	PcapRecordHeaderLen = pcapRecHeaderLen
+
 	// DefaultSnapLen is libpcap's maximum snapshot length.
 	DefaultSnapLen = 262144
 )

@@ -166,6 +166,13 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	} else {
 		printSummary(c.OutOrStdout(), s, built, res, sum)
 	}
+	if opt.Pcap != nil {
+		w := c.OutOrStdout()
+		if f.json {
+			w = stderr // stdout is summary.json
+		}
+		printPcap(w, built.Fabric.Kind, opt.Pcap)
+	}
 	if err != nil {
 		if errors.Is(err, runner.ErrInterrupted) {
 			return &exitError{exitInterrupted, fmt.Errorf("interrupted at %v simulated; partial results written", res.EndTime)}
@@ -271,4 +278,19 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 		rate = float64(res.Events) / res.WallSeconds / 1e6
 	}
 	fmt.Fprintf(w, "  engine    %d events, %d packet-hops in %.2f s (%.1f M events/s)\n", res.Events, res.PacketHops, res.WallSeconds, rate)
+}
+
+// printPcap says where --pcap wrote how much: files, packets and bytes, and how to open them.
+func printPcap(w io.Writer, kind string, p *runner.PcapOptions) {
+	var pkts, bytes int64
+	for _, f := range p.Written {
+		pkts += f.Packets
+		bytes += f.Bytes
+	}
+	how := "LINKTYPE_ETHERNET"
+	if kind == "infiniband" {
+		// tshark/Wireshark 4.0 refuse LINKTYPE_INFINIBAND (247); docs/infiniband.md has the recipe.
+		how = "LINKTYPE_INFINIBAND; with Wireshark/tshark 4.0 see docs/infiniband.md, Captures"
+	}
+	fmt.Fprintf(w, "  pcap      %d files in %s: %d packets, %d bytes (%s)\n", len(p.Written), p.Dir, pkts, bytes, how)
 }
