@@ -215,31 +215,6 @@ func (s *Scenario) loadVariants() error {
 	return nil
 }
 
-// kindLanded reports whether this build's scenario loader knows fabric kind k's own keys.
-func kindLanded(k string) bool {
-	switch k {
-	case "roce":
-		return reflect.TypeOf(scenario.RoCE{}).NumField() > 0
-	case "infiniband":
-		return reflect.TypeOf(scenario.InfiniBand{}).NumField() > 0
-	}
-	return true
-}
-
-// genericKeys are the fabric keys every kind has (scenario.Fabric's own fields).
-func genericKeys() map[string]bool {
-	out := map[string]bool{}
-	t := reflect.TypeOf(scenario.Fabric{})
-	for i := 0; i < t.NumField(); i++ {
-		tag := t.Field(i).Tag.Get("yaml")
-		name, _, _ := strings.Cut(tag, ",")
-		if name != "" && name != "-" {
-			out[name] = true
-		}
-	}
-	return out
-}
-
 // resolveFabric loads the variant's fabric section through the scenario loader (strict, with
 // the positions of the file it came from) inside a stand-in scenario whose topology has the
 // cluster's link rate, and takes the packet backend's configuration from it.
@@ -253,29 +228,6 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 	v.CostFabric = "ethernet"
 	if kind == "infiniband" {
 		v.CostFabric = "infiniband"
-	}
-	if !kindLanded(kind) {
-		// Keep only the generic keys and run the generic Ethernet fabric with this kind's framing.
-		g := genericKeys()
-		stripped := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
-		var dropped []string
-		for i := 0; i+1 < len(node.Content); i += 2 {
-			k := node.Content[i].Value
-			if k == "kind" {
-				continue
-			}
-			if g[k] {
-				stripped.Content = append(stripped.Content, node.Content[i], node.Content[i+1])
-			} else {
-				dropped = append(dropped, k)
-			}
-		}
-		node = mergeNode(fallbackFraming(kind), stripped)
-		v.Fallback = fmt.Sprintf("fabric kind %q is not in this build: ran the generic ethernet fabric with %s framing and latency (no %s)",
-			kind, kind, map[string]string{"roce": "PFC, ECN or DCQCN", "infiniband": "credit flow control or adaptive routing"}[kind])
-		if len(dropped) > 0 {
-			v.Fallback += "; ignored: " + strings.Join(dropped, ", ")
-		}
 	}
 	link := mapping("rate", s.Cluster.LinkRate.String(), "latency", s.Cluster.LinkLatency.String())
 	doc := mapping(
@@ -303,21 +255,6 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 	v.FabricYAML = string(out)
 	v.Params = flattenConfig(v.Fabric)
 	return nil
-}
-
-// fallbackFraming is the stand-in fabric of a kind not yet in the build: its framing and switch
-// latency on the generic fabric.
-func fallbackFraming(kind string) *yaml.Node {
-	switch kind {
-	case "infiniband":
-		// LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B; ACK adds AETH 4; no preamble/IFG (DOMAIN.md
-		// §2); NDR switch 130-150 ns (DOMAIN.md §3).
-		return mapping("kind", "ethernet", "header_bytes", 26, "ack_bytes", 30, "l1_overhead", 0, "switch_latency", "140ns")
-	case "roce":
-		// Ethernet 14 + 802.1Q 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 = 66 B (DOMAIN.md §2).
-		return mapping("kind", "ethernet", "header_bytes", 66, "ack_bytes", 70)
-	}
-	return mapping("kind", "ethernet")
 }
 
 // flattenConfig lists a fabric configuration as dotted key/value pairs for the report, with

@@ -409,7 +409,7 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, partial boo
 		case partial && len(n.Content) > v.Len():
 			return d.ErrAt(n, path, "%d entries; at most %d", len(n.Content), v.Len())
 		case !partial && len(n.Content) != v.Len():
-			return d.ErrAt(n, path, "want a list of %d, got %d", v.Len(), len(n.Content))
+			return d.ErrAt(n, path, "want %d entries, got %d", v.Len(), len(n.Content))
 		}
 		for i, c := range n.Content {
 			if err := d.decode(c, v.Index(i), fmt.Sprintf("%s[%d]", path, i), false); err != nil {

@@ -196,7 +196,7 @@ func TestDecodeKinds(t *testing.T) {
 		"mode: medium\n":           `k.yaml:1:7: mode: "medium" is not a mode (valid: fast, slow)`,
 		"mode: [fast]\n":           `k.yaml:1:7: mode: want a single value, got a list`,
 		"bits: [1, 9]\n":           `k.yaml:1:11: bits[1]: 9 outside 0..7`,
-		"weights: [1, 2]\n":        `k.yaml:1:10: weights: want a list of 3, got 2`,
+		"weights: [1, 2]\n":        `k.yaml:1:10: weights: want 3 entries, got 2`,
 		"table: [1, 2, 3, 4, 5]\n": `k.yaml:1:8: table: 5 entries; at most 4`,
 		"ratio: NaN\n":             `k.yaml:1:8: ratio: "NaN" is not a number`,
 		"on: maybe\n":              `k.yaml:1:5: on: "maybe" is not true or false`,
