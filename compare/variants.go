@@ -1,19 +1,16 @@
 package compare
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/scenario"
-	"github.com/fabricsim/fabricsim/units"
 	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
@@ -26,12 +23,11 @@ type Variant struct {
 	// (infiniband or ethernet).
 	Kind       string `json:"kind"`
 	CostFabric string `json:"cost_fabric"`
-	// Fallback says why the variant ran on a stand-in (a fabric kind not in this build).
-	Fallback string `json:"fallback,omitempty"`
 	// FabricYAML is the variant's fabric section after overrides, as loaded.
 	FabricYAML string        `json:"fabric_yaml"`
 	Fabric     fabric.Config `json:"fabric"`
-	// Params is the parameter table of the report: the effective fabric configuration.
+	// Params is the parameter table of the report: the effective fabric configuration under
+	// its scenario keys (paramTable).
 	Params [][2]string `json:"params"`
 	node   *yaml.Node
 }
@@ -253,53 +249,69 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 	}
 	out, _ := yaml.Marshal(v.node)
 	v.FabricYAML = string(out)
-	v.Params = flattenConfig(v.Fabric)
+	v.Params = paramTable(v.Fabric)
 	return nil
 }
 
-// flattenConfig lists a fabric configuration as dotted key/value pairs for the report, with
-// units written out; the other kinds' parameter blocks are left out.
-func flattenConfig(c fabric.Config) [][2]string {
-	var out [][2]string
-	var walk func(prefix string, v reflect.Value)
-	walk = func(prefix string, v reflect.Value) {
-		switch v.Type() {
-		case reflect.TypeOf(units.Time(0)):
-			out = append(out, [2]string{prefix, units.Time(v.Int()).String()})
-			return
-		case reflect.TypeOf(units.Size(0)):
-			out = append(out, [2]string{prefix, units.Size(v.Int()).String()})
-			return
-		case reflect.TypeOf(units.Rate(0)):
-			out = append(out, [2]string{prefix, units.Rate(v.Int()).String()})
-			return
+// paramTable lists a variant's effective fabric settings for the report under their scenario
+// keys ("fabric.dcqcn_rate_ai"), written as a scenario would write them: the keys of every kind
+// first, then the variant kind's own.
+func paramTable(c fabric.Config) [][2]string {
+	var generic, own [][2]string
+	v := reflect.ValueOf(c)
+	for _, k := range fabric.Keys() {
+		if !k.For(c.Kind) {
+			continue
 		}
-		switch v.Kind() {
-		case reflect.Struct:
-			t := v.Type()
-			for i := 0; i < t.NumField(); i++ {
-				f := t.Field(i)
-				if !f.IsExported() {
-					continue
-				}
-				if prefix == "" && ((f.Name == "RoCE" && c.Kind != "roce") || (f.Name == "IB" && c.Kind != "infiniband")) {
-					continue
-				}
-				p := f.Name
-				if prefix != "" {
-					p = prefix + "." + f.Name
-				}
-				walk(p, v.Field(i))
-			}
-		case reflect.Float64, reflect.Float32:
-			out = append(out, [2]string{prefix, strconv.FormatFloat(v.Float(), 'g', -1, 64)})
-		case reflect.Slice, reflect.Array, reflect.Map, reflect.Pointer, reflect.Interface:
-			b, _ := json.Marshal(v.Interface())
-			out = append(out, [2]string{prefix, string(b)})
-		default:
-			out = append(out, [2]string{prefix, fmt.Sprint(v.Interface())})
+		row := [2]string{"fabric." + k.Name, yamlstrict.Text(v.FieldByIndex(k.Index))}
+		if k.Kind == "" {
+			generic = append(generic, row)
+		} else {
+			own = append(own, row)
 		}
 	}
-	walk("", reflect.ValueOf(c))
-	return out
+	return append(generic, own...)
+}
+
+// ParamRows merges the variants' parameter tables into one: a row per key (the keys of every
+// kind first, then each kind's, in the fabric's declaration order), a cell per variant (""
+// where a variant's kind has no such key), and whether the values differ between variants.
+func ParamRows(vs []*Variant) (keys []string, cells [][]string, differ []bool) {
+	rank := map[string]int{}
+	for _, generic := range []bool{true, false} {
+		for _, k := range fabric.Keys() {
+			if (k.Kind == "") == generic {
+				rank["fabric."+k.Name] = len(rank)
+			}
+		}
+	}
+	at := map[string]int{}
+	for _, v := range vs {
+		for _, kv := range v.Params {
+			if _, ok := at[kv[0]]; !ok {
+				at[kv[0]] = len(keys)
+				keys = append(keys, kv[0])
+			}
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return rank[keys[i]] < rank[keys[j]] })
+	for r, k := range keys {
+		at[k] = r
+	}
+	cells = make([][]string, len(keys))
+	for r := range cells {
+		cells[r] = make([]string, len(vs))
+	}
+	for i, v := range vs {
+		for _, kv := range v.Params {
+			cells[at[kv[0]]][i] = kv[1]
+		}
+	}
+	differ = make([]bool, len(keys))
+	for r, row := range cells {
+		for _, c := range row[1:] {
+			differ[r] = differ[r] || c != row[0]
+		}
+	}
+	return keys, cells, differ
 }

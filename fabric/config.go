@@ -14,7 +14,7 @@ import (
 // (scenarios decode straight into these types), its default is in DefaultEthernet, DefaultRoCE
 // or DefaultInfiniBand (defaults that follow from other settings in Derive), its checks in
 // Validate, which names the key. A `fabric:"roce"` or `fabric:"infiniband"` tag marks the keys
-// valid only with that kind. docs/scenario.md documents every key (TestDocsListEveryKey).
+// valid only with that kind, `notfor:"infiniband"` one that kind rejects. docs/scenario.md documents every key (TestDocsListEveryKey).
 // The zero value is not valid; use a Default* constructor as a base.
 type Config struct {
 	// Kind is "ethernet", "roce" or "infiniband": which policies New installs.
@@ -49,7 +49,7 @@ type Config struct {
 	BufferAlpha float64 `yaml:"buffer_alpha"`
 	// Routing picks among equal-cost next hops: ECMP (per-flow hash) or spray (per packet,
 	// random).
-	Routing Routing `yaml:"routing"`
+	Routing Routing `yaml:"routing" notfor:"infiniband"`
 	// AckEvery is how many in-order data packets the receiver coalesces into one ACK.
 	AckEvery int `yaml:"ack_every"`
 	// RTO is the retransmission timeout: unacknowledged data older than this is resent from
@@ -180,10 +180,17 @@ func (c *Config) Derive(written func(key string) bool) {
 type Key struct {
 	// Name is the key under `fabric:` ("pfc_xoff", "ib_cc.threshold").
 	Name string
-	// Kind is the fabric kind the key belongs to, "" for every kind.
-	Kind string
+	// Kind is the fabric kind the key belongs to, "" for every kind; NotFor a kind that has
+	// no use for a key of every kind (InfiniBand routes by routing_engine, not routing).
+	Kind   string
+	NotFor string
 	// Index locates the field in Config (reflect.Value.FieldByIndex).
 	Index []int
+}
+
+// For reports whether the key is a setting of fabric kind.
+func (k Key) For(kind string) bool {
+	return (k.Kind == "" || k.Kind == kind) && k.NotFor != kind
 }
 
 // Keys lists the fabric section's keys in Config's field order, nested sections (ib_cc) by
@@ -206,7 +213,7 @@ func Keys() []Key {
 				walk(f.Type, name, idx, k)
 				continue
 			}
-			out = append(out, Key{Name: name, Kind: k, Index: idx})
+			out = append(out, Key{Name: name, Kind: k, NotFor: f.Tag.Get("notfor"), Index: idx})
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "", nil, "")

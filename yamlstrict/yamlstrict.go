@@ -495,6 +495,45 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, partial boo
 	return nil
 }
 
+// Text writes a value the way a file would (the inverse of Decode): rates, sizes, durations
+// and other types with a String method by it, lists as "[a, b]", structs as "{key: value}" by
+// their YAML keys, numbers in their shortest exact form.
+func Text(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "null"
+		}
+		v = v.Elem()
+	}
+	if v.CanInterface() {
+		if s, ok := v.Interface().(fmt.Stringer); ok {
+			return s.String()
+		}
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if v.Len() == 0 {
+			return `""`
+		}
+		return v.String()
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	case reflect.Slice, reflect.Array:
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = Text(v.Index(i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case reflect.Struct:
+		var parts []string
+		for _, f := range cachedFields(v.Type()) {
+			parts = append(parts, f.Key+": "+Text(v.FieldByIndex(f.Index)))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v.Interface())
+}
+
 // KindName describes a node for messages: "mapping", "list" or the scalar's value.
 func KindName(n *yaml.Node) string {
 	switch n.Kind {

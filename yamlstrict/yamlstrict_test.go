@@ -245,3 +245,35 @@ func TestFieldsDuplicateKey(t *testing.T) {
 	}()
 	Fields(reflect.TypeOf(twice{}))
 }
+
+// TestText: a value written by Text decodes back to itself.
+func TestText(t *testing.T) {
+	k := kinds{Mode: 2, Bits: 1 << 3, Weights: [3]int{1, 2, 3}, Table: [4]uint8{0, 1, 2, 3}, Ratio: 1.0 / 1024, On: true,
+		Items: map[string]*inner{}, Counts: map[string]float64{}}
+	d := doc{Name: "x", Size: 2 * units.MiB, Link: inner{Rate: 400 * units.Gbps, Delay: 1500 * units.Nanosecond}, Names: []string{"a", "b"}, Seed: 7}
+	for _, c := range []struct {
+		v    reflect.Value
+		want string
+	}{
+		{reflect.ValueOf(d.Link), "{rate: 400Gbps, delay: 1.5us}"},
+		{reflect.ValueOf(d.Names), "[a, b]"},
+		{reflect.ValueOf(d.Size), "2MiB"},
+		{reflect.ValueOf(k.Weights), "[1, 2, 3]"},
+		{reflect.ValueOf(k.Ratio), "0.0009765625"},
+		{reflect.ValueOf(k.On), "true"},
+		{reflect.ValueOf(""), `""`},
+		{reflect.ValueOf(d.Ptr), "null"},
+	} {
+		if got := Text(c.v); got != c.want {
+			t.Errorf("Text(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	var back inner
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(Text(reflect.ValueOf(d.Link))), &n); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewDecoder("t").Decode(&n, reflect.ValueOf(&back).Elem(), ""); err != nil || back != d.Link {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+}
