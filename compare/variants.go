@@ -64,22 +64,67 @@ const builtinVariants = `
 // DefaultVariantNames are run when a scenario lists no variants.
 var DefaultVariantNames = []string{"ib-ndr", "roce-default", "roce-tuned"}
 
-func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, d.ErrAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
+// VariantSpec is one entry of a `variants:` list as written: the name of a built-in variant,
+// or a mapping that names a variant and gives its fabric section, its base, or both.
+type VariantSpec struct {
+	Builtin string     `yaml:"-"`
+	Name    string     `yaml:"name"`
+	Label   string     `yaml:"label"`
+	Base    string     `yaml:"base"`
+	Fabric  *yaml.Node `yaml:"fabric"`
+}
+
+// DecodeYAML reads a built-in variant's name or a variant mapping.
+func (v *VariantSpec) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*v = VariantSpec{Builtin: n.Value}
+		return nil
+	case yaml.MappingNode:
+		type plain VariantSpec
+		if err := d.Decode(n, reflect.ValueOf((*plain)(v)).Elem(), path); err != nil {
+			return err
+		}
+		if v.Fabric != nil && v.Fabric.Kind != yaml.MappingNode {
+			return d.ErrAt(v.Fabric, path+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
+		}
+		return nil
 	}
+	return d.ErrAt(n, path, "want a variant mapping {name, label, base, fabric} or a built-in name")
+}
+
+// VariantList is a `variants:` list.
+type VariantList []VariantSpec
+
+// DecodeYAML reads the list.
+func (l *VariantList) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path string) error {
+	if n.Kind != yaml.SequenceNode {
+		return d.ErrAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
+	}
+	var list []VariantSpec
+	if err := d.Decode(n, reflect.ValueOf(&list).Elem(), path); err != nil {
+		return err
+	}
+	*l = list
+	return nil
+}
+
+// resolveVariants turns a decoded list into variants: built-ins copied, a base's fabric section
+// merged under the variant's own. d holds the list's positions (at path).
+func resolveVariants(list VariantList, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
 	var out []*Variant
 	known := map[string]*Variant{}
 	for k, v := range builtin {
 		known[k] = v
 	}
 	seen := map[string]bool{}
-	for i, item := range n.Content {
+	for i, spec := range list {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		if item.Kind == yaml.ScalarNode {
-			b, ok := builtin[item.Value]
+		item := d.Node(p)
+		if spec.Builtin != "" {
+			b, ok := builtin[spec.Builtin]
 			if !ok {
-				return nil, d.ErrAt(item, p, "%q is not a built-in variant (built-in: %s)", item.Value, strings.Join(builtinNames(builtin), ", "))
+				return nil, d.ErrAt(item, p, "%q is not a built-in variant (built-in: %s)", spec.Builtin, strings.Join(builtinNames(builtin), ", "))
 			}
 			v := *b
 			if seen[v.Name] {
@@ -89,35 +134,7 @@ func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin 
 			out = append(out, &v)
 			continue
 		}
-		if item.Kind != yaml.MappingNode {
-			return nil, d.ErrAt(item, p, "want a variant mapping {name, label, base, fabric} or a built-in name")
-		}
-		v := &Variant{}
-		var fab *yaml.Node
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			k, val := item.Content[j], item.Content[j+1]
-			switch k.Value {
-			case "name", "label", "base":
-				if val.Kind != yaml.ScalarNode {
-					return nil, d.ErrAt(val, p+"."+k.Value, "want a single value")
-				}
-				switch k.Value {
-				case "name":
-					v.Name = val.Value
-				case "label":
-					v.Label = val.Value
-				case "base":
-					v.Base = val.Value
-				}
-			case "fabric":
-				if val.Kind != yaml.MappingNode {
-					return nil, d.ErrAt(val, p+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
-				}
-				fab = val
-			default:
-				return nil, d.ErrAt(k, p+"."+k.Value, "unknown key (valid keys here: base, fabric, label, name)")
-			}
-		}
+		v := &Variant{Name: spec.Name, Label: spec.Label, Base: spec.Base}
 		if v.Name == "" {
 			return nil, d.ErrAt(item, p+".name", "missing: every variant needs a name")
 		}
@@ -135,10 +152,10 @@ func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin 
 			if v.Label == "" {
 				v.Label = b.Label + " (modified)"
 			}
-		} else if fab == nil {
+		} else if spec.Fabric == nil {
 			return nil, d.ErrAt(item, p, "variant %q needs a fabric: section or a base: to start from", v.Name)
 		}
-		v.node = mergeNode(base, fab)
+		v.node = mergeNode(base, spec.Fabric)
 		if v.Label == "" {
 			v.Label = v.Name
 		}
@@ -164,7 +181,11 @@ func builtins() map[string]*Variant {
 		panic("compare: built-in variants: " + err.Error())
 	}
 	d := yamlstrict.NewDecoder("<built-in variants>")
-	vs, err := parseVariantList(root.Content[0], d, "variants", map[string]*Variant{})
+	var list VariantList
+	if err := d.Decode(&root, reflect.ValueOf(&list).Elem(), "variants"); err != nil {
+		panic("compare: built-in variants: " + err.Error())
+	}
+	vs, err := resolveVariants(list, d, "variants", map[string]*Variant{})
 	if err != nil {
 		panic("compare: built-in variants: " + err.Error())
 	}
@@ -188,14 +209,14 @@ func BuiltinVariants() [][2]string {
 func (s *Scenario) loadVariants() error {
 	b := builtins()
 	var vs []*Variant
-	if s.variantsNode == nil {
+	if !s.d.Has("variants") {
 		for _, n := range DefaultVariantNames {
 			v := *b[n]
 			vs = append(vs, &v)
 		}
 	} else {
 		var err error
-		if vs, err = parseVariantList(s.variantsNode, s.d, "variants", b); err != nil {
+		if vs, err = resolveVariants(s.VariantList, s.d, "variants", b); err != nil {
 			return err
 		}
 		if len(vs) == 0 {
@@ -216,15 +237,6 @@ func (s *Scenario) loadVariants() error {
 // cluster's link rate, and takes the packet backend's configuration from it.
 func (s *Scenario) resolveFabric(v *Variant) error {
 	node := v.node
-	kind := "ethernet"
-	if k := lookup(node, "kind"); k != nil {
-		kind = k.Value
-	}
-	v.Kind = kind
-	v.CostFabric = "ethernet"
-	if kind == "infiniband" {
-		v.CostFabric = "infiniband"
-	}
 	link := mapping("rate", s.Cluster.LinkRate.String(), "latency", s.Cluster.LinkLatency.String())
 	doc := mapping(
 		"name", v.Name,
@@ -244,6 +256,10 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}
 	v.Fabric = sc.FabricConfig()
+	v.Kind, v.CostFabric = v.Fabric.Kind, "ethernet"
+	if v.Kind == "infiniband" {
+		v.CostFabric = "infiniband"
+	}
 	if err := v.Fabric.Validate(); err != nil {
 		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}

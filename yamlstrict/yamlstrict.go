@@ -52,11 +52,14 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Pos.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Pos.Line, e.Pos.Col)
+	switch {
+	case e.File != "" && e.Pos.Line > 0:
+		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Pos.Line, e.Pos.Col)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
+	case e.Pos.Line > 0:
+		fmt.Fprintf(&b, "line %d:%d: ", e.Pos.Line, e.Pos.Col)
 	}
-	b.WriteString(": ")
 	if e.Field != "" {
 		b.WriteString(e.Field)
 		b.WriteString(": ")
@@ -453,7 +456,7 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, partial boo
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		x, err := strconv.ParseInt(n.Value, 0, 64)
+		x, err := parseInt(n.Value)
 		if err != nil {
 			if errors.Is(err, strconv.ErrRange) {
 				return d.ErrAt(n, path, "%s is out of range", n.Value)
@@ -466,13 +469,19 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, partial boo
 		}
 		v.SetInt(x)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if x, err := strconv.ParseInt(n.Value, 0, 64); err == nil && x < 0 {
-			if v.Type().Bits() == 64 {
-				return d.ErrAt(n, path, "%q is not a whole number >= 0", n.Value)
+		x, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 10, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			var i int64
+			if i, err = parseInt(n.Value); err == nil {
+				if i < 0 {
+					if v.Type().Bits() == 64 {
+						return d.ErrAt(n, path, "%q is not a whole number >= 0", n.Value)
+					}
+					return d.ErrAt(n, path, "%d outside 0..%d", i, uint64(1)<<v.Type().Bits()-1)
+				}
+				x = uint64(i)
 			}
-			return d.ErrAt(n, path, "%d outside 0..%d", x, uint64(1)<<v.Type().Bits()-1)
 		}
-		x, err := strconv.ParseUint(n.Value, 0, 64)
 		if err != nil {
 			if errors.Is(err, strconv.ErrRange) {
 				return d.ErrAt(n, path, "%s is out of range", n.Value)
@@ -532,6 +541,34 @@ func Text(v reflect.Value) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// parseInt reads a whole number as users write it: decimal digits, "_" between them allowed
+// ("8_030_000_000"), or a whole number in exponent notation ("8.03e9").
+func parseInt(s string) (int64, error) {
+	t := strings.ReplaceAll(s, "_", "")
+	x, err := strconv.ParseInt(t, 10, 64)
+	if err == nil || errors.Is(err, strconv.ErrRange) {
+		return x, err
+	}
+	if f, ferr := strconv.ParseFloat(t, 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return int64(f), nil
+	}
+	return 0, err
+}
+
+// Lookup returns the value of key in mapping n, or nil (also when n is not a mapping): for a
+// type's DecodeYAML that needs one key before the rest (a preset named by "base").
+func Lookup(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // KindName describes a node for messages: "mapping", "list" or the scalar's value.

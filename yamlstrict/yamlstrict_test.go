@@ -70,6 +70,7 @@ func TestDecodeErrors(t *testing.T) {
 		"seed: 300\n":                `f.yaml:1:7: seed: 300 outside 0..255`,
 		"seed: -1\n":                 `f.yaml:1:7: seed: -1 outside 0..255`,
 		"seed: many\n":               `f.yaml:1:7: seed: "many" is not a whole number`,
+		"seed: 1.5\n":                `f.yaml:1:7: seed: "1.5" is not a whole number`,
 		"link: [1, 2]\n":             "f.yaml:1:7: link: want a mapping of keys, got a list",
 		"size:\n":                    "f.yaml:1:6: size: has no value",
 		"link: {delay: -1us}\n":      `f.yaml:1:15: link.delay: duration "-1us" must not be negative`,
@@ -178,11 +179,11 @@ func decodeKinds(t *testing.T, src string, into *kinds) (*Decoder, error) {
 // existing entries, nodes kept for later, and defaults kept for what a file leaves out.
 func TestDecodeKinds(t *testing.T) {
 	k := kinds{Table: [4]uint8{9, 9, 9, 9}, Ratio: 0.5, Items: map[string]*inner{"a": {Rate: units.Gbps, Delay: units.Microsecond}}}
-	_, err := decodeKinds(t, "mode: slow\nbits: [1, 3]\nweights: [1, 2, 3]\ntable: [0, 1]\non: yes\nlater: {x: [1]}\nitems: {a: {rate: 2Gbps}, b: {delay: 1ns}}\n", &k)
+	_, err := decodeKinds(t, "mode: slow\nbits: [1, 3]\nweights: [1_000, 2e3, 3]\ntable: [0, 1]\non: yes\nlater: {x: [1]}\nitems: {a: {rate: 2Gbps}, b: {delay: 1ns}}\n", &k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.Mode != 2 || k.Bits != 1<<1|1<<3 || k.Weights != [3]int{1, 2, 3} || k.Table != [4]uint8{0, 1, 9, 9} || k.Ratio != 0.5 || !k.On {
+	if k.Mode != 2 || k.Bits != 1<<1|1<<3 || k.Weights != [3]int{1000, 2000, 3} || k.Table != [4]uint8{0, 1, 9, 9} || k.Ratio != 0.5 || !k.On {
 		t.Fatalf("decoded %+v", k)
 	}
 	if k.Later == nil || k.Later.Kind != yaml.MappingNode || k.Later.Line != 6 {
