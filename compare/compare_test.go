@@ -242,6 +242,11 @@ func TestBadWorkloads(t *testing.T) {
 		{"unknown key", "steps: 1", "steps: 1\nfabrik: {}", []string{"test.yaml:3", "fabrik", "unknown key"}},
 		{"bad variant field", "variants: [roce-default]", "variants:\n  - {name: x, base: roce-default, fabric: {dcqcn_rate_ai: fast}}", []string{"test.yaml:14:59: variants[x].fabric.dcqcn_rate_ai", "fast"}},
 		{"unknown variant", "variants: [roce-default]", "variants: [roce-fast]", []string{"test.yaml:13:12", "roce-fast", "built-in"}},
+		{"variants not a list", "variants: [roce-default]", "variants: {a: 1}", []string{"test.yaml:13:11: variants: want a list of variants"}},
+		{"variant without a name", "variants: [roce-default]", "variants: [{label: x}]", []string{"test.yaml:13:12: variants[0].name: missing"}},
+		{"unknown base", "variants: [roce-default]", "variants: [{name: x, base: nope}]", []string{"test.yaml:13:12: variants[0].base:", `"nope"`, "known: ib-ndr"}},
+		{"unknown variant key", "variants: [roce-default]", "variants: [{name: x, fabrik: {}}]", []string{"test.yaml:13:22: variants[0].fabrik: unknown key (valid keys here: base, fabric, label, name)"}},
+		{"workload key", "zero: 1", "zero: 1\n  zer0: 1", []string{"test.yaml:11:3: workload.zer0: unknown key"}},
 	} {
 		src := strings.Replace(base, c.from, c.to, 1)
 		if src == base {

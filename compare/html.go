@@ -45,11 +45,6 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		cols.Rows = append(cols.Rows, []string{c[0], c[1]})
 	}
 	summary := report.Section{Title: "Summary", Tables: []*report.Table{t, verdicts, cols}}
-	for _, v := range r.Variants {
-		if v.Variant.Fallback != "" {
-			summary.Text = append(summary.Text, v.Variant.Name+": "+v.Variant.Fallback)
-		}
-	}
 	page.Sections = append(page.Sections, summary)
 
 	// Step time breakdown.
@@ -174,15 +169,21 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	}
 	page.Sections = append(page.Sections, costSec)
 
-	// Parameters.
-	params := report.Section{Title: "Variant parameters"}
-	for _, v := range r.Variants {
-		pt := &report.Table{Caption: v.Variant.Name + ": " + v.Variant.Label, Head: []string{"parameter", "value"}}
-		for _, kv := range v.Variant.Params {
-			pt.Rows = append(pt.Rows, []string{kv[0], kv[1]})
-		}
-		params.Tables = append(params.Tables, pt)
+	// Parameters: one row per scenario key, one column per variant, differing rows highlighted.
+	params := report.Section{Title: "Variant parameters",
+		Text: []string{"Each variant's effective fabric settings under their scenario keys (defaults included); highlighted rows differ between variants, a blank cell is a key the variant's fabric kind does not have."}}
+	pt := &report.Table{Head: []string{"key"}}
+	vars := make([]*Variant, len(r.Variants))
+	for i, v := range r.Variants {
+		vars[i] = v.Variant
+		pt.Head = append(pt.Head, v.Variant.Name)
 	}
+	keys, cells, differ := ParamRows(vars)
+	for i, k := range keys {
+		pt.Rows = append(pt.Rows, append([]string{k}, cells[i]...))
+	}
+	pt.Highlight = differ
+	params.Tables = append(params.Tables, pt)
 	page.Sections = append(page.Sections, params)
 
 	// Workload and fidelity.

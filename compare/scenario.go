@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,19 +30,20 @@ type Scenario struct {
 	// step-to-step variation.
 	Steps int `yaml:"steps" json:"steps"`
 	// Tokens to train, for the time and cost to train ("15T", "1e12").
-	Tokens       string           `yaml:"tokens" json:"tokens"`
-	TokensCount  float64          `yaml:"-" json:"tokens_count"`
-	Cluster      Cluster          `yaml:"cluster" json:"cluster"`
-	Collective   Coll             `yaml:"collective" json:"collective"`
-	Cost         Cost             `yaml:"cost" json:"cost"`
-	Workload     *training.Config `yaml:"-" json:"workload"`
-	Variants     []*Variant       `yaml:"-" json:"variants"`
-	File         string           `yaml:"-" json:"file"`
-	Dir          string           `yaml:"-" json:"-"`
-	Source       string           `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
-	d            *yamlstrict.Decoder
-	variantsNode *yaml.Node
-	server       gpu.Server
+	Tokens      string           `yaml:"tokens" json:"tokens"`
+	TokensCount float64          `yaml:"-" json:"tokens_count"`
+	Cluster     Cluster          `yaml:"cluster" json:"cluster"`
+	Collective  Coll             `yaml:"collective" json:"collective"`
+	Cost        Cost             `yaml:"cost" json:"cost"`
+	Workload    *training.Config `yaml:"workload" json:"workload"`
+	// VariantList is the variants: list as written, Variants the variants it resolves to.
+	VariantList VariantList `yaml:"variants" json:"-"`
+	Variants    []*Variant  `yaml:"-" json:"variants"`
+	File        string      `yaml:"-" json:"file"`
+	Dir         string      `yaml:"-" json:"-"`
+	Source      string      `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
+	d           *yamlstrict.Decoder
+	server      gpu.Server
 }
 
 // Cluster is the GPU cluster: servers of GPUs, one NIC per GPU, on a rail-optimized fabric.
@@ -107,59 +107,26 @@ const (
 // Parse reads a compare scenario from YAML. name is used in messages, dir resolves relative
 // paths (the cost catalogue).
 func Parse(data []byte, name, dir string) (*Scenario, error) {
-	var root yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
-		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, &Error{File: name, Msg: "file is empty (want a compare scenario: cluster, workload, variants)"}
-		}
-		return nil, &Error{File: name, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{File: name, Pos: yamlstrict.Pos{Line: root.Line, Col: root.Column}, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
-	}
-	top := root.Content[0]
-	s := &Scenario{File: name, Dir: dir, Source: string(data)}
-	s.d = yamlstrict.NewDecoder(name)
-	// Split off the sections decoded elsewhere: workload (training.Load) and variants.
-	plain := &yaml.Node{Kind: yaml.MappingNode, Line: top.Line, Column: top.Column}
-	var workNode *yaml.Node
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
-		switch k.Value {
-		case "workload":
-			if workNode != nil {
-				return nil, s.d.ErrAt(k, "workload", "key given twice")
-			}
-			workNode = v
-			s.d.Record("workload", v)
-		case "variants":
-			if s.variantsNode != nil {
-				return nil, s.d.ErrAt(k, "variants", "key given twice")
-			}
-			s.variantsNode = v
-			s.d.Record("variants", v)
-		default:
-			plain.Content = append(plain.Content, k, v)
-		}
-	}
-	if err := s.d.Decode(plain, reflect.ValueOf(s).Elem(), ""); err != nil {
-		if e, ok := err.(*Error); ok && strings.Contains(e.Msg, "unknown key") {
-			e.Msg = strings.Replace(e.Msg, "valid keys here: ", "valid keys here: variants, workload, ", 1)
-		}
-		return nil, err
-	}
-	if workNode == nil {
-		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
-	}
-	w, err := training.Load(workNode, name)
+	root, err := yamlstrict.Parse(data, name, "a compare scenario: cluster, workload, variants")
 	if err != nil {
 		return nil, err
 	}
-	if w.Kind != "" && w.Kind != "training" {
-		return nil, s.d.ErrAt(workNode, "workload.kind", "%q unknown (valid: training)", w.Kind)
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Pos: yamlstrict.Pos{Line: top.Line, Col: top.Column}, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
 	}
-	s.Workload = w
-	if err := s.defaults(workNode); err != nil {
+	s := &Scenario{File: name, Dir: dir, Source: string(data), d: yamlstrict.NewDecoder(name)}
+	if err := s.d.Decode(top, reflect.ValueOf(s).Elem(), ""); err != nil {
+		return nil, err
+	}
+	w := s.Workload
+	if w == nil {
+		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
+	}
+	if w.Kind != "" && w.Kind != "training" {
+		return nil, s.d.At("workload.kind", "%q unknown (valid: training)", w.Kind)
+	}
+	if err := s.defaults(); err != nil {
 		return nil, err
 	}
 	if err := s.validate(); err != nil {
@@ -193,7 +160,7 @@ func (s *Scenario) Path(p string) string {
 
 func (s *Scenario) has(path string) bool { return s.d.Has(path) }
 
-func (s *Scenario) defaults(workNode *yaml.Node) error {
+func (s *Scenario) defaults() error {
 	if s.Name == "" {
 		base := filepath.Base(s.File)
 		s.Name = strings.TrimSuffix(base, filepath.Ext(base))
@@ -271,8 +238,7 @@ func (s *Scenario) defaults(workNode *yaml.Node) error {
 	if w.GPUsPerServer == 0 {
 		w.GPUsPerServer = c.GPUsPerServer
 	} else if w.GPUsPerServer != c.GPUsPerServer {
-		return s.d.ErrAt(lookup(workNode, "gpus_per_server"), "workload.gpus_per_server",
-			"%d conflicts with cluster.gpus_per_server %d (leave one out)", w.GPUsPerServer, c.GPUsPerServer)
+		return s.d.At("workload.gpus_per_server", "%d conflicts with cluster.gpus_per_server %d (leave one out)", w.GPUsPerServer, c.GPUsPerServer)
 	}
 	if w.GPUs == 0 && c.Servers > 0 {
 		w.GPUs = c.Servers * c.GPUsPerServer
@@ -324,7 +290,6 @@ func (s *Scenario) validate() error {
 	if w.GPUs != c.Servers*c.GPUsPerServer {
 		return s.d.At("workload.gpus", "%d GPUs, but the cluster has %d servers x %d = %d", w.GPUs, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
 	}
-	w.SetFile(s.File)
 	cfg := *w
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {

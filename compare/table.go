@@ -26,7 +26,7 @@ var Columns = [][2]string{
 }
 
 // WriteTable prints the comparison: a header naming the workload and cluster, one row per
-// variant, then one verdict line per variant and the notes on fallbacks.
+// variant, then one verdict line per variant and the variants without a cost.
 func (r *Result) WriteTable(w io.Writer) error {
 	p := r.Plan
 	fmt.Fprintf(w, "%s: %s (%.2fB params) on %d x %s, TP %d PP %d DP %d ZeRO-%d, %d tokens/step; %s, %s, %s; backend %s, %d step(s)\n\n",
@@ -39,12 +39,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, v := range r.Variants {
-		name := v.Variant.Name
-		if v.Variant.Fallback != "" {
-			name += "*"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f d\t%s\t\n",
-			name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
+			v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
 			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.TrainDays, v.money(v.NetworkTrainUSD))
@@ -56,21 +52,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, v := range r.Variants {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
 	}
-	fallback := false
+	noted := false
 	for _, v := range r.Variants {
 		if v.CostError != "" {
-			if !fallback {
+			if !noted {
 				fmt.Fprintln(w)
 			}
-			fallback = true
+			noted = true
 			fmt.Fprintf(w, "  %s: no cost: %s\n", v.Variant.Name, v.CostError)
-		}
-		if v.Variant.Fallback != "" {
-			if !fallback {
-				fmt.Fprintln(w)
-			}
-			fallback = true
-			fmt.Fprintf(w, "  * %s: %s\n", v.Variant.Name, v.Variant.Fallback)
 		}
 	}
 	return nil

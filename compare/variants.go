@@ -1,19 +1,16 @@
 package compare
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/scenario"
-	"github.com/fabricsim/fabricsim/units"
 	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
@@ -26,12 +23,11 @@ type Variant struct {
 	// (infiniband or ethernet).
 	Kind       string `json:"kind"`
 	CostFabric string `json:"cost_fabric"`
-	// Fallback says why the variant ran on a stand-in (a fabric kind not in this build).
-	Fallback string `json:"fallback,omitempty"`
 	// FabricYAML is the variant's fabric section after overrides, as loaded.
 	FabricYAML string        `json:"fabric_yaml"`
 	Fabric     fabric.Config `json:"fabric"`
-	// Params is the parameter table of the report: the effective fabric configuration.
+	// Params is the parameter table of the report: the effective fabric configuration under
+	// its scenario keys (paramTable).
 	Params [][2]string `json:"params"`
 	node   *yaml.Node
 }
@@ -68,22 +64,67 @@ const builtinVariants = `
 // DefaultVariantNames are run when a scenario lists no variants.
 var DefaultVariantNames = []string{"ib-ndr", "roce-default", "roce-tuned"}
 
-func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, d.ErrAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
+// VariantSpec is one entry of a `variants:` list as written: the name of a built-in variant,
+// or a mapping that names a variant and gives its fabric section, its base, or both.
+type VariantSpec struct {
+	Builtin string     `yaml:"-"`
+	Name    string     `yaml:"name"`
+	Label   string     `yaml:"label"`
+	Base    string     `yaml:"base"`
+	Fabric  *yaml.Node `yaml:"fabric"`
+}
+
+// DecodeYAML reads a built-in variant's name or a variant mapping.
+func (v *VariantSpec) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*v = VariantSpec{Builtin: n.Value}
+		return nil
+	case yaml.MappingNode:
+		type plain VariantSpec
+		if err := d.Decode(n, reflect.ValueOf((*plain)(v)).Elem(), path); err != nil {
+			return err
+		}
+		if v.Fabric != nil && v.Fabric.Kind != yaml.MappingNode {
+			return d.ErrAt(v.Fabric, path+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
+		}
+		return nil
 	}
+	return d.ErrAt(n, path, "want a variant mapping {name, label, base, fabric} or a built-in name")
+}
+
+// VariantList is a `variants:` list.
+type VariantList []VariantSpec
+
+// DecodeYAML reads the list.
+func (l *VariantList) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path string) error {
+	if n.Kind != yaml.SequenceNode {
+		return d.ErrAt(n, path, "want a list of variants ({name, base, fabric}) or names of built-in ones")
+	}
+	var list []VariantSpec
+	if err := d.Decode(n, reflect.ValueOf(&list).Elem(), path); err != nil {
+		return err
+	}
+	*l = list
+	return nil
+}
+
+// resolveVariants turns a decoded list into variants: built-ins copied, a base's fabric section
+// merged under the variant's own. d holds the list's positions (at path).
+func resolveVariants(list VariantList, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
 	var out []*Variant
 	known := map[string]*Variant{}
 	for k, v := range builtin {
 		known[k] = v
 	}
 	seen := map[string]bool{}
-	for i, item := range n.Content {
+	for i, spec := range list {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		if item.Kind == yaml.ScalarNode {
-			b, ok := builtin[item.Value]
+		item := d.Node(p)
+		if spec.Builtin != "" {
+			b, ok := builtin[spec.Builtin]
 			if !ok {
-				return nil, d.ErrAt(item, p, "%q is not a built-in variant (built-in: %s)", item.Value, strings.Join(builtinNames(builtin), ", "))
+				return nil, d.ErrAt(item, p, "%q is not a built-in variant (built-in: %s)", spec.Builtin, strings.Join(builtinNames(builtin), ", "))
 			}
 			v := *b
 			if seen[v.Name] {
@@ -93,35 +134,7 @@ func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin 
 			out = append(out, &v)
 			continue
 		}
-		if item.Kind != yaml.MappingNode {
-			return nil, d.ErrAt(item, p, "want a variant mapping {name, label, base, fabric} or a built-in name")
-		}
-		v := &Variant{}
-		var fab *yaml.Node
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			k, val := item.Content[j], item.Content[j+1]
-			switch k.Value {
-			case "name", "label", "base":
-				if val.Kind != yaml.ScalarNode {
-					return nil, d.ErrAt(val, p+"."+k.Value, "want a single value")
-				}
-				switch k.Value {
-				case "name":
-					v.Name = val.Value
-				case "label":
-					v.Label = val.Value
-				case "base":
-					v.Base = val.Value
-				}
-			case "fabric":
-				if val.Kind != yaml.MappingNode {
-					return nil, d.ErrAt(val, p+".fabric", "want a mapping of fabric keys (kind, mtu, ...)")
-				}
-				fab = val
-			default:
-				return nil, d.ErrAt(k, p+"."+k.Value, "unknown key (valid keys here: base, fabric, label, name)")
-			}
-		}
+		v := &Variant{Name: spec.Name, Label: spec.Label, Base: spec.Base}
 		if v.Name == "" {
 			return nil, d.ErrAt(item, p+".name", "missing: every variant needs a name")
 		}
@@ -139,10 +152,10 @@ func parseVariantList(n *yaml.Node, d *yamlstrict.Decoder, path string, builtin 
 			if v.Label == "" {
 				v.Label = b.Label + " (modified)"
 			}
-		} else if fab == nil {
+		} else if spec.Fabric == nil {
 			return nil, d.ErrAt(item, p, "variant %q needs a fabric: section or a base: to start from", v.Name)
 		}
-		v.node = mergeNode(base, fab)
+		v.node = mergeNode(base, spec.Fabric)
 		if v.Label == "" {
 			v.Label = v.Name
 		}
@@ -168,7 +181,11 @@ func builtins() map[string]*Variant {
 		panic("compare: built-in variants: " + err.Error())
 	}
 	d := yamlstrict.NewDecoder("<built-in variants>")
-	vs, err := parseVariantList(root.Content[0], d, "variants", map[string]*Variant{})
+	var list VariantList
+	if err := d.Decode(&root, reflect.ValueOf(&list).Elem(), "variants"); err != nil {
+		panic("compare: built-in variants: " + err.Error())
+	}
+	vs, err := resolveVariants(list, d, "variants", map[string]*Variant{})
 	if err != nil {
 		panic("compare: built-in variants: " + err.Error())
 	}
@@ -192,14 +209,14 @@ func BuiltinVariants() [][2]string {
 func (s *Scenario) loadVariants() error {
 	b := builtins()
 	var vs []*Variant
-	if s.variantsNode == nil {
+	if !s.d.Has("variants") {
 		for _, n := range DefaultVariantNames {
 			v := *b[n]
 			vs = append(vs, &v)
 		}
 	} else {
 		var err error
-		if vs, err = parseVariantList(s.variantsNode, s.d, "variants", b); err != nil {
+		if vs, err = resolveVariants(s.VariantList, s.d, "variants", b); err != nil {
 			return err
 		}
 		if len(vs) == 0 {
@@ -215,68 +232,11 @@ func (s *Scenario) loadVariants() error {
 	return nil
 }
 
-// kindLanded reports whether this build's scenario loader knows fabric kind k's own keys.
-func kindLanded(k string) bool {
-	switch k {
-	case "roce":
-		return reflect.TypeOf(scenario.RoCE{}).NumField() > 0
-	case "infiniband":
-		return reflect.TypeOf(scenario.InfiniBand{}).NumField() > 0
-	}
-	return true
-}
-
-// genericKeys are the fabric keys every kind has (scenario.Fabric's own fields).
-func genericKeys() map[string]bool {
-	out := map[string]bool{}
-	t := reflect.TypeOf(scenario.Fabric{})
-	for i := 0; i < t.NumField(); i++ {
-		tag := t.Field(i).Tag.Get("yaml")
-		name, _, _ := strings.Cut(tag, ",")
-		if name != "" && name != "-" {
-			out[name] = true
-		}
-	}
-	return out
-}
-
 // resolveFabric loads the variant's fabric section through the scenario loader (strict, with
 // the positions of the file it came from) inside a stand-in scenario whose topology has the
 // cluster's link rate, and takes the packet backend's configuration from it.
 func (s *Scenario) resolveFabric(v *Variant) error {
 	node := v.node
-	kind := "ethernet"
-	if k := lookup(node, "kind"); k != nil {
-		kind = k.Value
-	}
-	v.Kind = kind
-	v.CostFabric = "ethernet"
-	if kind == "infiniband" {
-		v.CostFabric = "infiniband"
-	}
-	if !kindLanded(kind) {
-		// Keep only the generic keys and run the generic Ethernet fabric with this kind's framing.
-		g := genericKeys()
-		stripped := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
-		var dropped []string
-		for i := 0; i+1 < len(node.Content); i += 2 {
-			k := node.Content[i].Value
-			if k == "kind" {
-				continue
-			}
-			if g[k] {
-				stripped.Content = append(stripped.Content, node.Content[i], node.Content[i+1])
-			} else {
-				dropped = append(dropped, k)
-			}
-		}
-		node = mergeNode(fallbackFraming(kind), stripped)
-		v.Fallback = fmt.Sprintf("fabric kind %q is not in this build: ran the generic ethernet fabric with %s framing and latency (no %s)",
-			kind, kind, map[string]string{"roce": "PFC, ECN or DCQCN", "infiniband": "credit flow control or adaptive routing"}[kind])
-		if len(dropped) > 0 {
-			v.Fallback += "; ignored: " + strings.Join(dropped, ", ")
-		}
-	}
 	link := mapping("rate", s.Cluster.LinkRate.String(), "latency", s.Cluster.LinkLatency.String())
 	doc := mapping(
 		"name", v.Name,
@@ -296,73 +256,78 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}
 	v.Fabric = sc.FabricConfig()
+	v.Kind, v.CostFabric = v.Fabric.Kind, "ethernet"
+	if v.Kind == "infiniband" {
+		v.CostFabric = "infiniband"
+	}
 	if err := v.Fabric.Validate(); err != nil {
 		return s.d.At("variants", "variant %s: %v", v.Name, err)
 	}
 	out, _ := yaml.Marshal(v.node)
 	v.FabricYAML = string(out)
-	v.Params = flattenConfig(v.Fabric)
+	v.Params = paramTable(v.Fabric)
 	return nil
 }
 
-// fallbackFraming is the stand-in fabric of a kind not yet in the build: its framing and switch
-// latency on the generic fabric.
-func fallbackFraming(kind string) *yaml.Node {
-	switch kind {
-	case "infiniband":
-		// LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B; ACK adds AETH 4; no preamble/IFG (DOMAIN.md
-		// §2); NDR switch 130-150 ns (DOMAIN.md §3).
-		return mapping("kind", "ethernet", "header_bytes", 26, "ack_bytes", 30, "l1_overhead", 0, "switch_latency", "140ns")
-	case "roce":
-		// Ethernet 14 + 802.1Q 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 = 66 B (DOMAIN.md §2).
-		return mapping("kind", "ethernet", "header_bytes", 66, "ack_bytes", 70)
+// paramTable lists a variant's effective fabric settings for the report under their scenario
+// keys ("fabric.dcqcn_rate_ai"), written as a scenario would write them: the keys of every kind
+// first, then the variant kind's own.
+func paramTable(c fabric.Config) [][2]string {
+	var generic, own [][2]string
+	v := reflect.ValueOf(c)
+	for _, k := range fabric.Keys() {
+		if !k.For(c.Kind) {
+			continue
+		}
+		row := [2]string{"fabric." + k.Name, yamlstrict.Text(v.FieldByIndex(k.Index))}
+		if k.Kind == "" {
+			generic = append(generic, row)
+		} else {
+			own = append(own, row)
+		}
 	}
-	return mapping("kind", "ethernet")
+	return append(generic, own...)
 }
 
-// flattenConfig lists a fabric configuration as dotted key/value pairs for the report, with
-// units written out; the other kinds' parameter blocks are left out.
-func flattenConfig(c fabric.Config) [][2]string {
-	var out [][2]string
-	var walk func(prefix string, v reflect.Value)
-	walk = func(prefix string, v reflect.Value) {
-		switch v.Type() {
-		case reflect.TypeOf(units.Time(0)):
-			out = append(out, [2]string{prefix, units.Time(v.Int()).String()})
-			return
-		case reflect.TypeOf(units.Size(0)):
-			out = append(out, [2]string{prefix, units.Size(v.Int()).String()})
-			return
-		case reflect.TypeOf(units.Rate(0)):
-			out = append(out, [2]string{prefix, units.Rate(v.Int()).String()})
-			return
-		}
-		switch v.Kind() {
-		case reflect.Struct:
-			t := v.Type()
-			for i := 0; i < t.NumField(); i++ {
-				f := t.Field(i)
-				if !f.IsExported() {
-					continue
-				}
-				if prefix == "" && ((f.Name == "RoCE" && c.Kind != "roce") || (f.Name == "IB" && c.Kind != "infiniband")) {
-					continue
-				}
-				p := f.Name
-				if prefix != "" {
-					p = prefix + "." + f.Name
-				}
-				walk(p, v.Field(i))
+// ParamRows merges the variants' parameter tables into one: a row per key (the keys of every
+// kind first, then each kind's, in the fabric's declaration order), a cell per variant (""
+// where a variant's kind has no such key), and whether the values differ between variants.
+func ParamRows(vs []*Variant) (keys []string, cells [][]string, differ []bool) {
+	rank := map[string]int{}
+	for _, generic := range []bool{true, false} {
+		for _, k := range fabric.Keys() {
+			if (k.Kind == "") == generic {
+				rank["fabric."+k.Name] = len(rank)
 			}
-		case reflect.Float64, reflect.Float32:
-			out = append(out, [2]string{prefix, strconv.FormatFloat(v.Float(), 'g', -1, 64)})
-		case reflect.Slice, reflect.Array, reflect.Map, reflect.Pointer, reflect.Interface:
-			b, _ := json.Marshal(v.Interface())
-			out = append(out, [2]string{prefix, string(b)})
-		default:
-			out = append(out, [2]string{prefix, fmt.Sprint(v.Interface())})
 		}
 	}
-	walk("", reflect.ValueOf(c))
-	return out
+	at := map[string]int{}
+	for _, v := range vs {
+		for _, kv := range v.Params {
+			if _, ok := at[kv[0]]; !ok {
+				at[kv[0]] = len(keys)
+				keys = append(keys, kv[0])
+			}
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return rank[keys[i]] < rank[keys[j]] })
+	for r, k := range keys {
+		at[k] = r
+	}
+	cells = make([][]string, len(keys))
+	for r := range cells {
+		cells[r] = make([]string, len(vs))
+	}
+	for i, v := range vs {
+		for _, kv := range v.Params {
+			cells[at[kv[0]]][i] = kv[1]
+		}
+	}
+	differ = make([]bool, len(keys))
+	for r, row := range cells {
+		for _, c := range row[1:] {
+			differ[r] = differ[r] || c != row[0]
+		}
+	}
+	return keys, cells, differ
 }

@@ -87,63 +87,68 @@ func LookupIBGeneration(name string) (IBGeneration, bool) {
 // VLWeight is one entry of a VL arbitration table: VL and weight in 64-byte units (0..255;
 // IBA vol. 1 §7.6.9). A weight of 0 skips the entry.
 type VLWeight struct {
-	VL     uint8
-	Weight uint8
+	VL     uint8 `yaml:"vl"`
+	Weight uint8 `yaml:"weight"`
 }
 
-// IBConfig holds the InfiniBand fabric's parameters (credits, VLs, routing, IB CC).
+// IBConfig holds the InfiniBand fabric's parameters (credits, VLs, routing, IB CC); each `yaml`
+// tag is its key under `fabric:` with `kind: infiniband`.
 type IBConfig struct {
-	// Generation names the preset the rates and latency came from ("ndr" ...), for reports.
-	Generation string
+	// Generation names the preset the rates and latency came from ("ndr" ...).
+	Generation string `yaml:"generation"`
+	// GRH adds the 40 B global route header to every packet (routed between subnets); it sets
+	// the default HeaderBytes (IBHeaderBytes).
+	GRH bool `yaml:"grh"`
 	// VLs is the number of data VLs per port, 1..15 (ConnectX default 4, DOMAIN.md §3).
-	VLs int
+	VLs int `yaml:"vls"`
 	// SL2VL maps each service level to a VL on every port (the subnet manager programs the same
 	// table everywhere, as OpenSM's qos_sl2vl does); a test or extension may give single ports
-	// their own table through Port.SL2VL.
-	SL2VL [IBServiceLevels]uint8
+	// their own table through Port.SL2VL. A scenario may list the first SLs only.
+	SL2VL [IBServiceLevels]uint8 `yaml:"sl2vl,partial"`
 	// VLBuffer is a switch port's receive buffer per VL; HCABuffer an HCA's. Both are rounded
 	// down to whole 64-byte blocks and must hold one full packet.
-	VLBuffer  units.Size
-	HCABuffer units.Size
+	VLBuffer  units.Size `yaml:"vl_buffer"`
+	HCABuffer units.Size `yaml:"hca_buffer"`
 	// ArbHigh and ArbLow are the VL arbitration tables; HighLimit is VL_HIGH_LIMIT: the high-
 	// priority bytes, in 4 KiB units, that may be sent while a low-priority packet waits
 	// (255 = unlimited, 0 = one packet).
-	ArbHigh, ArbLow []VLWeight
-	HighLimit       int
+	ArbHigh   []VLWeight `yaml:"vl_arb_high"`
+	ArbLow    []VLWeight `yaml:"vl_arb_low"`
+	HighLimit int        `yaml:"vl_high_limit"`
 	// Routing is the subnet manager's engine: "minhop", "dmodk" or "updown" (package ibsm).
-	Routing string
+	Routing string `yaml:"routing_engine"`
 	// Adaptive turns on adaptive routing: switches pick, per data packet, the least loaded port
 	// among the destination's allowed ports. The receiver then accepts out-of-order packets.
-	Adaptive bool
+	Adaptive bool `yaml:"adaptive_routing"`
 	// FCRefresh is the period of the flow-control packets a port sends unprompted on a lossy
 	// link, so that a lost credit update cannot stall it (IBA vol. 1 §7.9: at least every 65,536
 	// symbol times). 0 derives 65,536 byte times at the link rate. Unused on clean links.
-	FCRefresh units.Time
+	FCRefresh units.Time `yaml:"fc_refresh"`
 	// CC is IB congestion control.
-	CC IBCCConfig
+	CC IBCCConfig `yaml:"ib_cc"`
 }
 
 // IBCCConfig is IB congestion control (IBA annex A10).
 type IBCCConfig struct {
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 	// Threshold is the queue depth (bytes on the packet's VL at a switch egress port) above
 	// which the port marks FECN (annex A10 encodes it as 0..15 of an implementation-defined
 	// scale; est.).
-	Threshold units.Size
+	Threshold units.Size `yaml:"threshold"`
 	// MarkingRate: one in MarkingRate+1 eligible packets is marked (0 marks every one).
-	MarkingRate int
+	MarkingRate int `yaml:"marking_rate"`
 	// VictimMask also marks at ports that are congested only because they lack credits (victims
 	// of congestion further down); off, only the root of congestion marks.
-	VictimMask bool
+	VictimMask bool `yaml:"victim_mask"`
 	// The source CA's reaction: see transport/ibcc.
-	CCTIIncrease int
-	CCTILimit    int
-	CCTIMin      int
-	CCTITimer    units.Time
+	CCTIIncrease int        `yaml:"ccti_increase"`
+	CCTILimit    int        `yaml:"ccti_limit"`
+	CCTIMin      int        `yaml:"ccti_min"`
+	CCTITimer    units.Time `yaml:"ccti_timer"`
 	// Table is the CCT (injection delay per index); empty derives a linear table of
 	// CCTILimit+1 entries with step TableStep.
-	Table     []units.Time
-	TableStep units.Time
+	Table     []units.Time `yaml:"cct"`
+	TableStep units.Time   `yaml:"cct_step"`
 }
 
 // DefaultInfiniBand returns the InfiniBand fabric of generation gen ("edr", "hdr", "ndr",
@@ -193,10 +198,7 @@ func (ib *IBConfig) SetDefaultVLs(n int) {
 		ib.SL2VL[sl] = uint8(sl % n)
 	}
 	ib.ArbHigh = nil
-	ib.ArbLow = make([]VLWeight, n)
-	for v := range ib.ArbLow {
-		ib.ArbLow[v] = VLWeight{VL: uint8(v), Weight: 64}
-	}
+	ib.ArbLow = defaultArbLow(n)
 }
 
 // IBHeaderBytes is the data-packet overhead with or without a GRH.
@@ -217,79 +219,10 @@ func (c *IBCCConfig) ccParams() *ibcc.Params {
 	return p
 }
 
-// validate checks the InfiniBand parameters (the scenario loader reports them with positions).
-func (ib *IBConfig) validate(c *Config) error {
-	if ib.VLs < 1 || ib.VLs > IBMaxVLs {
-		return fmt.Errorf("infiniband: vls %d outside 1..%d", ib.VLs, IBMaxVLs)
-	}
-	if c.Priorities != IBServiceLevels {
-		return fmt.Errorf("infiniband: priorities must be %d (one per service level), got %d", IBServiceLevels, c.Priorities)
-	}
-	for sl, vl := range ib.SL2VL {
-		if int(vl) >= ib.VLs {
-			return fmt.Errorf("infiniband: sl2vl maps SL %d to VL %d, but only VL0..VL%d exist", sl, vl, ib.VLs-1)
-		}
-	}
-	maxPkt := int64(c.MTU) + int64(c.HeaderBytes) + int64(c.FirstHeaderExtra)
-	for _, b := range []struct {
-		name string
-		v    units.Size
-	}{{"vl_buffer", ib.VLBuffer}, {"hca_buffer", ib.HCABuffer}} {
-		if int64(b.v)/IBBlock*IBBlock < maxPkt {
-			return fmt.Errorf("infiniband: %s %v holds no full %d B packet", b.name, b.v, maxPkt)
-		}
-	}
-	for _, t := range [][]VLWeight{ib.ArbHigh, ib.ArbLow} {
-		if len(t) > 64 {
-			return fmt.Errorf("infiniband: a VL arbitration table has at most 64 entries, got %d", len(t))
-		}
-		for _, e := range t {
-			if int(e.VL) >= ib.VLs {
-				return fmt.Errorf("infiniband: VL arbitration entry names VL %d, but only VL0..VL%d exist", e.VL, ib.VLs-1)
-			}
-		}
-	}
-	if ib.HighLimit < 0 || ib.HighLimit > 255 {
-		return fmt.Errorf("infiniband: vl_high_limit %d outside 0..255", ib.HighLimit)
-	}
-	// Every VL an SL maps to must get turns, or its packets would never leave.
-	for sl, vl := range ib.SL2VL {
-		served := false
-		for _, t := range [][]VLWeight{ib.ArbHigh, ib.ArbLow} {
-			for _, e := range t {
-				served = served || (e.VL == vl && e.Weight > 0)
-			}
-		}
-		if !served {
-			return fmt.Errorf("infiniband: SL %d maps to VL %d, which no VL arbitration entry serves with a positive weight", sl, vl)
-		}
-	}
-	switch ib.Routing {
-	case "minhop", "dmodk", "updown":
-	default:
-		return fmt.Errorf("infiniband: routing engine %q unknown (valid: minhop, dmodk, updown)", ib.Routing)
-	}
-	if ib.FCRefresh < 0 {
-		return fmt.Errorf("infiniband: fc_refresh must not be negative")
-	}
-	if ib.CC.Enabled {
-		if err := ib.CC.ccParams().Validate(); err != nil {
-			return err
-		}
-		if ib.CC.MarkingRate < 0 || ib.CC.Threshold < 0 {
-			return fmt.Errorf("infiniband: ib_cc marking_rate and threshold must not be negative")
-		}
-	}
-	return nil
-}
-
 // installInfiniBand installs the InfiniBand policies (credit flow control, VL arbitration,
 // subnet-manager routing, IB CC) on a built network.
 func (n *Network) installInfiniBand() error {
-	ib := &n.cfg.IB
-	if err := ib.validate(&n.cfg); err != nil {
-		return err
-	}
+	ib := &n.cfg.IB // checked by Config.Validate
 	if ib.Adaptive && n.cfg.Transport == "" {
 		// Adaptive routing reorders packets; HCAs accept them in any order (DOMAIN.md §3).
 		n.cfg.Transport = "ooo"

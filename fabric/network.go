@@ -94,7 +94,7 @@ type Network struct {
 
 // New builds the packet-level network for graph g with routes r.
 func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(false); err != nil {
 		return nil, err
 	}
 	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}

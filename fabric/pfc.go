@@ -64,23 +64,14 @@ func newPFC(r *roce) (*pfc, error) {
 	n := r.n
 	c := r.cfg
 	np := len(r.ports)
-	f := &pfc{roce: r, lossless: c.Lossless,
+	f := &pfc{roce: r, lossless: uint8(c.Lossless),
 		shared: make([]int64, len(n.g.Nodes)), sharedUsed: make([]int64, len(n.g.Nodes)), room: make([]int64, np),
 		ing: make([]int64, np*8), hdr: make([]int64, np*8), refreshAt: make([]units.Time, np*8),
 		pauseUntil: make([]units.Time, np*8), pausedSince: make([]units.Time, np*8), ignoreUntil: make([]units.Time, np*8),
 		xoffSent: make([]int64, np*8), xonSent: make([]int64, np*8), received: make([]int64, np*8), pausedTime: make([]units.Time, np*8),
 		pausing: make([]uint8, np), pauseDur: make([]units.Time, np), hdrDrops: make([]int64, np*8),
 	}
-	if !c.PFCDynamic && c.XON > c.XOFF {
-		return nil, fmt.Errorf("pfc_xon %v above pfc_xoff %v", c.XON, c.XOFF)
-	}
-	if c.PFCDynamic && !(c.PFCAlpha > 0) {
-		return nil, fmt.Errorf("pfc_alpha must be positive, got %g", c.PFCAlpha)
-	}
-	if c.PauseQuanta == 0 {
-		return nil, fmt.Errorf("pfc_pause_quanta must be positive")
-	}
-	classes := int64(popcount(c.Lossless))
+	classes := int64(c.Lossless.Len()) // thresholds checked by Config.Validate
 	for g, p := range r.ports {
 		f.pauseDur[g] = p.Rate.TransmitTime(units.Size(int64(c.PauseQuanta) * 64)) // 512 bit times
 		if c.Headroom > 0 {
@@ -117,14 +108,14 @@ func newPFC(r *roce) (*pfc, error) {
 
 // xoff is the shared-pool occupancy at which a port-priority of switch node pauses upstream.
 func (f *pfc) xoff(node topo.NodeID) int64 {
-	if f.cfg.PFCDynamic {
+	if f.cfg.PFCThreshold == PFCDynamic {
 		return int64(f.cfg.PFCAlpha * float64(f.shared[node]-f.sharedUsed[node]))
 	}
 	return int64(f.cfg.XOFF)
 }
 
 func (f *pfc) xon(node topo.NodeID) int64 {
-	if f.cfg.PFCDynamic {
+	if f.cfg.PFCThreshold == PFCDynamic {
 		return max(f.xoff(node)-int64(f.cfg.XONOffset), 0)
 	}
 	return int64(f.cfg.XON)

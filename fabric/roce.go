@@ -3,7 +3,6 @@ package fabric
 import (
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/fabricsim/fabricsim/headroom"
 	"github.com/fabricsim/fabricsim/sim"
@@ -44,59 +43,74 @@ func RoCEMTU(netdev int) int {
 	return best
 }
 
-// RoCEConfig holds the RoCEv2 fabric's parameters (PFC, ECN, DCQCN, scheduling, loss). The
-// transport (Config.Transport: gbn or irn) and QPs per connection are in Config.
+// RoCEConfig holds the RoCEv2 fabric's parameters (framing, PFC, ECN, DCQCN, scheduling, loss);
+// each `yaml` tag is its key under `fabric:` with `kind: roce`. The transport (Config.Transport:
+// gbn or irn), the data and CNP classes and QPs per connection are in Config.
 type RoCEConfig struct {
-	// PFC turns on priority flow control for the classes in Lossless (a bit per priority).
-	PFC      bool
-	Lossless uint8
-	// PFCDynamic picks the XOFF rule: alpha x the free shared buffer (true) or the static XOFF.
-	// XON is the static resume threshold; with the dynamic rule XON = XOFF - XONOffset.
-	PFCDynamic bool
-	PFCAlpha   float64
-	XOFF, XON  units.Size
-	XONOffset  units.Size
+	// NetdevMTU is the Ethernet MTU; the RDMA path MTU (Config.MTU) defaults to the largest IB
+	// MTU that fits it (RoCEMTU). IPv6 and VLAN set the framing (RoCEFraming): 40 B instead of
+	// 20 B IP headers, an 802.1Q tag (needed for PCP-based PFC).
+	NetdevMTU int  `yaml:"netdev_mtu"`
+	IPv6      bool `yaml:"ipv6"`
+	VLAN      bool `yaml:"vlan"`
+
+	// PFC turns on priority flow control for the classes in Lossless.
+	PFC      bool        `yaml:"pfc"`
+	Lossless PrioritySet `yaml:"pfc_priorities"`
+	// PFCThreshold picks the XOFF rule: alpha x the free shared buffer (PFCDynamic) or the
+	// static XOFF. XON is the static resume threshold; with the dynamic rule XON = XOFF -
+	// XONOffset.
+	PFCThreshold PFCThreshold `yaml:"pfc_threshold"`
+	PFCAlpha     float64      `yaml:"pfc_alpha"`
+	XOFF         units.Size   `yaml:"pfc_xoff"`
+	XON          units.Size   `yaml:"pfc_xon"`
+	XONOffset    units.Size   `yaml:"pfc_xon_offset"`
 	// Headroom is reserved per ingress port and lossless priority for bytes that arrive after
 	// XOFF; 0 sizes each port by the larger of the mlx5 formula and the IEEE-style breakdown
 	// (headroom package) for its link rate, cable (latency / 5 ns per m) and the switch latency.
-	Headroom units.Size
+	Headroom units.Size `yaml:"pfc_headroom"`
 	// PauseQuanta is the pause time of an XOFF in quanta of 512 bit times (65535 = 335 us at
 	// 100G); an XOFF is refreshed every PauseRefresh (0: half the pause time) while it holds.
-	PauseQuanta  uint16
-	PauseRefresh units.Time
+	PauseQuanta  uint16     `yaml:"pfc_pause_quanta"`
+	PauseRefresh units.Time `yaml:"pfc_refresh"`
 	// Watchdog, when positive, flushes a queue paused continuously this long and lets it ignore
 	// PAUSE for WatchdogRestore (the switch PFC watchdog that breaks pause storms).
-	Watchdog, WatchdogRestore units.Time
+	Watchdog        units.Time `yaml:"pfc_watchdog"`
+	WatchdogRestore units.Time `yaml:"pfc_watchdog_restore"`
 	// StormHost, when >= 0, is a NIC that stops draining at StormAt and sends PAUSE for every
 	// lossless class for StormFor (a pause storm from a stuck receiver).
-	StormHost         int32
-	StormAt, StormFor units.Time
+	StormHost int32      `yaml:"pfc_storm_host"`
+	StormAt   units.Time `yaml:"pfc_storm_start"`
+	StormFor  units.Time `yaml:"pfc_storm_duration"`
 
 	// ECN turns on RED marking at switch egress: probability 0 below Kmin, rising linearly to
 	// Pmax at Kmax, 1 above (DOMAIN.md §4). Kmin/Kmax 0 scale with each port's rate as HPCC's
 	// ns-3 scripts do: 100 KB and 400 KB per 25 Gb/s.
-	ECN        bool
-	Kmin, Kmax units.Size
-	Pmax       float64
+	ECN  bool       `yaml:"ecn"`
+	Kmin units.Size `yaml:"ecn_kmin"`
+	Kmax units.Size `yaml:"ecn_kmax"`
+	Pmax float64    `yaml:"ecn_pmax"`
 	// ECNMap, when set, gives thresholds per link rate (HPCC ns-3's KMIN_MAP, KMAX_MAP,
 	// PMAX_MAP); a port whose rate is not listed scales the nearest entry by its rate.
-	ECNMap []ECNThreshold
+	ECNMap []ECNThreshold `yaml:"-"`
 
-	// DCQCN turns on the DCQCN reaction and notification points with these parameters.
-	DCQCN       bool
-	DCQCNParams dcqcn.Params
+	// DCQCN turns on the DCQCN reaction and notification points with these parameters (keys
+	// dcqcn_g, dcqcn_rate_ai, ...); DCQCNPreset names the preset the keys not written take.
+	DCQCN       bool         `yaml:"dcqcn"`
+	DCQCNPreset string       `yaml:"dcqcn_preset"`
+	DCQCNParams dcqcn.Params `yaml:",inline"`
 
-	// Strict is the set of strict-priority classes (a bit per priority, served highest first);
-	// the others share the rest by deficit round robin with Weights.
-	Strict  uint8
-	Weights [8]int
+	// Strict is the set of strict-priority classes (served highest first); the others share the
+	// rest by deficit round robin with Weights.
+	Strict  PrioritySet `yaml:"strict_priorities"`
+	Weights [8]int      `yaml:"weights"`
 
 	// RandomLoss drops this fraction of frames on every link (DropRandom), for lossy-fabric
 	// experiments.
-	RandomLoss float64
+	RandomLoss float64 `yaml:"random_loss"`
 	// QPAwareHash spreads the QPs of one connection over distinct equal-cost next hops
 	// (hop = (hash(connection) + QP) mod candidates) instead of hashing each QP independently.
-	QPAwareHash bool
+	QPAwareHash bool `yaml:"qp_aware_hash"`
 }
 
 // ECNThreshold is the RED marking of ports of one link rate.
@@ -118,16 +132,17 @@ func DefaultRoCE() Config {
 	c.CNPPriority = 6
 	c.HeaderBytes, c.AckBytes, c.CNPBytes = RoCEFraming(false, true)
 	c.FirstHeaderExtra = RETHBytes
-	c.Transport = "gbn"
+	c.Transport = TransportGoBackN
 	c.IRNRTOLow, c.IRNRTOHigh, c.IRNLowThreshold = 100*units.Microsecond, 320*units.Microsecond, 3
 	c.QPsPerConn = 1
 	c.RoCE = RoCEConfig{
-		PFC: true, Lossless: 1 << 3, PFCDynamic: true, PFCAlpha: 1.0 / 8,
+		NetdevMTU: 4200, VLAN: true,
+		PFC: true, Lossless: 1 << 3, PFCThreshold: PFCDynamic, PFCAlpha: 1.0 / 8,
 		XOFF: 200 * units.KB, XON: 180 * units.KB, XONOffset: 2 * 4162,
-		PauseQuanta: 65535,
-		StormHost:   -1,
-		ECN:         true, Pmax: 0.2,
-		DCQCN: true, DCQCNParams: dcqcn.ConnectX(),
+		PauseQuanta: 65535, WatchdogRestore: 200 * units.Millisecond,
+		StormHost: -1,
+		ECN:       true, Pmax: 0.2,
+		DCQCN: true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		Strict:  1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
@@ -155,10 +170,7 @@ func (r *roce) portName(g int32) string {
 // installRoCE installs the RoCEv2 policies (PFC, ECN marking, DCQCN, scheduling) on a built
 // network.
 func (n *Network) installRoCE() error {
-	c := &n.cfg.RoCE
-	if n.cfg.Priorities != 8 {
-		return fmt.Errorf("roce needs 8 priorities, got %d", n.cfg.Priorities)
-	}
+	c := &n.cfg.RoCE // checked by Config.Validate
 	r := &roce{n: n, cfg: c, base: make([]int32, len(n.g.Nodes))}
 	for i := range n.g.Nodes {
 		r.base[i] = int32(len(r.ports))
@@ -172,18 +184,9 @@ func (n *Network) installRoCE() error {
 		n.fc = fc
 	}
 	if c.ECN {
-		if !(c.Pmax > 0 && c.Pmax <= 1) {
-			return fmt.Errorf("ecn_pmax %g outside (0,1]", c.Pmax)
-		}
-		if c.Kmin > c.Kmax {
-			return fmt.Errorf("ecn_kmin %v above ecn_kmax %v", c.Kmin, c.Kmax)
-		}
 		n.marker = newECN(r)
 	}
 	if c.DCQCN {
-		if err := c.DCQCNParams.Validate(); err != nil {
-			return err
-		}
 		n.cc = newDCQCN(r)
 	}
 	n.sched = newDWRR(r)
@@ -235,5 +238,3 @@ func autoHeadroom(n *Network, p *Port) int64 {
 	h := headroom.Headroom(headroom.Input{Rate: p.Rate, CableMetres: cable, MTU: frame, Response: n.cfg.SwitchLatency})
 	return headroom.Bytes(math.Max(h.MLX5, h.IEEE))
 }
-
-func popcount(x uint8) int { return bits.OnesCount8(x) }

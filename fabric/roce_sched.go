@@ -14,7 +14,7 @@ type dwrr struct {
 }
 
 func newDWRR(r *roce) *dwrr {
-	s := &dwrr{roce: r, strict: r.cfg.Strict, deficit: make([]int64, len(r.ports)*8), cur: make([]uint8, len(r.ports))}
+	s := &dwrr{roce: r, strict: uint8(r.cfg.Strict), deficit: make([]int64, len(r.ports)*8), cur: make([]uint8, len(r.ports))}
 	frame := int64(r.n.cfg.MTU) + int64(r.n.cfg.HeaderBytes+r.n.cfg.FirstHeaderExtra)
 	for i, w := range r.cfg.Weights {
 		if w < 1 {

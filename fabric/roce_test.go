@@ -180,7 +180,7 @@ func TestIncast32PFC(t *testing.T) {
 func TestHeadroomTooSmallDrops(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	cfg.RoCE.PFCDynamic = false
+	cfg.RoCE.PFCThreshold = PFCStatic
 	cfg.RoCE.XOFF, cfg.RoCE.XON = 20*units.KB, 10*units.KB
 	cfg.RoCE.Headroom = 5 * units.KB // one frame: far below the ~35 KB a 100G, 200 m link needs
 	cfg.RTO = 100 * units.Microsecond
@@ -390,7 +390,7 @@ func TestPFCDeadlockReported(t *testing.T) {
 	g, rt := ring()
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	cfg.RoCE.PFCDynamic = false
+	cfg.RoCE.PFCThreshold = PFCStatic
 	cfg.RoCE.XOFF, cfg.RoCE.XON = 40*units.KB, 20*units.KB
 	cfg.NoProgress = 500 * units.Microsecond
 	n := newNet(t, g, cfg)
@@ -421,8 +421,8 @@ func TestPFCDeadlockReported(t *testing.T) {
 // selective repeat resends only the lost packets and stays within 10 % of line rate (the shape
 // of Mittal et al. SIGCOMM'18, DOMAIN.md §6).
 func TestLossyGoBackNVersusIRN(t *testing.T) {
-	goodput := map[string]float64{}
-	for _, tr := range []string{"gbn", "irn"} {
+	goodput := map[Transport]float64{}
+	for _, tr := range []Transport{TransportGoBackN, TransportIRN} {
 		cfg := DefaultRoCE()
 		cfg.RoCE.PFC, cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false, false
 		cfg.RoCE.RandomLoss = 1e-3

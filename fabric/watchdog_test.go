@@ -61,7 +61,7 @@ func TestNoProgressWatchdogLateDeadlock(t *testing.T) {
 	g, rt := ring()
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	cfg.RoCE.PFCDynamic = false
+	cfg.RoCE.PFCThreshold = PFCStatic
 	cfg.RoCE.XOFF, cfg.RoCE.XON = 40*units.KB, 20*units.KB
 	cfg.NoProgress = 500 * units.Microsecond
 	n := newNet(t, g, cfg)

@@ -43,6 +43,8 @@ type Table struct {
 	Rows    [][]string
 	// RightAlign marks columns holding numbers.
 	RightAlign []bool
+	// Highlight marks rows to draw the eye to (values that differ between columns).
+	Highlight []bool
 }
 
 // Palette is the colour sequence of series and stacks (colour-blind-safe Okabe-Ito order).
@@ -57,7 +59,7 @@ th,td{border:1px solid #ddd;padding:.25em .6em;vertical-align:top}th{background:
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}caption{text-align:left;font-weight:600;padding:.3em 0}
 pre{background:#f7f7f7;border:1px solid #e5e5e5;padding:.6em;overflow-x:auto;font-size:.85em}
 svg.chart{display:block;margin:.6em 0;max-width:100%;height:auto}svg text{font-family:inherit}
-.charts{display:flex;flex-wrap:wrap;gap:1em}`
+.charts{display:flex;flex-wrap:wrap;gap:1em}tr.hl td{background:#fff3c4}`
 
 // check counts the charts with at least one data mark and records it for headless checks.
 const check = `(function(){var n=0;document.querySelectorAll('svg.chart').forEach(function(s){if(s.getAttribute('data-empty')!=='true'&&s.querySelector('.mark'))n++;});
@@ -111,8 +113,12 @@ func (t *Table) HTML() string {
 		fmt.Fprintf(&b, "<th>%s</th>", esc(h))
 	}
 	b.WriteString("</tr></thead><tbody>\n")
-	for _, r := range t.Rows {
-		b.WriteString("<tr>")
+	for ri, r := range t.Rows {
+		if ri < len(t.Highlight) && t.Highlight[ri] {
+			b.WriteString("<tr class=\"hl\">")
+		} else {
+			b.WriteString("<tr>")
+		}
 		for i, c := range r {
 			if i < len(t.RightAlign) && t.RightAlign[i] {
 				fmt.Fprintf(&b, "<td class=\"num\">%s</td>", esc(c))

@@ -79,3 +79,15 @@ func TestPageSelfContained(t *testing.T) {
 		}
 	}
 }
+
+// TestTableHighlight: highlighted rows carry the class the page's style colours, the others not.
+func TestTableHighlight(t *testing.T) {
+	tb := &Table{Head: []string{"key", "a", "b"}, Rows: [][]string{{"x", "1", "1"}, {"y", "1", "2"}}, Highlight: []bool{false, true}}
+	h := tb.HTML()
+	if strings.Count(h, `<tr class="hl">`) != 1 || !strings.Contains(h, `<tr class="hl"><td>y</td>`) {
+		t.Errorf("highlight: %s", h)
+	}
+	if !strings.Contains(css, "tr.hl td{") {
+		t.Error("no style for highlighted rows")
+	}
+}

@@ -69,32 +69,6 @@ func (s *Scenario) BuildTopology() (*topo.Graph, error) {
 	return nil, s.errf("topology.kind", "%q unknown", t.Kind)
 }
 
-// FabricConfig returns the packet backend's configuration.
-func (s *Scenario) FabricConfig() fabric.Config {
-	f := &s.Fabric
-	c := fabric.DefaultEthernet()
-	c.Kind = f.Kind
-	c.MTU = f.MTU
-	c.HeaderBytes = f.HeaderBytes
-	c.AckBytes = f.AckBytes
-	c.L1Overhead = f.L1Overhead
-	c.SwitchLatency = f.SwitchLatency
-	c.Buffer = f.Buffer
-	c.BufferAlpha = f.BufferAlpha
-	c.Routing = f.Routing
-	c.AckEvery = f.AckEvery
-	c.RTO = f.RTO
-	c.NoProgress = f.NoProgress
-	c.Seed = s.Seed
-	switch f.Kind {
-	case "roce":
-		s.roceConfig(&c)
-	case "infiniband":
-		s.infinibandConfig(&c)
-	}
-	return c
-}
-
 // BuildTraffic compiles the traffic section into a message graph for graph g.
 func (s *Scenario) BuildTraffic(g *topo.Graph) (*msggraph.Graph, error) {
 	tr := &s.Traffic
@@ -213,7 +187,7 @@ func (s *Scenario) Build() (*Built, error) {
 	}
 	cfg := s.FabricConfig()
 	if err := cfg.Validate(); err != nil {
-		return nil, s.errf("fabric", "%v", err)
+		return nil, s.d.Place("fabric", err)
 	}
 	return &Built{Graph: g, Routes: r, Work: w, Fabric: cfg}, nil
 }

@@ -42,7 +42,7 @@ func TestRoCEDefaults(t *testing.T) {
 	}
 	r := c.RoCE
 	cx := fabric.DefaultRoCE().RoCE
-	if !r.PFC || r.Lossless != 1<<3 || !r.PFCDynamic || r.PFCAlpha != 0.125 || !r.ECN || !r.DCQCN || r.Strict != 1<<6|1<<7 ||
+	if !r.PFC || r.Lossless != 1<<3 || r.PFCThreshold != fabric.PFCDynamic || r.PFCAlpha != 0.125 || !r.ECN || !r.DCQCN || r.Strict != 1<<6|1<<7 ||
 		r.DCQCNParams != cx.DCQCNParams || r.StormHost != -1 || r.PauseQuanta != 65535 {
 		t.Fatalf("roce defaults: %+v", r)
 	}
@@ -71,7 +71,7 @@ func TestRoCEKeysApplied(t *testing.T) {
 	}
 	c := s.FabricConfig()
 	if c.MTU != 1024 || c.HeaderBytes != 86 || c.Transport != "irn" || c.QPsPerConn != 4 || !c.RoCE.QPAwareHash ||
-		c.RoCE.PFCDynamic || c.RoCE.XOFF != 100*units.KB || c.RoCE.XON != 80*units.KB || c.RoCE.Kmin != 50*units.KB ||
+		c.RoCE.PFCThreshold != fabric.PFCStatic || c.RoCE.XOFF != 100*units.KB || c.RoCE.XON != 80*units.KB || c.RoCE.Kmin != 50*units.KB ||
 		c.RoCE.DCQCNParams.G != 1.0/256 || c.RoCE.DCQCNParams.AI != 20*units.Mbps || c.RoCE.Weights[3] != 4 {
 		t.Fatalf("keys not applied: %+v", c)
 	}
@@ -90,7 +90,8 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  pfc_threshold: sometimes\n", "fabric.pfc_threshold", "valid: static, dynamic"},
 		{"  pfc_alpha: 0\n", "fabric.pfc_alpha", "outside (0,64]"},
 		{"  buffer: 1MB\n  pfc_headroom: 2MB\n", "fabric.pfc_headroom", "larger than the 1MB switch buffer"},
-		{"  pfc_pause_quanta: 70000\n", "fabric.pfc_pause_quanta", "1..65535"},
+		{"  pfc_pause_quanta: 70000\n", "fabric.pfc_pause_quanta", "70000 outside 0..65535"},
+		{"  pfc_pause_quanta: 0\n", "fabric.pfc_pause_quanta", "0 outside 1..65535"},
 		{"  pfc_priorities: [9]\n", "fabric.pfc_priorities[0]", "outside 0..7"},
 		{"  dcqcn_g: 0\n", "fabric.dcqcn_g", "outside (0,1]"},
 		{"  dcqcn_g: 1.5\n", "fabric.dcqcn_g", "outside (0,1]"},
@@ -107,7 +108,7 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  netdev_mtu: 1500\n  mtu: 4096\n", "fabric.mtu", "does not fit netdev_mtu 1500"},
 		{"  random_loss: 1\n", "fabric.random_loss", "outside [0,1)"},
 		{"  data_priority: 8\n", "fabric.data_priority", "outside 0..7"},
-		{"  weights: [1, 1]\n", "fabric.weights", "want 8 weights"},
+		{"  weights: [1, 1]\n", "fabric.weights", "want 8 entries, got 2"},
 		{"  pfc: false\n  pfc_storm_host: 1\n", "fabric.pfc_storm_host", "needs pfc: true"},
 		{"  hpcc_config: nowhere.txt\n", "fabric.hpcc_config", "cannot read"},
 	} {

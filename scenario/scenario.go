@@ -5,10 +5,9 @@
 package scenario
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	"go.yaml.in/yaml/v3"
 
@@ -26,8 +25,9 @@ type Scenario struct {
 	// Duration stops the run at this simulated time; 0 runs until every message completes.
 	Duration units.Time `yaml:"duration"`
 	Topology Topology   `yaml:"topology"`
-	Fabric   Fabric     `yaml:"fabric"`
-	Traffic  Traffic    `yaml:"traffic"`
+	// Fabric decodes into the packet backend's configuration (fabric.go).
+	Fabric  Fabric  `yaml:"fabric"`
+	Traffic Traffic `yaml:"traffic"`
 
 	// File is the path the scenario was read from ("<embedded>/x.yaml" for built-ins); Dir
 	// resolves relative file references. Neither is part of the YAML.
@@ -59,28 +59,6 @@ type Topology struct {
 	Oversubscription float64 `yaml:"oversubscription"`
 	// hpcc
 	File string `yaml:"file"`
-}
-
-// Fabric is the packet backend's fabric.
-type Fabric struct {
-	// Kind is ethernet, roce or infiniband.
-	Kind          string     `yaml:"kind"`
-	MTU           units.Size `yaml:"mtu"`
-	HeaderBytes   int        `yaml:"header_bytes"`
-	AckBytes      int        `yaml:"ack_bytes"`
-	L1Overhead    int        `yaml:"l1_overhead"`
-	SwitchLatency units.Time `yaml:"switch_latency"`
-	Buffer        units.Size `yaml:"buffer"`
-	BufferAlpha   float64    `yaml:"buffer_alpha"`
-	Routing       string     `yaml:"routing"`
-	AckEvery      int        `yaml:"ack_every"`
-	RTO           units.Time `yaml:"rto"`
-	NoProgress    units.Time `yaml:"no_progress"`
-
-	// Fabric-kind parameters, each in its own file (roce.go, infiniband.go); their keys sit
-	// directly under fabric: and are valid only with their kind.
-	RoCE       RoCE       `yaml:",inline"`
-	InfiniBand InfiniBand `yaml:",inline"`
 }
 
 // Flow is one explicit flow of `traffic: {kind: flows}`.
@@ -115,20 +93,30 @@ type Traffic struct {
 // Parse decodes and validates a scenario from YAML. name is used in messages; dir resolves
 // relative paths in the file.
 func Parse(data []byte, name, dir string) (*Scenario, error) {
-	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, errEOF(err)) || len(bytes.TrimSpace(data)) == 0 {
-			return nil, &Error{File: name, Msg: "file is empty (want a scenario: name, topology, fabric, traffic)"}
-		}
-		return nil, &Error{File: name, Msg: "not valid YAML: " + yamlMsg(err)}
+	root, err := yamlstrict.Parse(data, name, "a scenario: name, topology, fabric, traffic")
+	if err != nil {
+		return nil, err
 	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{File: name, Pos: Pos{Line: root.Line, Col: root.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
+	return ParseNode(root, name, dir)
+}
+
+// ParseNode is Parse for a document already decoded into a YAML node tree. Positions in errors
+// are the nodes' own, so a caller that assembles a scenario from parts of another file (the
+// fabric variants of a compare scenario) reports the lines the user wrote; name is the file
+// those lines are in.
+func ParseNode(root *yaml.Node, name, dir string) (*Scenario, error) {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
 	}
-	s := &Scenario{File: name, Dir: dir}
-	s.d = yamlstrict.NewDecoder(name)
-	if err := s.d.Decode(&root, reflectOf(s), ""); err != nil {
+	if n.Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Pos: Pos{Line: n.Line, Col: n.Column}, Msg: "want a mapping with keys name, seed, topology, fabric, traffic"}
+	}
+	s := &Scenario{File: name, Dir: dir, d: yamlstrict.NewDecoder(name)}
+	if err := s.d.Decode(n, reflect.ValueOf(s).Elem(), ""); err != nil {
+		return nil, err
+	}
+	if err := s.decodeFabric(); err != nil {
 		return nil, err
 	}
 	s.applyDefaults()
@@ -154,6 +142,12 @@ func (s *Scenario) Path(p string) string {
 	}
 	return filepath.Join(s.Dir, p)
 }
+
+// Pos is a position in a source file.
+type Pos = yamlstrict.Pos
+
+// Error is a scenario error: file, position, the dotted field path and what is wrong.
+type Error = yamlstrict.Error
 
 // errf returns an error at the position of field path (or its nearest written parent).
 func (s *Scenario) errf(path, format string, args ...any) error {

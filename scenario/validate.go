@@ -2,26 +2,13 @@ package scenario
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/units"
 )
-
-func errEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return err
-	}
-	return io.EOF
-}
-
-func yamlMsg(err error) string {
-	return strings.TrimPrefix(err.Error(), "yaml: ")
-}
 
 func unwrapPathErr(err error) string {
 	var pe *fs.PathError
@@ -64,31 +51,7 @@ func (s *Scenario) applyDefaults() {
 	if t.Kind == "leaf-spine" && t.Spines > 0 && !s.Has("topology.oversubscription") && !s.Has("topology.spine_link.rate") {
 		t.Oversubscription = 1
 	}
-	f := &s.Fabric
-	if f.Kind == "" {
-		f.Kind = "ethernet"
-	}
-	d := fabric.DefaultEthernet()
-	def := func(path string, set func()) {
-		if !s.Has("fabric." + path) {
-			set()
-		}
-	}
-	def("mtu", func() { f.MTU = d.MTU })
-	def("header_bytes", func() { f.HeaderBytes = d.HeaderBytes })
-	def("ack_bytes", func() { f.AckBytes = d.AckBytes })
-	def("l1_overhead", func() { f.L1Overhead = d.L1Overhead })
-	def("switch_latency", func() { f.SwitchLatency = d.SwitchLatency })
-	def("buffer", func() { f.Buffer = d.Buffer })
-	def("buffer_alpha", func() { f.BufferAlpha = d.BufferAlpha })
-	def("routing", func() { f.Routing = d.Routing })
-	def("ack_every", func() { f.AckEvery = d.AckEvery })
-	def("rto", func() { f.RTO = d.RTO })
-	def("no_progress", func() { f.NoProgress = d.NoProgress })
-	switch f.Kind {
-	case "roce":
-		s.defaultsRoCE()
-	case "infiniband":
+	if s.Fabric.Kind == "infiniband" {
 		s.defaultsInfiniBand()
 	}
 	tr := &s.Traffic
@@ -147,58 +110,8 @@ func (s *Scenario) validate() error {
 	default:
 		return s.errf("topology.kind", "%q is not a topology kind (valid: fat-tree, leaf-spine, hpcc)", t.Kind)
 	}
-	f := &s.Fabric
-	if f.Kind != "infiniband" {
-		if err := s.rejectInfiniBandKeys(); err != nil { // scenario/infiniband.go
-			return err
-		}
-	}
-	if f.Kind != "roce" {
-		if err := s.rejectRoCEKeys(); err != nil { // scenario/roce.go
-			return err
-		}
-	}
-	switch f.Kind {
-	case "ethernet":
-	case "roce":
-		if err := s.validateRoCE(); err != nil {
-			return err
-		}
-	case "infiniband":
-		if err := s.validateInfiniBand(); err != nil {
-			return err
-		}
-	default:
-		return s.errf("fabric.kind", "%q is not a fabric kind (valid: ethernet, roce, infiniband)", f.Kind)
-	}
-	if f.MTU < 64 || f.MTU > 9216 {
-		return s.errf("fabric.mtu", "payload MTU %d B outside 64..9216", f.MTU)
-	}
-	for _, c := range []struct {
-		path string
-		v    int
-	}{{"header_bytes", f.HeaderBytes}, {"ack_bytes", f.AckBytes}, {"l1_overhead", f.L1Overhead}} {
-		if c.v < 0 || c.v > 1024 {
-			return s.errf("fabric."+c.path, "%d B outside 0..1024", c.v)
-		}
-	}
-	if f.AckBytes < 1 {
-		return s.errf("fabric.ack_bytes", "an ACK has at least 1 byte")
-	}
-	if int64(f.Buffer) < int64(f.MTU)+int64(f.HeaderBytes) {
-		return s.errf("fabric.buffer", "%v cannot hold one %d B packet", f.Buffer, int64(f.MTU)+int64(f.HeaderBytes))
-	}
-	if f.BufferAlpha < 0 || f.BufferAlpha > 64 {
-		return s.errf("fabric.buffer_alpha", "%g outside 0..64 (0 = static threshold)", f.BufferAlpha)
-	}
-	if !oneOf(f.Routing, "ecmp", "spray") {
-		return s.errf("fabric.routing", "%q is not a routing policy (valid: ecmp, spray)", f.Routing)
-	}
-	if f.AckEvery < 1 {
-		return s.errf("fabric.ack_every", "must be at least 1, got %d", f.AckEvery)
-	}
-	if f.RTO <= 0 {
-		return s.errf("fabric.rto", "must be positive")
+	if err := s.validateFabric(); err != nil { // fabric.go
+		return err
 	}
 	tr := &s.Traffic
 	switch tr.Kind {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Recomputation modes (Korthikanti et al. 2022).
@@ -92,8 +93,10 @@ type Config struct {
 	// OptimizerBytesPerParam is the HBM traffic of an Adam update per parameter.
 	OptimizerBytesPerParam float64 `yaml:"optimizer_bytes_per_param" json:"optimizer_bytes_per_param"`
 
-	file string         // YAML file, for messages
-	pos  map[string]int // line of each field, for messages
+	// d is the decoder of the file the config came from (nil when built in Go), path its field
+	// path there ("workload"): validation messages name the fields' lines and columns.
+	d    *yamlstrict.Decoder
+	path string
 }
 
 // Defaults fills unset fields (see the Default* constants). Fields whose zero value is
@@ -195,20 +198,13 @@ func (c *Config) MicroBatches() int {
 	return c.GlobalBatch / (c.MicroBatch * c.DP)
 }
 
-// errAt makes an error about a field, with the YAML file and line when the config came from one.
+// errAt makes an error about a field, placed at its line and column when the config came from
+// a file.
 func (c *Config) errAt(field, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	path := "workload." + field
-	if line := c.pos[field]; line > 0 {
-		if c.file != "" {
-			return fmt.Errorf("%s:%d: %s: %s", c.file, line, path, msg)
-		}
-		return fmt.Errorf("line %d: %s: %s", line, path, msg)
+	if c.d != nil {
+		return c.d.At(c.path+"."+field, format, args...)
 	}
-	if c.file != "" {
-		return fmt.Errorf("%s: %s: %s", c.file, path, msg)
-	}
-	return fmt.Errorf("%s: %s", path, msg)
+	return fmt.Errorf("workload.%s: %s", field, fmt.Sprintf(format, args...))
 }
 
 // Validate checks the config after Defaults: every parallelism constraint, then whether the

@@ -13,36 +13,39 @@ import (
 	"math"
 
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
-// Params are DCQCN's knobs. Rates are in bits per second, times in picoseconds.
+// Params are DCQCN's knobs. Rates are in bits per second, times in picoseconds. Each `yaml`
+// tag is the parameter's scenario key (under `fabric:` with `kind: roce`).
 type Params struct {
 	// G is the alpha gain g: alpha moves by g towards 1 on a CNP and towards 0 every K.
-	G float64
+	G float64 `yaml:"dcqcn_g"`
 	// AlphaTimer is K: alpha decays by (1-g) every K without a CNP.
-	AlphaTimer units.Time
+	AlphaTimer units.Time `yaml:"dcqcn_alpha_timer"`
 	// AlphaInit is alpha when a flow starts.
-	AlphaInit float64
+	AlphaInit float64 `yaml:"dcqcn_alpha_init"`
 	// IncreaseTimer is T and ByteCounter is B: each counts rate-increase events (one per T of
 	// time, one per B bytes sent) since the last decrease.
-	IncreaseTimer units.Time
-	ByteCounter   int64
+	IncreaseTimer units.Time `yaml:"dcqcn_increase_timer"`
+	ByteCounter   units.Size `yaml:"dcqcn_byte_counter"`
 	// F is the threshold separating fast recovery, additive and hyper increase.
-	F int
+	F int `yaml:"dcqcn_f"`
 	// AI and HAI are the additive and hyper-increase steps R_AI and R_HAI.
-	AI, HAI units.Rate
+	AI  units.Rate `yaml:"dcqcn_rate_ai"`
+	HAI units.Rate `yaml:"dcqcn_rate_hai"`
 	// CNPInterval is the NP's minimum time between two CNPs for one QP (min_time_between_cnps).
-	CNPInterval units.Time
+	CNPInterval units.Time `yaml:"dcqcn_cnp_interval"`
 	// DecreasePeriod is the RP's minimum time between two rate decreases
 	// (rate_reduce_monitor_period); CNPs arriving sooner are ignored. 0: every CNP decreases.
-	DecreasePeriod units.Time
+	DecreasePeriod units.Time `yaml:"dcqcn_decrease_period"`
 	// MinRate is the lowest rate a decrease may reach.
-	MinRate units.Rate
+	MinRate units.Rate `yaml:"dcqcn_min_rate"`
 	// MinDecFactor bounds one decrease: the new rate is at least MinDecFactor x the old one
 	// (ConnectX rpg_min_dec_fac 50 %); 0 leaves the cut at alpha/2.
-	MinDecFactor float64
+	MinDecFactor float64 `yaml:"dcqcn_min_dec_factor"`
 	// ClampTarget sets the target rate to the current rate on a decrease (the paper's RT = RC).
-	ClampTarget bool
+	ClampTarget bool `yaml:"dcqcn_clamp_target"`
 }
 
 // Paper is the DCQCN paper's configuration at 40 Gb/s (DOMAIN.md §5, first column). The paper
@@ -84,29 +87,35 @@ func Preset(name string) (Params, error) {
 	return Params{}, fmt.Errorf("DCQCN preset %q unknown (valid: paper, connectx)", name)
 }
 
-// Validate checks p and returns what is wrong with the first bad field, named as in scenarios.
+// Validate checks p and returns what is wrong with the first bad field as a
+// *yamlstrict.FieldError naming its scenario key.
 func (p *Params) Validate() error {
+	e := yamlstrict.Errorf
 	switch {
 	case !(p.G > 0 && p.G <= 1):
-		return fmt.Errorf("dcqcn_g: %g outside (0,1]", p.G)
+		return e("dcqcn_g", "%g outside (0,1]", p.G)
 	case !(p.AlphaInit >= 0 && p.AlphaInit <= 1):
-		return fmt.Errorf("dcqcn_alpha_init: %g outside [0,1]", p.AlphaInit)
+		return e("dcqcn_alpha_init", "%g outside [0,1]", p.AlphaInit)
 	case p.AlphaTimer <= 0:
-		return fmt.Errorf("dcqcn_alpha_timer: must be positive")
+		return e("dcqcn_alpha_timer", "must be positive")
 	case p.IncreaseTimer <= 0:
-		return fmt.Errorf("dcqcn_increase_timer: must be positive")
+		return e("dcqcn_increase_timer", "must be positive")
 	case p.ByteCounter <= 0:
-		return fmt.Errorf("dcqcn_byte_counter: must be positive")
+		return e("dcqcn_byte_counter", "must be positive")
 	case p.F < 0:
-		return fmt.Errorf("dcqcn_f: must not be negative")
-	case p.AI < 0 || p.HAI < 0:
-		return fmt.Errorf("dcqcn_rate_ai, dcqcn_rate_hai: must not be negative")
-	case p.CNPInterval < 0 || p.DecreasePeriod < 0:
-		return fmt.Errorf("dcqcn_cnp_interval, dcqcn_decrease_period: must not be negative")
+		return e("dcqcn_f", "must not be negative")
+	case p.AI < 0:
+		return e("dcqcn_rate_ai", "must not be negative")
+	case p.HAI < 0:
+		return e("dcqcn_rate_hai", "must not be negative")
+	case p.CNPInterval < 0:
+		return e("dcqcn_cnp_interval", "must not be negative")
+	case p.DecreasePeriod < 0:
+		return e("dcqcn_decrease_period", "must not be negative")
 	case p.MinRate <= 0:
-		return fmt.Errorf("dcqcn_min_rate: must be positive")
+		return e("dcqcn_min_rate", "must be positive")
 	case !(p.MinDecFactor >= 0 && p.MinDecFactor < 1):
-		return fmt.Errorf("dcqcn_min_dec_factor: %g outside [0,1)", p.MinDecFactor)
+		return e("dcqcn_min_dec_factor", "%g outside [0,1)", p.MinDecFactor)
 	}
 	return nil
 }
@@ -233,10 +242,10 @@ func (r *RP) OnSent(n int64, now units.Time) Action {
 		return Action{Rate: r.Rate()}
 	}
 	r.bytes += n
-	if r.bytes < r.p.ByteCounter {
+	if r.bytes < int64(r.p.ByteCounter) {
 		return Action{Rate: r.Rate()}
 	}
-	r.bytes -= r.p.ByteCounter
+	r.bytes -= int64(r.p.ByteCounter)
 	r.B++
 	return Action{Rate: r.Rate(), Stage: r.increase()}
 }

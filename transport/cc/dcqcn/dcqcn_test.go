@@ -56,7 +56,7 @@ func TestRPPaperSequence(t *testing.T) {
 	// Push the byte counter past F too: B = 6 (6 x 10 MB), then hyper increase on the timer:
 	// T = 7, B = 6, RT += (min(7,6)-5) x R_HAI.
 	for i := 0; i < 6; i++ {
-		a = r.OnSent(p.ByteCounter, now)
+		a = r.OnSent(int64(p.ByteCounter), now)
 		if a.Stage == None {
 			t.Fatalf("byte counter event %d missing", i)
 		}

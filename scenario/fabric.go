@@ -1,0 +1,113 @@
+package scenario
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Fabric is the fabric section. It decodes straight into the packet backend's configuration:
+// fabric.Config, fabric.RoCEConfig, fabric.IBConfig and dcqcn.Params hold every key, its
+// default and its checks. HPCCConfig is the one key only a scenario file has.
+type Fabric struct {
+	fabric.Config `yaml:",inline"`
+	// HPCCConfig reads HPCC ns-3's config.txt (docs/roce.md maps its names); keys written in
+	// the scenario win over it.
+	HPCCConfig string `yaml:"hpcc_config" fabric:"roce"`
+}
+
+// FabricKeys lists the keys of the fabric section with the kind each belongs to ("" = every
+// kind), in declaration order.
+func FabricKeys() []fabric.Key {
+	return append(fabric.Keys(), fabric.Key{Name: "hpcc_config", Kind: "roce"})
+}
+
+// kindNames are the kinds as messages name them.
+var kindNames = map[string]string{"roce": "a RoCE", "infiniband": "an InfiniBand"}
+
+// decodeFabric decodes the fabric section a second time, over the defaults of the kind (and the
+// InfiniBand generation and DCQCN preset) the first pass found, then fills the defaults that
+// follow from other keys.
+func (s *Scenario) decodeFabric() error {
+	f := &s.Fabric
+	*f = Fabric{Config: fabric.Defaults(f.Kind, f.IB.Generation, f.RoCE.DCQCNPreset)}
+	if n := s.d.Node("fabric"); n != nil {
+		if err := s.d.Decode(n, reflect.ValueOf(f).Elem(), "fabric"); err != nil {
+			return err
+		}
+	}
+	f.Derive(func(key string) bool { return s.Has("fabric." + key) })
+	return nil
+}
+
+// validateFabric checks the fabric section: keys of another kind, the rules about which keys the
+// file wrote together, then the values (fabric.Config.Validate, placed at the keys' lines).
+func (s *Scenario) validateFabric() error {
+	f := &s.Fabric
+	if !oneOf(f.Kind, fabric.Kinds...) {
+		return s.errf("fabric.kind", "%q is not a fabric kind (valid: ethernet, roce, infiniband)", f.Kind)
+	}
+	// A key of another kind, reported at the first one the file wrote.
+	owner := map[string]string{}
+	for _, k := range FabricKeys() {
+		top, _, _ := strings.Cut(k.Name, ".")
+		owner[top] = k.Kind
+	}
+	if n := s.d.Node("fabric"); n != nil {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if kind := owner[k]; kind != "" && kind != f.Kind {
+				return s.errf("fabric."+k, "is %s key; it needs `kind: %s` (kind is %q)", kindNames[kind], kind, f.Kind)
+			}
+		}
+	}
+	has := func(k string) bool { return s.Has("fabric." + k) }
+	switch f.Kind {
+	case "roce":
+		if f.HPCCConfig != "" {
+			if err := s.applyHPCCConfig(); err != nil {
+				return err
+			}
+		}
+		r := &f.RoCE
+		if m := fabric.RoCEMTU(r.NetdevMTU); has("mtu") && has("netdev_mtu") && m > 0 && int(f.MTU) > m {
+			return s.errf("fabric.mtu", "%d B does not fit netdev_mtu %d (RoCE MTU = largest IB MTU <= netdev_mtu - 96 = %d)", f.MTU, r.NetdevMTU, m)
+		}
+		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
+			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
+		}
+	case "infiniband":
+		if has("routing") {
+			return s.errf("fabric.routing", "InfiniBand routes by the subnet manager: use routing_engine (minhop, dmodk, updown) and adaptive_routing")
+		}
+	}
+	return s.d.Place("fabric", f.Config.Validate())
+}
+
+// defaultsInfiniBand applies the InfiniBand generation to the topology: its rate to every link
+// class whose rate the file leaves out (topology.link, topology.host_link; a leaf-spine's spine
+// link rate then follows from the oversubscription). Rates written in the file, and HPCC
+// topology files, are kept. (The generation's switch latency is in fabric.DefaultInfiniBand.)
+func (s *Scenario) defaultsInfiniBand() {
+	gen, ok := fabric.LookupIBGeneration(s.Fabric.IB.Generation)
+	if !ok {
+		gen, _ = fabric.LookupIBGeneration("ndr") // validation reports the name
+	}
+	for _, l := range []struct {
+		path string
+		rate *units.Rate
+	}{{"topology.link.rate", &s.Topology.Link.Rate}, {"topology.host_link.rate", &s.Topology.HostLink.Rate}} {
+		if !s.Has(l.path) {
+			*l.rate = gen.Rate
+		}
+	}
+}
+
+// FabricConfig returns the packet backend's configuration.
+func (s *Scenario) FabricConfig() fabric.Config {
+	c := s.Fabric.Config
+	c.Seed = s.Seed
+	return c
+}
