@@ -123,7 +123,7 @@ func (n *Network) EnableCapture(dir, sel string, snapLen int, maxPackets int64) 
 	for _, np := range ports {
 		node := &n.g.Nodes[np[0]]
 		name := filepath.Join(dir, fmt.Sprintf("%s-p%d.pcap", node.Name, np[1]))
-		f, err := os.Create(name)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644) // as every output file
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -69,7 +69,7 @@ See docs/sweep.md for the sweep file format.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "", "output directory (required); on a shared filesystem for --slurm and --k8s-manifest")
-	f.IntVar(&o.jobs, "jobs", 0, "runs at once on this machine (default: the number of CPUs)")
+	f.IntVar(&o.jobs, "jobs", 0, "runs at once on this machine, at least 1 (default: the number of CPUs)")
 	f.BoolVar(&o.resume, "resume", false, "continue the sweep already in --out (it must hold this sweep); a plain re-run also skips finished runs")
 	f.StringVar(&o.shard, "shard", "", "run only shard i of N (`i/N`): the runs, sorted by id, whose index mod N is i")
 	f.BoolVar(&o.merge, "merge", false, "run nothing; rebuild the results table from --out/runs")
@@ -125,8 +125,8 @@ func (o *cmdOptions) checkFlags(cmd *cobra.Command) (Shard, error) {
 		return sh, flagError("%s cannot be combined; give one", strings.Join(sortedStrings(modes), " and "))
 	}
 	switch {
-	case o.jobs < 0:
-		return sh, flagError("--jobs %d: must be at least 1 (or 0 for one per CPU)", o.jobs)
+	case cmd.Flags().Changed("jobs") && o.jobs < 1:
+		return sh, flagError("--jobs %d: must be at least 1 (leave --jobs out for one run per CPU)", o.jobs)
 	case o.arrayMax < 0:
 		return sh, flagError("--array-max %d: must be at least 1 (or 0 for no limit)", o.arrayMax)
 	case o.maxRetries < 0:

@@ -110,6 +110,14 @@ func K8sJob(s *Sweep, runs []Run, o K8sOptions) ([]byte, error) {
 	if o.PVC == "" || o.Image == "" || o.Binary == "" {
 		return nil, flagError("--k8s-pvc, --k8s-image and --k8s-binary must not be empty")
 	}
+	// The pods see only the claim: a sweep file outside it cannot be read, results written
+	// outside it are lost with the pod.
+	for _, a := range []struct{ what, p string }{{"the sweep file", o.SweepArg}, {"--out", o.OutArg}} {
+		if !insideMount(o.MountPath, a.p) {
+			return nil, flagError("%s %s lies outside the volume claim %s mounted at %s: the pods cannot reach it; give a path inside %s (a relative path resolves inside it)",
+				a.what, a.p, o.PVC, o.MountPath, o.MountPath)
+		}
+	}
 	if len(o.Subcommand) == 0 {
 		o.Subcommand = []string{"sweep"}
 	}
@@ -178,3 +186,14 @@ func K8sJob(s *Sweep, runs []Run, o K8sOptions) ([]byte, error) {
 }
 
 func toSlash(p string) string { return strings.ReplaceAll(p, "\\", "/") }
+
+// insideMount reports whether p, as the pod resolves it (relative to mount, its working
+// directory), lies under mount.
+func insideMount(mount, p string) bool {
+	m := path.Clean(toSlash(mount))
+	q := path.Clean(toSlash(p))
+	if !path.IsAbs(q) {
+		q = path.Join(m, q)
+	}
+	return m == "/" || q == m || strings.HasPrefix(q, m+"/")
+}

@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,5 +117,43 @@ func TestK8sManifest(t *testing.T) {
 	sh := strings.ReplaceAll(c.Command[2], "${JOB_COMPLETION_INDEX}", "5")
 	if !strings.Contains(sh, `--shard "5/8"`) {
 		t.Errorf("shell command %q", sh)
+	}
+}
+
+// TestK8sManifestOutsideClaim: a manifest whose --out or sweep file lies outside the volume
+// claim (an absolute path elsewhere, or .. out of it) is refused: the pods could not read the
+// sweep or keep their results.
+func TestK8sManifestOutsideClaim(t *testing.T) {
+	dir := newSweepDir(t, sweep24)
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	for _, tc := range []struct {
+		sweep, out, want string
+	}{
+		{"sweep.yaml", "results", ""},
+		{"sweep.yaml", "/data/results", ""},
+		{"sweep.yaml", "/tmp/results", "--out /tmp/results lies outside the volume claim fabricsim-sweep mounted at /data"},
+		{"sweep.yaml", "../results", "--out ../results lies outside the volume claim"},
+		{"sweep.yaml", "/datasets/results", "--out /datasets/results lies outside"},
+		{filepath.Join(dir, "sweep.yaml"), "results", "the sweep file " + filepath.Join(dir, "sweep.yaml") + " lies outside"},
+	} {
+		os.Remove("job.yaml")
+		_, _, err := runCommand(t, func() Engine { return &fakeengine.Engine{} }, "sweep", tc.sweep, "--out", tc.out, "--k8s-manifest", "job.yaml")
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("--out %s: %v", tc.out, err)
+			}
+			continue
+		}
+		var se *Error
+		if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sweep %s --out %s: %v; want a usage error with %q", tc.sweep, tc.out, err, tc.want)
+		}
+		if _, serr := os.Stat("job.yaml"); serr == nil {
+			t.Errorf("--out %s: the manifest was written anyway", tc.out)
+		}
 	}
 }

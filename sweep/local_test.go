@@ -96,6 +96,11 @@ func TestJobs2MatchesJobs1(t *testing.T) {
 	if tables["1"] != tables["2"] {
 		t.Fatalf("--jobs 2 table differs from --jobs 1:\n%s\nvs\n%s", tables["2"], tables["1"])
 	}
+	for _, name := range []string{"results.csv", "results.parquet", "timing.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, "out1", name)); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v, mode %v; want 0644", name, err, st.Mode().Perm())
+		}
+	}
 	// The host time of each run is in timing.csv, one row per run.
 	timing := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "out1", "timing.csv"))), "\n")
 	if len(timing) != 25 || timing[0] != "run_id,wall_seconds,status" {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/compare"
+	"github.com/fabricsim/fabricsim/cost"
 	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/internal/outpath"
 )
@@ -25,6 +26,8 @@ type compareFlags struct {
 	variants string
 	backend  string
 	steps    int
+	seed     uint64
+	prices   string
 	fidelity string
 	quiet    bool
 }
@@ -51,7 +54,9 @@ See docs/compare.md for the scenario format and what is simulated at packet leve
 	c.Flags().StringVar(&f.out, "out", "compare-out", "write compare.json and report.html into this directory (\"\" for none)")
 	c.Flags().StringVar(&f.variants, "variants", "", "run only these variants, comma-separated (e.g. ib-ndr,roce-tuned)")
 	c.Flags().StringVar(&f.backend, "backend", "", "network backend: packet or analytic (default: the scenario's)")
-	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps (default: the scenario's)")
+	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps, 1..100 (default: the scenario's)")
+	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (step k runs with seed + 7919 k)")
+	c.Flags().StringVar(&f.prices, "prices", "", "price catalogue merged over the built-in one (format: docs/cost.md); overrides the scenario's cost.catalogue")
 	c.Flags().StringVar(&f.fidelity, "fidelity", "", "auto, full (whole steps) or classes (collective classes one by one); default: the scenario's")
 	c.Flags().BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	return c
@@ -76,11 +81,25 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if f.backend != "" && f.backend != "packet" && f.backend != "analytic" {
 		return usageErr(fmt.Errorf("--backend %q: valid: packet, analytic", f.backend))
 	}
-	if f.steps != 0 {
+	if c.Flags().Changed("steps") {
 		if f.steps < 1 || f.steps > 100 {
 			return usageErr(fmt.Errorf("--steps %d: valid: 1..100", f.steps))
 		}
 		s.Steps = f.steps
+	}
+	if c.Flags().Changed("seed") {
+		s.Seed = f.seed
+	}
+	if f.prices != "" {
+		// Checked here, with its own file:line messages, rather than after the simulation.
+		if _, err := cost.LoadCatalogue(f.prices); err != nil {
+			return usageErr(fmt.Errorf("--prices %w", err))
+		}
+		abs, err := filepath.Abs(f.prices)
+		if err != nil {
+			return usageErr(fmt.Errorf("--prices %s: %v", f.prices, err))
+		}
+		s.Cost.Catalogue = abs
 	}
 	switch f.fidelity {
 	case "", compare.FidelityAuto, compare.FidelityFull, compare.FidelityClasses:

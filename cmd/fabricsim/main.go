@@ -38,9 +38,13 @@ func newRoot() *cobra.Command {
 		Short:         "Packet-level simulator of GPU-cluster fabrics: InfiniBand, RoCEv2, Ethernet",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version, // --version, as `fabricsim version` prints it
 	}
+	root.SetVersionTemplate("fabricsim {{.Version}}\n")
+	// execute prefixes every error with "fabricsim: ", so a flag error names only the flag and
+	// where to read about it.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr(fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
+		return usageErr(fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newSweepCmd(), newPcapCheckCmd(), newNCCLTestsCmd(), newCompareCmd(), newHeadroomCmd())
 	return root

@@ -181,7 +181,10 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if len(rest) == 0 || rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help" {
+	if len(rest) == 0 {
+		return usageErr(fmt.Errorf("nccl-tests needs a binary name: all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, broadcast_perf, reduce_perf or sendrecv_perf (see 'fabricsim nccl-tests --help')"))
+	}
+	if rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help" {
 		fmt.Fprint(stdout, "Usage: fabricsim nccl-tests BINARY [flags]\n\n"+ncclTestsHelp)
 		return nil
 	}

@@ -16,11 +16,21 @@ func TestValidateEveryKind(t *testing.T) {
 	dir := t.TempDir()
 	cluster := filepath.Join(dir, "cluster.yaml")
 	os.WriteFile(cluster, []byte("fabric: {kind: infiniband}\n"), 0o644)
+	// The example catalogue of docs/cost.md is valid as printed.
+	doc, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(doc), "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	prices := filepath.Join(dir, "prices.yaml")
+	os.WriteFile(prices, []byte(block), 0o644)
 	want := map[string]string{
 		"../../examples/compare-default.yaml": "../../examples/compare-default.yaml: a compare scenario, valid (4 variants); run it with `fabricsim compare ../../examples/compare-default.yaml`",
 		"../../examples/sweep-small.yaml":     "../../examples/sweep-small.yaml: a sweep file, valid (24 runs); run it with `fabricsim sweep ../../examples/sweep-small.yaml --out DIR`",
 		"../../examples/leaf-spine-2to1.yaml": "../../examples/leaf-spine-2to1.yaml: a run scenario, valid (128 hosts, 12 switches, 160 links, 128 messages); run it with `fabricsim run ../../examples/leaf-spine-2to1.yaml`",
 		"../../cost/catalogue.yaml":           "a price catalogue, valid",
+		prices:                                prices + ": a price catalogue, valid",
 		cluster:                               cluster + ": an nccl-tests cluster file, valid; use it with `fabricsim nccl-tests all_reduce_perf --cluster " + cluster + "`",
 	}
 	for _, name := range examples.Names() {
