@@ -58,6 +58,16 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fallback := false
 	for _, v := range r.Variants {
+		if len(v.Omitted) > 0 {
+			if !fallback {
+				fmt.Fprintln(w)
+			}
+			fallback = true
+			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet does)\n",
+				v.Variant.Name, r.Backend, strings.Join(v.Omitted, ", "))
+		}
+	}
+	for _, v := range r.Variants {
 		if v.CostError != "" {
 			if !fallback {
 				fmt.Fprintln(w)
