@@ -18,8 +18,8 @@
 // sending, and then only for the messages connected to it through shared ports, so a ring of
 // a thousand ranks costs O(1) per event (about 2 s for a million messages).
 //
-// The package also holds NCCLModel, NCCL's own closed-form cost model (src/graph/tuning.cc),
-// for cross-checking both this backend and the packet backend.
+// Package backend adapts it to the backend seam (backend/analytic.go: the path model of a
+// topology, the result.Run it fills).
 package analytic
 
 import (
