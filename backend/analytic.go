@@ -46,7 +46,23 @@ func (analyticBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err != nil {
 		err = interrupted(ctx)
 	}
-	res := analyticResult(j.Work, net, r)
+	until, cut := units.MaxTime, false
+	if j.Until > 0 {
+		until = j.Until
+		// What completes after Until is not done by then; what completed before is unaffected by
+		// anything later (a fluid model is causal too).
+		r.Makespan = 0
+		for i, f := range r.Finish {
+			if f > until {
+				r.Finish[i], cut = 0, true
+			}
+			r.Makespan = max(r.Makespan, r.Finish[i])
+		}
+	}
+	res := analyticResult(j.Work, net, r, until)
+	if cut {
+		res.EndTime = until
+	}
 	res.Scenario, res.Seed = j.Scenario, j.Seed
 	res.Omitted = AnalyticOmits(j.Fabric)
 	res.WallSeconds = time.Since(wall).Seconds()
@@ -56,7 +72,7 @@ func (analyticBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 // analyticResult turns the fluid model's completion times into a result.Run. A message starts
 // as the packet backend starts it: when its dependencies are done and its Start has come, plus
 // its Delay (a zero-byte node reports the span it occupied, ready .. ready + Delay).
-func analyticResult(g *msggraph.Graph, net analytic.Network, r analytic.Result) *result.Run {
+func analyticResult(g *msggraph.Graph, net analytic.Network, r analytic.Result, until units.Time) *result.Run {
 	res := &result.Run{Backend: string(Analytic), SimTime: r.Makespan, EndTime: r.Makespan,
 		Messages: make([]result.Message, len(g.Msgs))}
 	for i := range g.Msgs {
@@ -70,7 +86,7 @@ func analyticResult(g *msggraph.Graph, net analytic.Network, r analytic.Result) 
 			}
 			ready = max(ready, r.Finish[d])
 		}
-		if ok {
+		if ok && ready <= until {
 			rm.Start = ready
 			if m.Bytes > 0 {
 				rm.Start += m.Delay

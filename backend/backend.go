@@ -128,7 +128,8 @@ type Job struct {
 	// their size, credits never negative); the first violation fails the run.
 	Check bool
 	// Progress, when set, is called now and then with the simulated time and the messages done
-	// out of all. It runs on the backend's goroutine: keep it short.
+	// out of all (the packet backend: every 2^18 events; the analytic backend, whose runs take
+	// seconds, not yet). It runs on the backend's goroutine: keep it short.
 	Progress func(now units.Time, done, total int)
 
 	// Packet holds the packet backend's own options.

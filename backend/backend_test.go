@@ -79,6 +79,16 @@ func TestAnalyticResult(t *testing.T) {
 	if res.BytesDelivered != 2*int64(units.MiB) || res.Counters != nil || len(res.Omitted) != 0 {
 		t.Errorf("delivered %d B, counters %v, omitted %v; want 2 MiB, none, none", res.BytesDelivered, res.Counters, res.Omitted)
 	}
+	// Stopped halfway through the second message: the first is done, the second is not, and the
+	// run ended at Until.
+	until := m1.Start + fct/2
+	cut, err := Run(context.Background(), Analytic, &Job{Work: g, Net: net, Fabric: cfg, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cut.Messages; c[0].Finish != m0.Finish || c[1].Done() || c[1].Start != m1.Start || cut.SimTime != m0.Finish || cut.EndTime != until {
+		t.Errorf("until %v: finishes %v %v, start %v, sim time %v, end %v", until, c[0].Finish, c[1].Finish, c[1].Start, cut.SimTime, cut.EndTime)
+	}
 	// The packet backend on the same job: the same schema, the same message times within the
 	// ACK and pipelining details the fluid model leaves out (2 %).
 	pres, err := Run(context.Background(), Packet, &Job{Scenario: "two", Work: g, Net: net, Fabric: cfg, Seed: 7})
