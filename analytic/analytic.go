@@ -18,12 +18,13 @@
 // sending, and then only for the messages connected to it through shared ports, so a ring of
 // a thousand ranks costs O(1) per event (about 2 s for a million messages).
 //
-// The package also holds NCCLModel, NCCL's own closed-form cost model (src/graph/tuning.cc),
-// for cross-checking both this backend and the packet backend.
+// Package backend adapts it to the backend seam (backend/analytic.go: the path model of a
+// topology, the result.Run it fills).
 package analytic
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -83,6 +84,12 @@ type Result struct {
 
 // Run executes g on net and returns each message's completion time.
 func Run(g *msggraph.Graph, net Network) (Result, error) {
+	return RunContext(context.Background(), g, net)
+}
+
+// RunContext is Run that stops when ctx is cancelled: it then returns the completion times of
+// the messages done so far (0 for the others) and ctx's error.
+func RunContext(ctx context.Context, g *msggraph.Graph, net Network) (Result, error) {
 	if g == nil || net == nil {
 		return Result{}, fmt.Errorf("analytic: nil graph or network")
 	}
@@ -90,7 +97,9 @@ func Run(g *msggraph.Graph, net Network) (Result, error) {
 		return Result{}, fmt.Errorf("analytic: %w", err)
 	}
 	e := newEngine(g, net)
-	if err := e.run(); err != nil {
+	e.ctx = ctx
+	err := e.run()
+	if err != nil && ctx.Err() == nil {
 		return Result{}, err
 	}
 	var r Result
@@ -98,7 +107,7 @@ func Run(g *msggraph.Graph, net Network) (Result, error) {
 	for _, f := range e.finish {
 		r.Makespan = max(r.Makespan, f)
 	}
-	return r, nil
+	return r, err
 }
 
 const (
@@ -207,7 +216,11 @@ type engine struct {
 	flows      flowHeap
 	epoch      uint64
 	completed  int
+	ctx        context.Context // the run stops when it is cancelled (looked at every ctxEvery steps)
 }
+
+// ctxEvery is how many steps of the event loop pass between two looks at the context.
+const ctxEvery = 1 << 12
 
 func newEngine(g *msggraph.Graph, net Network) *engine {
 	n := len(g.Msgs)
@@ -249,7 +262,10 @@ func (e *engine) run() error {
 			e.push(e.readyAt[i], evReady, int32(i))
 		}
 	}
-	for {
+	for step := 1; ; step++ {
+		if step%ctxEvery == 0 && e.ctx != nil && e.ctx.Err() != nil {
+			return e.ctx.Err()
+		}
 		next := e.nextFlowEnd()
 		if len(e.events) > 0 {
 			next = min(next, e.events[0].t)

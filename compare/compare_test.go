@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/analytic"
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/cost"
 	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/training"
@@ -366,7 +367,7 @@ func TestShapes(t *testing.T) {
 			if c.name == "tp1" {
 				src = strings.Replace(src, "global_batch: 8", "global_batch: 16", 1)
 			}
-			r := run(t, src, Options{Backend: c.backend})
+			r := run(t, src, Options{Backend: backend.Name(c.backend)})
 			for _, v := range r.Variants {
 				if v.StepTime <= v.Compute || v.CollP50 <= 0 {
 					t.Errorf("%s: step %g, compute %g, p50 %g", v.Variant.Name, v.StepTime, v.Compute, v.CollP50)

@@ -90,7 +90,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		cdf.Series = append(cdf.Series, s)
 	}
 	page.Sections = append(page.Sections, report.Section{Title: "Collective completion",
-		Text:   []string{"Completion time of every network collective of every simulated step, from when it could start (its dependencies done) to when its last rank finished (" + r.Fidelity.Mode + " fidelity)."},
+		Text:   []string{"Completion time of every network collective of every simulated step, from when it could start (its dependencies done) to when its last rank finished (" + string(r.Fidelity.Mode) + " fidelity)."},
 		Charts: []report.Chart{cdf}})
 
 	// Timelines.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/cost"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/training"
@@ -16,7 +17,7 @@ import (
 // report.html are all rendered from it. Times are in seconds, money in US dollars.
 type Result struct {
 	Scenario *Scenario        `json:"scenario"`
-	Backend  string           `json:"backend"`
+	Backend  backend.Name     `json:"backend"`
 	Plan     PlanSummary      `json:"plan"`
 	Fidelity Fidelity         `json:"fidelity"`
 	Variants []*VariantResult `json:"variants"`
@@ -50,9 +51,9 @@ type PlanSummary struct {
 
 // Fidelity says what ran at which level of detail.
 type Fidelity struct {
-	Backend string `json:"backend"`
+	Backend backend.Name `json:"backend"`
 	// Mode is "full" (every step run whole) or "classes" (class by class).
-	Mode string `json:"mode"`
+	Mode FidelityMode `json:"mode"`
 	// StepPackets is the step's network traffic in 4 KiB packets (what auto decides on).
 	StepPackets float64     `json:"step_packets"`
 	Classes     []ClassInfo `json:"network_classes"`
@@ -115,6 +116,10 @@ type VariantResult struct {
 	CostError string  `json:"cost_error,omitempty"`
 	Events    uint64  `json:"events"`
 	SimWall   float64 `json:"-"` // host seconds simulating this variant (timing.json)
+	// Omitted names what of the variant's fabric the backend left out (the analytic backend:
+	// PFC, congestion control, credits ...; result.Run.Omitted): the step time does not show
+	// their effect.
+	Omitted []string `json:"backend_omits,omitempty"`
 
 	collDurations []float64
 }
@@ -167,8 +172,8 @@ func summarizePlan(p *training.Plan, s *Scenario) PlanSummary {
 	}
 }
 
-func (s *Scenario) fidelity(backend string, p *training.Plan, cls []*class, variants []*Variant, full bool, packets float64) Fidelity {
-	f := Fidelity{Backend: backend, Mode: FidelityClasses, StepPackets: packets}
+func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, variants []*Variant, full bool, packets float64) Fidelity {
+	f := Fidelity{Backend: name, Mode: FidelityClasses, StepPackets: packets}
 	if full {
 		f.Mode = FidelityFull
 	}
@@ -180,7 +185,7 @@ func (s *Scenario) fidelity(backend string, p *training.Plan, cls []*class, vari
 		f.Classes = append(f.Classes, ClassInfo{Key: c.Key, Groups: len(c.Groups), RanksPerGroup: len(c.Groups[0]), Bytes: int64(c.Bytes), InstancesTotal: total})
 	}
 	level := "every packet (fabric.Network)"
-	if backend == "analytic" {
+	if name == backend.Analytic {
 		level = "a max-min fluid model (analytic.Run; no queues, no link contention)"
 	}
 	if full {

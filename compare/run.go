@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fabricsim/fabricsim/analytic"
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
@@ -20,27 +22,40 @@ import (
 
 // Options adjust a run.
 type Options struct {
-	// Backend overrides the scenario's ("packet" or "analytic") when set.
-	Backend string
+	// Backend overrides the scenario's when set.
+	Backend backend.Name
 	// Variants keeps only the named variants, in the scenario's order.
 	Variants []string
 	// Progress, when set, is called after each simulation job with jobs done and total.
 	Progress func(done, total int)
 	// Workers runs that many simulations at once; 0 means GOMAXPROCS.
 	Workers int
-	// Fidelity overrides the scenario's: auto, full or classes.
-	Fidelity string
+	// Fidelity overrides the scenario's when set.
+	Fidelity FidelityMode
 }
+
+// FidelityMode says how a step's network collectives are simulated.
+type FidelityMode string
 
 // Fidelity modes.
 const (
 	// FidelityAuto runs whole steps when they hold at most FullStepPackets packets, else classes.
-	FidelityAuto = "auto"
+	FidelityAuto FidelityMode = "auto"
 	// FidelityFull runs every step as one message graph (CompileStep).
-	FidelityFull = "full"
+	FidelityFull FidelityMode = "full"
 	// FidelityClasses runs each class of network collectives on its own (docs/compare.md).
-	FidelityClasses = "classes"
+	FidelityClasses FidelityMode = "classes"
 )
+
+// ParseFidelity turns a user's fidelity (a flag, the scenario's key) into a FidelityMode, or
+// says which are valid.
+func ParseFidelity(s string) (FidelityMode, error) {
+	switch m := FidelityMode(s); m {
+	case FidelityAuto, FidelityFull, FidelityClasses:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q unknown (valid: auto, full, classes)", s)
+}
 
 // FullStepPackets is the most 4 KiB packets a step may send over the network for auto to run it
 // whole: about 2 M packets, some 10-20 M events and a few seconds per variant and step.
@@ -78,22 +93,29 @@ type classRun struct {
 	Counters map[string]float64
 	Events   uint64
 	Wall     float64
+	Omitted  []string // what of the fabric the backend left out (result.Run.Omitted)
 }
 
 // Run simulates the scenario's training step on every variant and returns the comparison.
 func Run(s *Scenario, opt Options) (*Result, error) {
+	return RunContext(context.Background(), s, opt)
+}
+
+// RunContext is Run that stops when ctx is cancelled: every simulation in flight stops soon
+// after and RunContext returns an error that is backend.ErrInterrupted.
+func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
-	backend := s.Backend
+	backendName := s.Backend
 	if opt.Backend != "" {
-		backend = opt.Backend
+		backendName = opt.Backend
 	}
-	if backend != "packet" && backend != "analytic" {
-		return nil, fmt.Errorf("backend %q unknown (valid: packet, analytic)", backend)
+	if _, err := backend.Lookup(backendName); err != nil {
+		return nil, fmt.Errorf("backend: %v", err)
 	}
-	switch opt.Fidelity {
-	case "", FidelityAuto, FidelityFull, FidelityClasses:
-	default:
-		return nil, fmt.Errorf("fidelity %q unknown (valid: auto, full, classes)", opt.Fidelity)
+	if opt.Fidelity != "" {
+		if _, err := ParseFidelity(string(opt.Fidelity)); err != nil {
+			return nil, fmt.Errorf("fidelity %v", err)
+		}
 	}
 	variants := s.Variants
 	if len(opt.Variants) > 0 {
@@ -121,13 +143,10 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Each variant's simulated cluster: NIC links at the rate its data path and framing allow.
-	type net struct {
-		g *topo.Graph
-		r *topo.Routes
-	}
-	nets := map[units.Rate]net{}
-	vnet := make([]net, len(variants))
+	// Each variant's simulated cluster: NIC links at the rate its data path and framing allow;
+	// routes are computed once per network, when a backend first needs them.
+	nets := map[units.Rate]*backend.Network{}
+	vnet := make([]*backend.Network, len(variants))
 	for i, v := range variants {
 		rate := s.simRate(v.Fabric)
 		n, ok := nets[rate]
@@ -138,11 +157,7 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 					return nil, err
 				}
 			}
-			r, err := topo.ComputeRoutes(g)
-			if err != nil {
-				return nil, fmt.Errorf("cluster routes: %w", err)
-			}
-			n = net{g, r}
+			n = backend.NewNetwork(g, nil)
 			nets[rate] = n
 		}
 		vnet[i] = n
@@ -220,7 +235,7 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 				var err error
 				if !stop {
 					v := variants[j.v]
-					r, err = runClass(backend, vnet[j.v].g, vnet[j.v].r, v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
+					r, err = runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
 					if err != nil {
 						what := "the whole step"
 						if !full {
@@ -251,8 +266,8 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 		return nil, firstErr
 	}
 
-	res := &Result{Scenario: s, Backend: backend, Plan: summarizePlan(plan, s)}
-	res.Fidelity = s.fidelity(backend, plan, cls, variants, full, packets)
+	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s)}
+	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v}
 		for k := 0; k < s.Steps; k++ {
@@ -272,7 +287,7 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 				if vr.Counters == nil {
 					vr.Counters = map[string]float64{}
 				}
-				if strings.Contains(name, "max_") {
+				if result.AggregationOf(name) == result.Max {
 					vr.Counters[name] = max(vr.Counters[name], x)
 				} else {
 					vr.Counters[name] += x / float64(s.Steps)
@@ -285,6 +300,7 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 				vr.SimWall += r.Wall
 			}
 		}
+		vr.Omitted = runs[vi][0][0].Omitted
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
 	}
@@ -298,32 +314,20 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time.
-func runClass(backend string, g *topo.Graph, routes *topo.Routes, v *Variant, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, v *Variant, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
-	var finish func(i int) units.Time
-	switch backend {
-	case "packet":
-		cfg := v.Fabric
-		cfg.Seed = seed
-		net, err := fabric.New(g, routes, cfg)
-		if err != nil {
-			return nil, err
-		}
-		res, err := net.Run(mg, units.MaxTime)
-		if err != nil {
-			return nil, err
-		}
-		finish = func(i int) units.Time { return res.Messages[i].Finish }
-		addCounters(out.Counters, res)
-		out.Events = res.Events
-	default:
-		res, err := analytic.Run(mg, analyticNet(g, v.Fabric))
-		if err != nil {
-			return nil, err
-		}
-		finish = func(i int) units.Time { return res.Finish[i] }
+	job := &backend.Job{Work: mg, Net: net, Fabric: v.Fabric, Seed: seed,
+		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, v.Fabric)}}
+	res, err := backend.Run(ctx, name, job)
+	if err != nil {
+		return nil, err
 	}
+	finish := func(i int) units.Time { return res.Messages[i].Finish }
+	if res.Counters != nil {
+		addCounters(out.Counters, res)
+	}
+	out.Events, out.Omitted = res.Events, res.Omitted
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
 		for i := range out.Finish {
@@ -341,8 +345,9 @@ func runClass(backend string, g *topo.Graph, routes *topo.Routes, v *Variant, se
 	return out, nil
 }
 
-// analyticNet is the fluid stand-in of a fabric: every NIC at its link rate times the framing
-// efficiency of a full packet, and the latency of a path through a leaf and a spine.
+// analyticNet is compare's fluid stand-in of a fabric for the analytic backend: every NIC at its
+// link rate times the framing efficiency of a full packet, and the latency of a path through a
+// leaf and a spine.
 func analyticNet(g *topo.Graph, c fabric.Config) analytic.Network {
 	rate := g.Links[g.Nodes[g.Hosts[0]].Ports[0].Link].Rate
 	var lat units.Time
@@ -353,6 +358,7 @@ func analyticNet(g *topo.Graph, c fabric.Config) analytic.Network {
 	return analytic.Uniform{Lat: 4*lat + 3*c.SwitchLatency, BW: units.Rate(float64(rate) * eff)}
 }
 
+// addCounters adds a run's counters and its loss totals (declared in package result) to m.
 func addCounters(m map[string]float64, r *result.Run) {
 	for k, x := range r.Counters {
 		m[k] += x
@@ -410,11 +416,7 @@ func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup [
 		}
 		scale := float64(total) / float64(len(c.Groups))
 		for k, x := range runs[ci].Counters {
-			if strings.Contains(k, "max_") { // high-water marks (max_switch_buffer_bytes, ib_max_vl_buffer_bytes): not additive
-				in.counters[k] = max(in.counters[k], x)
-				continue
-			}
-			in.counters[k] += x * scale
+			result.Combine(in.counters, k, x, scale) // high-water marks take the max, counts scale
 		}
 	}
 	in.share = func(i int) (float64, float64, float64) {
@@ -563,37 +565,20 @@ func (s *Scenario) timeline(p *training.Plan, in stepInput, fin []units.Time, en
 	return t
 }
 
-// Counter names differ between fabrics; these pick the families a reader compares.
-func sumMatching(c map[string]float64, want func(string) bool) float64 {
-	var x float64
-	for k, v := range c {
-		if want(k) {
-			x += v
-		}
-	}
-	return x
-}
+// The families a reader compares, whatever the fabric calls them (result.Family).
 
-// pickPauses is the PFC pause frames sent (pfc_pause_frames_sent and any other per-fabric
-// "...pause_frames..." count; not pause durations).
-func pickPauses(c map[string]float64) float64 {
-	return sumMatching(c, func(k string) bool {
-		return strings.Contains(k, "pause_frames") && !strings.Contains(k, ".")
-	})
-}
+// pickPauses is the PFC pause frames sent (not pause durations).
+func pickPauses(c map[string]float64) float64 { return result.FamilyTotal(c, result.FamilyPauseFrames) }
 
 // pickStalls is the time InfiniBand senders spent blocked for lack of credits, summed over
-// ports, in seconds (ib_credit_stall_ns; its per-VL breakdown is left out).
+// ports, in seconds (its per-VL and per-port breakdowns are left out).
 func pickStalls(c map[string]float64) float64 {
-	return sumMatching(c, func(k string) bool {
-		return strings.Contains(k, "credit_stall") && strings.HasSuffix(k, "_ns")
-	}) * 1e-9
+	return result.FamilyTotal(c, result.FamilyCreditStallNs) * 1e-9
 }
 
+// pickMarks is the packets marked for congestion: ECN CE on RoCE, FECN on InfiniBand.
 func pickMarks(c map[string]float64) float64 {
-	return sumMatching(c, func(k string) bool {
-		return strings.Contains(k, "ecn_mark") || strings.Contains(k, "fecn_mark")
-	})
+	return result.FamilyTotal(c, result.FamilyCongestionMarks)
 }
 
 func quantiles(xs []float64) (p50, p99 float64) {

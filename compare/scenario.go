@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/training"
@@ -22,10 +23,10 @@ type Scenario struct {
 	Name string `yaml:"name" json:"name"`
 	Seed uint64 `yaml:"seed" json:"seed"`
 	// Backend runs the network phases: "packet" (every packet) or "analytic" (fluid).
-	Backend string `yaml:"backend" json:"backend"`
+	Backend backend.Name `yaml:"backend" json:"backend"`
 	// Fidelity is auto, full (whole steps as one message graph) or classes (network collectives
 	// class by class); auto runs whole steps up to FullStepPackets.
-	Fidelity string `yaml:"fidelity" json:"fidelity"`
+	Fidelity FidelityMode `yaml:"fidelity" json:"fidelity"`
 	// Steps is how many training steps are simulated (each with its own seed), for the
 	// step-to-step variation.
 	Steps int `yaml:"steps" json:"steps"`
@@ -169,7 +170,7 @@ func (s *Scenario) defaults() error {
 		s.Seed = 1
 	}
 	if s.Backend == "" {
-		s.Backend = "packet"
+		s.Backend = backend.Packet
 	}
 	if s.Steps == 0 {
 		s.Steps = 3
@@ -248,11 +249,13 @@ func (s *Scenario) defaults() error {
 
 func (s *Scenario) validate() error {
 	c := &s.Cluster
+	if _, err := backend.Parse(string(s.Backend)); err != nil {
+		return s.d.At("backend", "%v", err)
+	}
+	if _, err := ParseFidelity(string(s.Fidelity)); err != nil {
+		return s.d.At("fidelity", "%v", err)
+	}
 	switch {
-	case s.Backend != "packet" && s.Backend != "analytic":
-		return s.d.At("backend", "%q unknown (valid: packet, analytic)", s.Backend)
-	case s.Fidelity != FidelityAuto && s.Fidelity != FidelityFull && s.Fidelity != FidelityClasses:
-		return s.d.At("fidelity", "%q unknown (valid: auto, full, classes)", s.Fidelity)
 	case s.Steps < 1 || s.Steps > 100:
 		return s.d.At("steps", "%d: simulate 1..100 steps", s.Steps)
 	case c.Servers < 1:

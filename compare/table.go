@@ -54,6 +54,16 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	noted := false
 	for _, v := range r.Variants {
+		if len(v.Omitted) > 0 {
+			if !noted {
+				fmt.Fprintln(w)
+			}
+			noted = true
+			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet does)\n",
+				v.Variant.Name, r.Backend, strings.Join(v.Omitted, ", "))
+		}
+	}
+	for _, v := range r.Variants {
 		if v.CostError != "" {
 			if !noted {
 				fmt.Fprintln(w)

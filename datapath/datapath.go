@@ -25,7 +25,7 @@ package datapath
 import (
 	"fmt"
 
-	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -64,12 +64,12 @@ func Parse(s string) (Mode, error) {
 // copiesInFlight is how many device-host copies a GPU keeps in flight per direction.
 const copiesInFlight = 2
 
-// Apply returns g, as gpu.Cluster.Compile lowers it (messages between servers go from GPU PCIe
+// Apply returns g, as nccl.Compile lowers it (messages between servers go from GPU PCIe
 // endpoint to GPU PCIe endpoint: GPUDirect), with every message between GPUs of different
 // servers replaced by its data path's chain. The returned graph is g itself for GPUDirect. Dependencies on a replaced
 // message become dependencies on the last message of its chain (the data is in the receiver
 // GPU's memory).
-func Apply(g *msggraph.Graph, c *gpu.Cluster, m Mode) (*msggraph.Graph, error) {
+func Apply(g *msggraph.Graph, c *cluster.Cluster, m Mode) (*msggraph.Graph, error) {
 	if m == GPUDirect {
 		return g, nil
 	}

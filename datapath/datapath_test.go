@@ -1,19 +1,22 @@
 package datapath
 
 import (
+	"context"
 	"math"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/nccl"
 	"github.com/fabricsim/fabricsim/units"
 )
 
-func cluster(t *testing.T, servers int, srv gpu.Server, cfg fabric.Config) *gpu.Cluster {
+func buildCluster(t *testing.T, servers int, srv gpu.Server, cfg fabric.Config) *cluster.Cluster {
 	t.Helper()
-	c, err := gpu.Build(gpu.Spec{Servers: servers, Server: srv, Framing: gpu.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead}})
+	c, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv, Framing: cluster.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,16 +38,16 @@ func TestDataPathOrder(t *testing.T) {
 	cfg := fabric.DefaultEthernet()
 	srv := gpu.Presets["h100"]
 	srv.GPUs, srv.NICs, srv.Sockets = 1, 1, 1
-	c := cluster(t, 2, srv, cfg)
+	c := buildCluster(t, 2, srv, cfg)
 	gb := func(x units.Rate) float64 { return float64(x) / 8 }
 	srv = c.Server
 	predict := map[Mode]float64{
 		GPUDirect:  1 / gb(srv.P2PRate()),
 		RDMAHost:   2 / gb(srv.PCIe.Rate),
-		HostStaged: 2/gb(srv.CPUCopy) + 2*srv.CPUCopyLatency.Seconds()/float64(gpu.DefaultChunk),
+		HostStaged: 2/gb(srv.CPUCopy) + 2*srv.CPUCopyLatency.Seconds()/float64(nccl.DefaultChunk),
 	}
 	for _, size := range []units.Size{units.MiB, units.GiB} {
-		g, err := c.Compile(collective.SendRecv, size, gpu.CollectiveOptions{})
+		g, err := nccl.Compile(c, collective.SendRecv, size, nccl.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,13 +57,13 @@ func TestDataPathOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.Run(dg, gpu.RunOptions{Fabric: cfg, PacketScale: gpu.PacketScaleAuto})
+			res, err := c.Run(context.Background(), dg, cluster.RunOptions{Fabric: cfg, PacketScale: cluster.PacketScaleAuto})
 			if err != nil {
 				t.Fatal(m, err)
 			}
-			times[m] = res.Time.Seconds()
+			times[m] = res.SimTime.Seconds()
 			want := predict[m] * float64(size)
-			t.Logf("%v %v: %v (%.2f GB/s per direction; bottleneck predicts %.1f us)", size, m, res.Time, float64(size)/times[m]/1e9, want*1e6)
+			t.Logf("%v %v: %v (%.2f GB/s per direction; bottleneck predicts %.1f us)", size, m, res.SimTime, float64(size)/times[m]/1e9, want*1e6)
 			if size == units.GiB && math.Abs(times[m]-want)/want > 0.05 {
 				t.Errorf("%v %v: %.1f us, more than 5%% off the bottleneck's %.1f us", size, m, times[m]*1e6, want*1e6)
 			}
@@ -80,16 +83,16 @@ func TestGPUDirectAcrossSockets(t *testing.T) {
 	srv.GPUs, srv.NICs, srv.Sockets = 2, 1, 2
 	srv.PCIe.Rate = 52 * gpu.GBps
 	srv.InterSocket.Rate = srv.PCIe.Rate * 11 / 23
-	c := cluster(t, 2, srv, cfg)
+	c := buildCluster(t, 2, srv, cfg)
 	const S = 256 * units.MiB
 	run := func(local int) float64 {
 		g := &msggraph.Graph{Endpoints: c.Endpoints()}
 		g.Add(msggraph.Message{Src: c.DMA(c.GPUHost(0, local)), Dst: c.DMA(c.GPUHost(1, local)), Bytes: S})
-		res, err := c.Run(g, gpu.RunOptions{Fabric: cfg, PacketScale: gpu.PacketScaleAuto})
+		res, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: cluster.PacketScaleAuto})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return float64(S) / res.Time.Seconds() / 1e9
+		return float64(S) / res.SimTime.Seconds() / 1e9
 	}
 	same, cross := run(0), run(1)
 	t.Logf("GPUDirect 256 MiB: %.2f GB/s from the NIC's socket, %.2f GB/s across sockets (ratio %.2f; perftest 11/23 = %.2f)", same, cross, cross/same, 11.0/23)
@@ -105,7 +108,7 @@ func TestGPUDirectAcrossSockets(t *testing.T) {
 // end, and messages inside a server stay.
 func TestApplyShape(t *testing.T) {
 	cfg := fabric.DefaultEthernet()
-	c := cluster(t, 2, gpu.Presets["h100"], cfg)
+	c := buildCluster(t, 2, gpu.Presets["h100"], cfg)
 	g := &msggraph.Graph{Endpoints: c.Endpoints()}
 	a := g.Add(msggraph.Message{Src: c.DMA(0), Dst: c.DMA(8), Bytes: 1000, Conn: 1, Tag: "x"})
 	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 10, Deps: []msggraph.ID{a}, Tag: "nv"})

@@ -1,31 +1,8 @@
-// Package gpu models GPU servers and GPU clusters for fabricsim: GPUs joined by an NVLink
-// domain, a PCIe switch joining each GPU to its NIC, CPU sockets with host memory, and a cluster
-// network (rail-optimized, or any topology whose hosts are the NICs) between the servers.
-//
-// A server is not a black box with a bandwidth: it is nodes and links in the same topo.Graph as
-// the network, so that the packet backend simulates NVLink and PCIe contention packet by packet,
-// exactly as it simulates a network switch port. Per server s, with G GPUs:
-//
-//	gpu<g>       host    the GPU's NVLink port: the rank endpoint collectives address
-//	gpudma<g>    host    the GPU's PCIe port, where NICs and copy engines read and write its
-//	                     memory (absent without NVLink: then gpu<g> is the PCIe port)
-//	nvswitch     switch  the NVLink domain (one node for the NVSwitch chips)
-//	pcie<g>      switch  the PCIe switch shared by GPU g and its NIC
-//	nic<k>       switch  the NIC: PCIe on one side, the network port on the other
-//	rootport<g>  switch  the CPU root port the PCIe switch hangs off
-//	socket<k>    switch  the CPU socket's root complex and memory controller
-//	hostmem<g>   host    the pinned host buffer GPU g stages through (rdma-host, host-staged)
-//
-// Links: gpu<g>-nvswitch (NVLink, per GPU and direction), gpudma<g>-pcie<g> (the GPU's x16 at the
-// peer-to-peer rate), pcie<g>-nic<k> and pcie<g>-rootport<g> (PCIe x16), rootport<g>-socket<k>
-// and rootport<g>-hostmem<g> (memory bandwidth), socket<k>-socket<k+1> (the rate PCIe
-// peer-to-peer traffic gets across the CPUs). Server link rates are effective data rates; Build
-// scales them by the fabric's framing so that full packets deliver exactly those rates.
-//
-// Routes are the packet backend's minimum-hop paths (topo.ComputeRoutes), and the shape above
-// makes them the ones NCCL uses: GPU to GPU in a server over NVLink; GPU g's PCIe port to GPU g
-// of another server through its own NIC (rail-aligned; a neighbour's NIC is two links further);
-// a host buffer to the network through its GPU's NIC. docs/gpu.md has the figures and sources.
+// Package gpu is the hardware of a GPU server as fabricsim models it: GPUs joined by an NVLink
+// domain, a PCIe switch joining each GPU to its NIC, CPU sockets with host memory, each part
+// with its effective data rate and latency, and presets of real servers (Presets: HGX H100 and
+// H200, A100, a PCIe server). Package cluster builds servers and their network into one
+// topology; package nccl lays collectives out on it; docs/gpu.md has the figures and sources.
 package gpu
 
 import (
@@ -192,8 +169,8 @@ func PresetNames() []string {
 	return out
 }
 
-// withDefaults fills zero fields from the H100 preset and checks the result.
-func (s Server) withDefaults() (Server, error) {
+// WithDefaults fills zero fields from the H100 preset and checks the result.
+func (s Server) WithDefaults() (Server, error) {
 	d := Presets["h100"]
 	if s.GPUs == 0 {
 		s.GPUs = d.GPUs

@@ -55,10 +55,20 @@ type Run struct {
 	Timeouts           int64
 	NAKs               int64
 	// Counters holds fabric-specific totals (PFC pauses, ECN marks, credit stalls ...), by
-	// stable snake_case name.
+	// stable snake_case name, each declared in counters.go with its aggregation and family. Nil
+	// when the backend counts nothing (analytic): then drops, timeouts, NAKs and retransmissions
+	// were not modelled either, rather than zero.
 	Counters map[string]float64
 	// Ports lists per port and priority link-level activity (PFC, ECN) where there was any.
 	Ports []PortCounters
+
+	// PacketScale is how many real packets the packet backend merged into one (0 or 1: none).
+	PacketScale int
+	// Omitted names the mechanisms of the fabric configuration that the backend left out of
+	// this run ("PFC", "credit-based flow control" ...): the analytic backend's fluid model has
+	// no queues, so a fabric's congestion control, PFC and credits make no difference there.
+	// Empty when the backend modelled everything the configuration turns on.
+	Omitted []string
 }
 
 // Dist summarizes a distribution.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
 )
 
@@ -47,6 +48,12 @@ func TestExamplesGolden(t *testing.T) {
 		r, _, err := Run(s, Options{Check: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		// Every counter a fabric reports is declared, so comparisons combine it as declared.
+		for k := range r.Counters {
+			if _, ok := result.Counter(k); !ok {
+				t.Errorf("%s: counter %q is not declared in result/counters.go", name, k)
+			}
 		}
 		sum := r.Summary()
 		for _, out := range []struct {

@@ -3,9 +3,12 @@
 package runner
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"strings"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
@@ -43,6 +46,12 @@ type PcapOptions struct {
 // Build) or a run error (an invariant violation, a deadlock, an interrupt); in the latter case
 // the partial result is returned too.
 func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error) {
+	return RunContext(context.Background(), s, opt)
+}
+
+// RunContext is Run that also stops, with what finished so far and an error that is
+// ErrInterrupted, when ctx is cancelled.
+func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error) {
 	if opt.Seed != nil {
 		s.Seed = *opt.Seed
 	}
@@ -50,12 +59,37 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 	if err != nil {
 		return nil, nil, err
 	}
-	b.Fabric.Check = opt.Check
-	net, err := fabric.New(b.Graph, b.Routes, b.Fabric)
+	name, err := backend.Parse(s.Backend)
 	if err != nil {
-		return nil, b, err
+		return nil, b, &scenario.Error{File: s.File, Msg: "backend: " + err.Error()}
 	}
+	job := &backend.Job{Scenario: s.Name, Work: b.Work, Net: backend.NewNetwork(b.Graph, b.Routes), Fabric: b.Fabric,
+		Seed: s.Seed, Until: s.Duration, Check: opt.Check}
+	if opt.Pcap != nil || opt.Series != nil {
+		if name != backend.Packet {
+			return nil, b, &scenario.Error{File: s.File, Msg: fmt.Sprintf("packet captures and series need the packet backend, not %s", name)}
+		}
+		job.Packet.Instrument = func(net *fabric.Network) (func() error, error) { return instrument(net, b, opt) }
+	}
+	if opt.Progress != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		job.Progress = func(now units.Time, done, total int) {
+			if !opt.Progress(now, done, total) {
+				cancel()
+			}
+		}
+	}
+	res, err := backend.Run(ctx, name, job)
+	return res, b, err
+}
+
+// instrument attaches the packet captures and the sampled series opt asks for to net, and
+// returns what flushes and closes them after the run.
+func instrument(net *fabric.Network, b *scenario.Built, opt Options) (func() error, error) {
 	var capture *fabric.Capture
+	var err error
 	if opt.Pcap != nil {
 		sel := opt.Pcap.Ports
 		if sel == "" {
@@ -63,54 +97,33 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 		}
 		capture, err = net.EnableCapture(opt.Pcap.Dir, sel, opt.Pcap.SnapLen, opt.Pcap.MaxPackets)
 		if err != nil {
-			return nil, b, &scenario.Error{File: "--pcap-ports", Msg: err.Error()}
+			return nil, &scenario.Error{File: "--pcap-ports", Msg: err.Error()}
 		}
 	}
 	var series *fabric.Series
 	if opt.Series != nil {
 		if series, err = net.EnableSeries(opt.Series, opt.SeriesEvery); err != nil {
-			return nil, b, &scenario.Error{File: "--series-every", Msg: err.Error()}
+			return nil, &scenario.Error{File: "--series-every", Msg: err.Error()}
 		}
 	}
-	if opt.Progress != nil {
-		sm := net.Sim()
-		sm.ProgressEvery = 1 << 18
-		sm.Progress = func(now units.Time, _ uint64) {
-			done, total := net.Progress()
-			if !opt.Progress(now, done, total) {
-				sm.Stop(ErrInterrupted)
+	return func() error {
+		var err error
+		if series != nil {
+			err = series.Flush()
+		}
+		if capture != nil {
+			if cerr := capture.Close(); cerr != nil && err == nil {
+				err = cerr
 			}
+			opt.Pcap.Written = capture.Written()
 		}
-	}
-	until := units.MaxTime
-	if s.Duration > 0 {
-		until = s.Duration
-	}
-	res, err := net.Run(b.Work, until)
-	if series != nil {
-		if serr := series.Flush(); serr != nil && err == nil {
-			err = serr
-		}
-	}
-	if capture != nil {
-		if cerr := capture.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		opt.Pcap.Written = capture.Written()
-	}
-	if res != nil {
-		res.Scenario = s.Name
-		res.Seed = s.Seed
-	}
-	return res, b, err
+		return err
+	}, nil
 }
 
-// ErrInterrupted is returned when a Progress callback stopped the run.
-var ErrInterrupted = interrupted{}
-
-type interrupted struct{}
-
-func (interrupted) Error() string { return "interrupted" }
+// ErrInterrupted is returned (errors.Is) when a Progress callback or the context stopped the
+// run.
+var ErrInterrupted = backend.ErrInterrupted
 
 // hostPorts selects every host's NIC port by name.
 func hostPorts(b *scenario.Built) string {

@@ -20,7 +20,8 @@ import (
 type Scenario struct {
 	Name string `yaml:"name"`
 	Seed uint64 `yaml:"seed"`
-	// Backend is "packet" (the only one in this release).
+	// Backend runs the scenario: "packet" (every packet) or "analytic" (the fluid model);
+	// package backend lists them.
 	Backend string `yaml:"backend"`
 	// Duration stops the run at this simulated time; 0 runs until every message completes.
 	Duration units.Time `yaml:"duration"`

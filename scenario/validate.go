@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -79,8 +80,8 @@ func oneOf(v string, valid ...string) bool {
 }
 
 func (s *Scenario) validate() error {
-	if s.Backend != "packet" {
-		return s.errf("backend", "%q is not a backend (valid: packet)", s.Backend)
+	if _, err := backend.Parse(s.Backend); err != nil {
+		return s.errf("backend", "%v", err)
 	}
 	t := &s.Topology
 	switch t.Kind {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/cost"
 	"github.com/fabricsim/fabricsim/examples"
@@ -78,8 +79,11 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if f.backend != "" && f.backend != "packet" && f.backend != "analytic" {
-		return usageErr(fmt.Errorf("--backend %q: valid: packet, analytic", f.backend))
+	opt := compare.Options{}
+	if f.backend != "" {
+		if opt.Backend, err = backend.Parse(f.backend); err != nil {
+			return usageErr(fmt.Errorf("--backend: %v", err))
+		}
 	}
 	if c.Flags().Changed("steps") {
 		if f.steps < 1 || f.steps > 100 {
@@ -101,12 +105,11 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 		}
 		s.Cost.Catalogue = abs
 	}
-	switch f.fidelity {
-	case "", compare.FidelityAuto, compare.FidelityFull, compare.FidelityClasses:
-	default:
-		return usageErr(fmt.Errorf("--fidelity %q: valid: auto, full, classes", f.fidelity))
+	if f.fidelity != "" {
+		if opt.Fidelity, err = compare.ParseFidelity(f.fidelity); err != nil {
+			return usageErr(fmt.Errorf("--fidelity %v", err))
+		}
 	}
-	opt := compare.Options{Backend: f.backend, Fidelity: f.fidelity}
 	if f.variants != "" {
 		for _, v := range strings.Split(f.variants, ",") {
 			if v = strings.TrimSpace(v); v != "" {

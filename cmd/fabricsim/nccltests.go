@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,11 +13,14 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/nccl"
 	"github.com/fabricsim/fabricsim/nccltests"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/topo"
@@ -60,7 +64,7 @@ type ncclFlags struct {
 	gpus        int
 	server      string
 	fabric      string
-	backend     string
+	backend     backend.Name
 	dataPath    string
 	algo        string
 	channels    int
@@ -87,7 +91,7 @@ func newNCCLTestsCmd() *cobra.Command {
 
 // splitNCCLArgs separates fabricsim's long options from nccl-tests' command line.
 func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
-	f := &ncclFlags{backend: gpu.BackendPacket, dataPath: "gpudirect", server: "h100", set: map[string]bool{}}
+	f := &ncclFlags{backend: backend.Packet, dataPath: "gpudirect", server: "h100", set: map[string]bool{}}
 	var rest []string
 	type opt struct {
 		set func(v string) error
@@ -110,13 +114,20 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 		"gpus":          {intv("gpus", &f.gpus, 1)},
 		"server":        {str(&f.server)},
 		"fabric":        {str(&f.fabric)},
-		"backend":       {str(&f.backend)},
-		"data-path":     {str(&f.dataPath)},
-		"algo":          {str(&f.algo)},
-		"channels":      {intv("channels", &f.channels, 1)},
+		"backend": {func(v string) error {
+			b, err := backend.Parse(v)
+			if err != nil {
+				return fmt.Errorf("--backend: %v", err)
+			}
+			f.backend = b
+			return nil
+		}},
+		"data-path": {str(&f.dataPath)},
+		"algo":      {str(&f.algo)},
+		"channels":  {intv("channels", &f.channels, 1)},
 		"packet-scale": {func(v string) error {
 			if v == "auto" {
-				f.packetScale = gpu.PacketScaleAuto
+				f.packetScale = cluster.PacketScaleAuto
 				return nil
 			}
 			x, err := strconv.Atoi(v)
@@ -200,9 +211,6 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("--data-path: %v", err))
 	}
-	if f.backend != gpu.BackendPacket && f.backend != gpu.BackendAnalytic {
-		return usageErr(fmt.Errorf("--backend %q: want packet or analytic", f.backend))
-	}
 	if f.fabric != "" && f.fabric != "ethernet" && f.fabric != "roce" && f.fabric != "infiniband" {
 		return usageErr(fmt.Errorf("--fabric %q: want ethernet, roce or infiniband", f.fabric))
 	}
@@ -269,16 +277,16 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	if err := o.Validate(total); err != nil {
 		return usageErr(err)
 	}
-	spec := gpu.Spec{Servers: nodes, Server: srv, Framing: gpu.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead},
-		Net: gpu.Network{Radix: f.radix, Oversubscription: f.oversub, Spines: f.spines}}
+	spec := cluster.Spec{Servers: nodes, Server: srv, Framing: cluster.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead},
+		Net: cluster.Network{Radix: f.radix, Oversubscription: f.oversub, Spines: f.spines}}
 	if net != nil {
-		spec.Net = gpu.Network{Kind: "graph", Graph: net}
+		spec.Net = cluster.Network{Kind: "graph", Graph: net}
 	}
-	cl, err := gpu.Build(spec)
+	cl, err := cluster.Build(spec)
 	if err != nil {
 		return usageErr(err)
 	}
-	copts := gpu.CollectiveOptions{Algo: algo, Channels: f.channels, ChunkBytes: f.chunk, Root: o.Root, PXN: f.pxn}
+	copts := nccl.Options{Algo: algo, Channels: f.channels, ChunkBytes: f.chunk, Root: o.Root, PXN: f.pxn}
 	if o.Root < 0 {
 		copts.Root = 0
 	}
@@ -294,7 +302,7 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 		if t, ok := cache[k]; ok {
 			return t, nil
 		}
-		g, err := cl.Compile(op, b, copts)
+		g, err := nccl.Compile(cl, op, b, copts)
 		if err != nil {
 			return 0, err
 		}
@@ -302,7 +310,7 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 		if dg, err = datapath.Apply(g, cl, mode); err != nil {
 			return 0, err
 		}
-		res, err := cl.Run(dg, gpu.RunOptions{Backend: f.backend, Fabric: cfg, PacketScale: f.packetScale})
+		res, err := cl.Run(context.Background(), dg, cluster.RunOptions{Backend: f.backend, Fabric: cfg, PacketScale: f.packetScale})
 		if err != nil {
 			return 0, err
 		}
@@ -311,8 +319,8 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 			merged = append(merged, fmt.Sprintf("%d-fold from %d B", res.PacketScale, b))
 		}
 		lastScale = res.PacketScale
-		cache[k] = res.Time
-		return res.Time, nil
+		cache[k] = res.SimTime
+		return res.SimTime, nil
 	}
 	fmt.Fprintf(stderr, "fabricsim: %d x %s server (%d GPUs, %d NICs at %v), %s fabric, %s backend, %s data path, network %s\n",
 		nodes, srv.Name, G, cl.Server.NICs, cl.Server.NICRate, cfg.Kind, f.backend, mode, cl.Graph.Name)

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/internal/outpath"
 	"github.com/fabricsim/fabricsim/result"
@@ -34,6 +36,7 @@ func loadScenario(args []string) (*scenario.Scenario, error) {
 }
 
 type runFlags struct {
+	backend string
 	out     string
 	seed    uint64
 	check   bool
@@ -49,7 +52,9 @@ func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [SCENARIO.yaml]",
 		Short: "Run a scenario (the built-in " + examples.Default + " when none is given)",
-		Long: `Run a scenario on the packet backend and print a summary.
+		Long: `Run a scenario and print a summary: on the packet backend (every packet; the default), or
+with --backend analytic on the max-min fluid model (seconds for any size, no queues, no loss and
+none of the fabric's flow or congestion control).
 
 With --out DIR it writes DIR/summary.json and DIR/flows.csv (the same bytes for the same
 scenario and seed) and DIR/timing.json (the host time the run took). With --check the simulator checks
@@ -60,6 +65,7 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 			return runScenario(c, args, &f)
 		},
 	}
+	c.Flags().StringVar(&f.backend, "backend", "", "packet or analytic (default: the scenario's, packet)")
 	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv (ports.csv) and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
@@ -78,6 +84,13 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	s, err := loadScenario(args)
 	if err != nil {
 		return usageErr(err)
+	}
+	if f.backend != "" {
+		b, err := backend.Parse(f.backend)
+		if err != nil {
+			return usageErr(fmt.Errorf("--backend: %v", err))
+		}
+		s.Backend = string(b)
 	}
 	opt := runner.Options{Check: f.check}
 	if f.pcap.Dir != "" {
@@ -270,6 +283,15 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	fmt.Fprintf(w, "  finished  %d/%d flows at %v simulated\n", done, sum.Flows, res.SimTime)
 	fmt.Fprintf(w, "  FCT       min %s  p50 %s  p99 %s  max %s\n", us(sum.FCTNs.Min), us(sum.FCTNs.P50), us(sum.FCTNs.P99), us(sum.FCTNs.Max))
 	fmt.Fprintf(w, "  slowdown  p50 %.3f  p99 %.3f  (FCT / FCT alone on an idle network)\n", sum.Slowdown.P50, sum.Slowdown.P99)
+	if res.Counters == nil {
+		// A backend without queues (analytic) models no loss: say so rather than print zeros.
+		fmt.Fprintf(w, "  loss      not modelled by the %s backend (no queues)\n", res.Backend)
+		if len(res.Omitted) > 0 {
+			fmt.Fprintf(w, "  omitted   %s: the fabric turns them on, the %s backend leaves them out\n", strings.Join(res.Omitted, ", "), res.Backend)
+		}
+		fmt.Fprintf(w, "  engine    fluid model in %.2f s\n", res.WallSeconds)
+		return
+	}
 	fmt.Fprintf(w, "  loss      %d drops, %v retransmitted, %d timeouts, %d NAKs\n", sum.Drops, units.Size(sum.BytesRetransmitted), sum.Timeouts, sum.NAKs)
 	printRoCE(w, res) // roce_summary.go
 	printIB(w, res)   // ib_summary.go

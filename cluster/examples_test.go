@@ -1,4 +1,4 @@
-package gpu
+package cluster
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the rail-optimized topology files under examples/")
 
 // TestExampleRailTopologies: the HPCC topology files the gpu-*.yaml examples use are exactly
-// what topo.RailOptimized builds for them (regenerate with go test ./gpu -run Example -update).
+// what topo.RailOptimized builds for them (regenerate with go test ./cluster -run Example -update).
 func TestExampleRailTopologies(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
@@ -42,7 +42,7 @@ func TestExampleRailTopologies(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(want, b.Bytes()) {
-			t.Errorf("%s differs from topo.RailOptimized(%d servers); run go test ./gpu -run Example -update", path, tc.servers)
+			t.Errorf("%s differs from topo.RailOptimized(%d servers); run go test ./cluster -run Example -update", path, tc.servers)
 		}
 	}
 }

@@ -1,10 +1,14 @@
-package gpu
+package nccl
 
 import (
+	"context"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -28,24 +32,24 @@ func TestAllToAll128RoCEvsIB(t *testing.T) {
 	const S = 4 * units.MiB
 	busbw := map[string]float64{}
 	for _, cfg := range []fabric.Config{roce, ib} {
-		c := build(t, 16, Presets["h100"], cfg)
-		g, err := c.Compile(collective.AllToAll, S, CollectiveOptions{})
+		c := build(t, 16, gpu.Presets["h100"], cfg)
+		g, err := Compile(c, collective.AllToAll, S, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+		res, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: 1})
 		if err != nil {
 			t.Fatalf("%s: %v", cfg.Kind, err)
 		}
-		bound, err := c.Run(g, RunOptions{Fabric: cfg, Backend: BackendAnalytic})
+		bound, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, Backend: backend.Analytic})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bb := collective.BusBW(collective.AllToAll, 128, S, res.Time)
-		limit := collective.BusBW(collective.AllToAll, 128, S, bound.Time)
+		bb := collective.BusBW(collective.AllToAll, 128, S, res.SimTime)
+		limit := collective.BusBW(collective.AllToAll, 128, S, bound.SimTime)
 		busbw[cfg.Kind] = bb
 		t.Logf("%s (routing %s, adaptive %v): all-to-all %v on 128 GPUs: %v, busbw %.1f GB/s (uncongested bound %.1f GB/s; %d drops)",
-			cfg.Kind, cfg.Routing, cfg.IB.Adaptive, S, res.Time, bb, limit, res.Drops)
+			cfg.Kind, cfg.Routing, cfg.IB.Adaptive, S, res.SimTime, bb, limit, res.Drops)
 		if bb > limit*1.01 {
 			t.Errorf("%s: busbw %.1f above the fabric's bound %.1f", cfg.Kind, bb, limit)
 		}

@@ -1,15 +1,22 @@
-package gpu
+// Package nccl lays collectives out on a GPU cluster (package cluster) as NCCL does: rings that
+// cross servers rail-aligned, one channel per GPU of a server, NCCL's Simple-protocol chunks,
+// PXN, broadcast and reduce as chains along a ring. Compile turns one collective call into the
+// message graph every backend runs, its messages moved onto the endpoints that carry them
+// (NVLink ports inside a server, GPUDirect PCIe ports between servers). docs/gpu.md has the
+// figures and sources.
+package nccl
 
 import (
 	"fmt"
 
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// CollectiveOptions tune how Compile lays a collective out on the cluster.
-type CollectiveOptions struct {
+// Options tune how Compile lays a collective out on the cluster.
+type Options struct {
 	// Algo is the algorithm (collective.Default: ring for all-reduce, all-gather,
 	// reduce-scatter, broadcast; direct for all-to-all and send/recv).
 	Algo collective.Algo
@@ -40,7 +47,7 @@ const DefaultChunk = 512 * units.KiB
 // even to an odd server uses rail c+1, the hop back rail c, so the G channels use every NIC
 // once in each direction. With an odd number of servers the hop from the last server back to
 // the first changes rails (it takes one of the equal-cost PXN-like paths).
-func (c *Cluster) Rings(channels int) [][]int32 {
+func Rings(c *cluster.Cluster, channels int) [][]int32 {
 	G, N := c.Server.GPUs, c.Servers()
 	out := make([][]int32, channels)
 	for ch := 0; ch < channels; ch++ {
@@ -68,7 +75,7 @@ func (c *Cluster) Rings(channels int) [][]int32 {
 // Compile builds the message graph of one collective call of bytes (nccl-tests' S, see
 // collective.Spec.Bytes) over every GPU of the cluster. GPU r is rank r (server-major, as mpirun
 // places nccl-tests' ranks).
-func (c *Cluster) Compile(op collective.Op, bytes units.Size, o CollectiveOptions) (*msggraph.Graph, error) {
+func Compile(c *cluster.Cluster, op collective.Op, bytes units.Size, o Options) (*msggraph.Graph, error) {
 	g := &msggraph.Graph{Endpoints: c.Endpoints()}
 	chunk := o.ChunkBytes
 	if chunk == 0 {
@@ -89,7 +96,7 @@ func (c *Cluster) Compile(op collective.Op, bytes units.Size, o CollectiveOption
 			ServerOf: func(r int) int { return r / c.Server.GPUs }}
 		if op == collective.Broadcast || op == collective.Reduce {
 			// Chain along ring 0, starting at the root.
-			order := c.Rings(1)[0]
+			order := Rings(c, 1)[0]
 			pos := 0
 			for i, h := range order {
 				if int(h) == o.Root {
@@ -105,15 +112,15 @@ func (c *Cluster) Compile(op collective.Op, bytes units.Size, o CollectiveOption
 			window(g, ConnWindow)
 		}
 		if o.PXN {
-			g = c.pxn(g)
+			g = pxn(c, g)
 		}
-		return c.lower(g), nil
+		return lower(c, g), nil
 	}
 	ch := o.Channels
 	if ch == 0 {
 		ch = c.Server.GPUs
 	}
-	rings := c.Rings(ch)
+	rings := Rings(c, ch)
 	// Split S over the channels in whole elements of the op's granularity: per-channel sizes
 	// must keep all-gather and reduce-scatter blocks equal.
 	unit := int64(1)
@@ -136,9 +143,9 @@ func (c *Cluster) Compile(op collective.Op, bytes units.Size, o CollectiveOption
 		}
 	}
 	if o.PXN {
-		g = c.pxn(g)
+		g = pxn(c, g)
 	}
-	return c.lower(g), nil
+	return lower(c, g), nil
 }
 
 // ConnWindow is how many chunks of one connection may be in flight at once in the chains of
@@ -173,7 +180,7 @@ func window(g *msggraph.Graph, w int) *msggraph.Graph {
 
 // lower moves every message between two GPUs onto the endpoints that carry it (Route): NVLink
 // ports inside a server, PCIe ports (GPUDirect RDMA) between servers.
-func (c *Cluster) lower(g *msggraph.Graph) *msggraph.Graph {
+func lower(c *cluster.Cluster, g *msggraph.Graph) *msggraph.Graph {
 	for i := range g.Msgs {
 		m := &g.Msgs[i]
 		if m.Bytes > 0 {
@@ -190,8 +197,8 @@ const pxnConnBase = 1 << 24
 // pxn splits every message between rank endpoints of different servers and different local
 // GPU indices into an NVLink leg to the sender server's GPU on the destination's rail and a
 // rail-aligned network leg from there; dependencies on the message move to the network leg.
-func (c *Cluster) pxn(g *msggraph.Graph) *msggraph.Graph {
-	if !c.nvlink() {
+func pxn(c *cluster.Cluster, g *msggraph.Graph) *msggraph.Graph {
+	if !c.HasNVLink() {
 		return g
 	}
 	G := int32(c.Server.GPUs)

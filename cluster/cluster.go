@@ -1,16 +1,45 @@
-package gpu
+// Package cluster builds a GPU cluster as one topology: the servers of package gpu (GPUs joined
+// by an NVLink domain, a PCIe switch joining each GPU to its NIC, CPU sockets with host memory)
+// and a cluster network between them (rail-optimized, or any topology whose hosts are the NICs).
+//
+// A server is not a black box with a bandwidth: it is nodes and links in the same topo.Graph as
+// the network, so that the packet backend simulates NVLink and PCIe contention packet by packet,
+// exactly as it simulates a network switch port. Per server s, with G GPUs:
+//
+//	gpu<g>       host    the GPU's NVLink port: the rank endpoint collectives address
+//	gpudma<g>    host    the GPU's PCIe port, where NICs and copy engines read and write its
+//	                     memory (absent without NVLink: then gpu<g> is the PCIe port)
+//	nvswitch     switch  the NVLink domain (one node for the NVSwitch chips)
+//	pcie<g>      switch  the PCIe switch shared by GPU g and its NIC
+//	nic<k>       switch  the NIC: PCIe on one side, the network port on the other
+//	rootport<g>  switch  the CPU root port the PCIe switch hangs off
+//	socket<k>    switch  the CPU socket's root complex and memory controller
+//	hostmem<g>   host    the pinned host buffer GPU g stages through (rdma-host, host-staged)
+//
+// Links: gpu<g>-nvswitch (NVLink, per GPU and direction), gpudma<g>-pcie<g> (the GPU's x16 at the
+// peer-to-peer rate), pcie<g>-nic<k> and pcie<g>-rootport<g> (PCIe x16), rootport<g>-socket<k>
+// and rootport<g>-hostmem<g> (memory bandwidth), socket<k>-socket<k+1> (the rate PCIe
+// peer-to-peer traffic gets across the CPUs). Server link rates are effective data rates; Build
+// scales them by the fabric's framing so that full packets deliver exactly those rates.
+//
+// Routes are the packet backend's minimum-hop paths (topo.ComputeRoutes), and the shape above
+// makes them the ones NCCL uses: GPU to GPU in a server over NVLink; GPU g's PCIe port to GPU g
+// of another server through its own NIC (rail-aligned; a neighbour's NIC is two links further);
+// a host buffer to the network through its GPU's NIC. docs/gpu.md has the figures and sources.
+package cluster
 
 import (
 	"fmt"
-	"sync"
 
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
 // Framing is what the packet backend adds to every packet's payload: Build scales the server's
 // link rates by (MTU + Header + L1) / MTU so that a full packet stream delivers exactly the
-// effective data rates of Server (NVLink and PCIe have their own framing, which the effective
+// effective data rates of gpu.Server (NVLink and PCIe have their own framing, which the effective
 // rates already account for; the fabric's RoCE or IB headers do not cross them in reality).
 type Framing struct {
 	MTU        units.Size
@@ -35,7 +64,7 @@ type Network struct {
 // Spec is a whole cluster.
 type Spec struct {
 	Servers int
-	Server  Server
+	Server  gpu.Server
 	Net     Network
 	Framing Framing
 }
@@ -48,7 +77,7 @@ type Spec struct {
 // endpoint is the PCIe port itself. Then come the pinned host buffers, one per GPU.
 type Cluster struct {
 	Spec   Spec
-	Server Server // with defaults filled
+	Server gpu.Server // with defaults filled
 	Graph  *topo.Graph
 	// GPUs is the number of GPUs.
 	GPUs int
@@ -57,8 +86,7 @@ type Cluster struct {
 
 	dma, mem int // first host index of the DMA endpoints and of the host buffers
 
-	mu     sync.Mutex
-	routes *topo.Routes
+	net *backend.Network // Graph, with its routes computed on first use
 }
 
 // GPUHost is the rank endpoint of local GPU g of server s.
@@ -99,17 +127,26 @@ func (c *Cluster) Endpoints() int { return len(c.Graph.Hosts) }
 // Route maps a message between two rank endpoints to the endpoints that carry it: the NVLink
 // ports inside a server with NVLink, the PCIe (DMA) ports otherwise (GPUDirect RDMA).
 func (c *Cluster) Route(src, dst int32) (int32, int32) {
-	if c.IsRank(src) && c.IsRank(dst) && (c.ServerOf(src) != c.ServerOf(dst) || !c.nvlink()) {
+	if c.IsRank(src) && c.IsRank(dst) && (c.ServerOf(src) != c.ServerOf(dst) || !c.HasNVLink()) {
 		return c.DMA(src), c.DMA(dst)
 	}
 	return src, dst
 }
 
-func (c *Cluster) nvlink() bool { return c.dma != 0 }
+// HasNVLink says whether the servers' GPUs are joined by NVLink (then rank and DMA endpoints
+// differ).
+func (c *Cluster) HasNVLink() bool { return c.dma != 0 }
+
+// Network is the cluster's topology as backends take it, its routes computed once, on first
+// use, and shared by every run on the cluster.
+func (c *Cluster) Network() *backend.Network { return c.net }
+
+// Routes returns the cluster's shortest-path tables, computed once.
+func (c *Cluster) Routes() (*topo.Routes, error) { return c.net.Routes() }
 
 // Build builds the cluster graph.
 func Build(spec Spec) (*Cluster, error) {
-	srv, err := spec.Server.withDefaults()
+	srv, err := spec.Server.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +264,7 @@ func Build(spec Spec) (*Cluster, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	c.net = backend.NewNetwork(g, nil)
 	return c, nil
 }
 

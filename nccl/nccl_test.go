@@ -1,14 +1,17 @@
-package gpu
+package nccl
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/cluster"
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/msggraph"
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -26,60 +29,24 @@ func ibLike(t testing.TB) fabric.Config {
 	return c
 }
 
-func framing(c fabric.Config) Framing {
-	return Framing{MTU: c.MTU, Header: c.HeaderBytes, L1: c.L1Overhead}
+func framing(c fabric.Config) cluster.Framing {
+	return cluster.Framing{MTU: c.MTU, Header: c.HeaderBytes, L1: c.L1Overhead}
 }
 
-func build(t testing.TB, servers int, srv Server, cfg fabric.Config) *Cluster {
+func build(t testing.TB, servers int, srv gpu.Server, cfg fabric.Config) *cluster.Cluster {
 	t.Helper()
-	c, err := Build(Spec{Servers: servers, Server: srv, Framing: framing(cfg)})
+	c, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv, Framing: framing(cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func names(c *Cluster, path []topo.NodeID) string {
-	var s []string
-	for _, n := range path {
-		s = append(s, c.Graph.Nodes[n].Name)
-	}
-	return strings.Join(s, " ")
-}
-
-// TestRoutes: minimum-hop routes are NCCL's paths: NVLink inside a server, the GPU's own NIC
-// (rail-aligned) between servers, the host buffer's own NIC for rdma-host.
-func TestRoutes(t *testing.T) {
-	c := build(t, 2, Presets["h100"], fabric.DefaultEthernet())
-	r, err := c.Routes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		src, dst int32
-		want     string
-	}{
-		{c.GPUHost(0, 2), c.GPUHost(0, 5), "srv0_gpu2 srv0_nvswitch srv0_gpu5"},
-		{c.DMA(c.GPUHost(0, 3)), c.DMA(c.GPUHost(1, 3)),
-			"srv0_gpudma3 srv0_pcie3 srv0_nic3 rail3_leaf0 srv1_nic3 srv1_pcie3 srv1_gpudma3"},
-		{c.HostMem(c.GPUHost(0, 6)), c.HostMem(c.GPUHost(1, 6)),
-			"srv0_hostmem6 srv0_rootport6 srv0_pcie6 srv0_nic6 rail6_leaf0 srv1_nic6 srv1_pcie6 srv1_rootport6 srv1_hostmem6"},
-		{c.DMA(c.GPUHost(1, 1)), c.HostMem(c.GPUHost(1, 1)), "srv1_gpudma1 srv1_pcie1 srv1_rootport1 srv1_hostmem1"},
-	} {
-		if got := names(c, r.FirstPath(int(tc.src), int(tc.dst))); got != tc.want {
-			t.Errorf("route %d->%d:\n got %s\nwant %s", tc.src, tc.dst, got, tc.want)
-		}
-		// Rail alignment is strict: the NIC hop has one candidate, no ECMP to a neighbour's NIC.
-		for _, n := range r.FirstPath(int(tc.src), int(tc.dst)) {
-			if c.Graph.Nodes[n].Kind == topo.Switch && strings.Contains(c.Graph.Nodes[n].Name, "pcie") {
-				if hops := r.NextHops(n, int(tc.dst)); len(hops) != 1 {
-					t.Errorf("%s has %d next hops toward %d, want 1", c.Graph.Nodes[n].Name, len(hops), tc.dst)
-				}
-			}
-		}
-	}
+// TestRingsRailAligned: rings cross servers on one rail, as NCCL's do.
+func TestRingsRailAligned(t *testing.T) {
+	c := build(t, 2, gpu.Presets["h100"], fabric.DefaultEthernet())
 	// Rings cross servers on one rail: every network hop of every channel is GPU j -> GPU j.
-	for ch, ring := range c.Rings(8) {
+	for ch, ring := range Rings(c, 8) {
 		for i := range ring {
 			a, b := ring[i], ring[(i+1)%len(ring)]
 			if c.ServerOf(a) != c.ServerOf(b) && c.Graph.Nodes[a].Rail != c.Graph.Nodes[b].Rail {
@@ -97,32 +64,32 @@ func TestRoutes(t *testing.T) {
 // store-and-forward per hop). busbw never exceeds B.
 func TestRingAllReduceBandwidth(t *testing.T) {
 	cfg := fabric.DefaultEthernet()
-	srv := Presets["h100"]
+	srv := gpu.Presets["h100"]
 	srv.GPUs, srv.NICs, srv.Sockets = 1, 1, 1
-	srv.PCIe.Rate, srv.P2PEfficiency = 100*GBps, 1
+	srv.PCIe.Rate, srv.P2PEfficiency = 100*gpu.GBps, 1
 	wire := float64(cfg.MTU) + float64(cfg.HeaderBytes) + float64(cfg.L1Overhead)
 	B := 400e9 / 8 * float64(cfg.MTU) / wire // bytes per second
 	const S = 48 * units.MiB
 	for _, n := range []int{2, 4, 8} {
 		c := build(t, n, srv, cfg)
-		g, err := c.Compile(collective.AllReduce, S, CollectiveOptions{})
+		g, err := Compile(c, collective.AllReduce, S, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+		res, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		r, _ := c.Routes()
-		lat := NewAnalytic(c, r, cfg.SwitchLatency).Latency(c.DMA(0), c.DMA(1)).Seconds()
+		lat := backend.NewPathNetwork(c.Graph, r, cfg).Latency(c.DMA(0), c.DMA(1)).Seconds()
 		want := 2*float64(n-1)/float64(n)*float64(S)/B + 2*float64(n-1)*lat
-		got := res.Time.Seconds()
+		got := res.SimTime.Seconds()
 		t.Logf("n=%d: %.1f us, want %.1f us (bandwidth term %.1f us, step latency %.2f us); busbw %.2f GB/s of B = %.2f GB/s",
-			n, got*1e6, want*1e6, 2*float64(n-1)/float64(n)*float64(S)/B*1e6, lat*1e6, collective.BusBW(collective.AllReduce, n, S, res.Time), B/1e9)
+			n, got*1e6, want*1e6, 2*float64(n-1)/float64(n)*float64(S)/B*1e6, lat*1e6, collective.BusBW(collective.AllReduce, n, S, res.SimTime), B/1e9)
 		if math.Abs(got-want)/want > 0.03 {
 			t.Errorf("n=%d: time %.1f us is %.1f%% off 2(n-1)/n S/B + latency = %.1f us", n, got*1e6, 100*(got-want)/want, want*1e6)
 		}
-		if bb := collective.BusBW(collective.AllReduce, n, S, res.Time); bb > B/1e9 {
+		if bb := collective.BusBW(collective.AllReduce, n, S, res.SimTime); bb > B/1e9 {
 			t.Errorf("n=%d: busbw %.2f GB/s exceeds the NIC's %.2f GB/s", n, bb, B/1e9)
 		}
 	}
@@ -136,17 +103,17 @@ func TestRingAllReduceBandwidth(t *testing.T) {
 // pipeline fill and drain.
 func TestH100TwoServersAllReduce(t *testing.T) {
 	cfg := ibLike(t)
-	c := build(t, 2, Presets["h100"], cfg)
-	g, err := c.Compile(collective.AllReduce, units.GiB, CollectiveOptions{})
+	c := build(t, 2, gpu.Presets["h100"], cfg)
+	g, err := Compile(c, collective.AllReduce, units.GiB, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: PacketScaleAuto})
+	res, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: cluster.PacketScaleAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bb := collective.BusBW(collective.AllReduce, 16, units.GiB, res.Time)
-	t.Logf("all-reduce 1 GiB on 2 x 8 H100: %v, busbw %.1f GB/s (packet scale %d, %d events)", res.Time, bb, res.PacketScale, res.Events)
+	bb := collective.BusBW(collective.AllReduce, 16, units.GiB, res.SimTime)
+	t.Logf("all-reduce 1 GiB on 2 x 8 H100: %v, busbw %.1f GB/s (packet scale %d, %d events)", res.SimTime, bb, res.PacketScale, res.Events)
 	if bb < 370 || bb > 385 {
 		t.Errorf("busbw %.1f GB/s outside the measured 370-385 GB/s", bb)
 	}
@@ -163,12 +130,12 @@ func TestH100TwoServersAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = c.Run(g, RunOptions{Fabric: ib, PacketScale: 1})
+	res, err = c.Run(context.Background(), g, cluster.RunOptions{Fabric: ib, PacketScale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ibbw := collective.BusBW(collective.AllReduce, 16, units.GiB, res.Time)
-	t.Logf("all-reduce 1 GiB on the infiniband fabric, real packets: %v, busbw %.1f GB/s (%d events)", res.Time, ibbw, res.Events)
+	ibbw := collective.BusBW(collective.AllReduce, 16, units.GiB, res.SimTime)
+	t.Logf("all-reduce 1 GiB on the infiniband fabric, real packets: %v, busbw %.1f GB/s (%d events)", res.SimTime, ibbw, res.Events)
 	if ibbw < 370 || ibbw > 385 {
 		t.Errorf("infiniband fabric: busbw %.1f GB/s outside the measured 370-385 GB/s", ibbw)
 	}
@@ -191,25 +158,25 @@ func TestBackendsAgree(t *testing.T) {
 		{2, 1, collective.SendRecv, 16 * units.MiB},
 		{4, 1, collective.ReduceScatter, 32 * units.MiB},
 	} {
-		srv := Presets["h100"]
+		srv := gpu.Presets["h100"]
 		srv.GPUs, srv.NICs, srv.Sockets = tc.gpus, tc.gpus, 1
 		c := build(t, tc.servers, srv, cfg)
-		g, err := c.Compile(tc.op, tc.bytes, CollectiveOptions{})
+		g, err := Compile(c, tc.op, tc.bytes, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: PacketScaleAuto})
+		p, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: cluster.PacketScaleAuto})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := c.Run(g, RunOptions{Backend: BackendAnalytic, Fabric: cfg})
+		a, err := c.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Analytic, Fabric: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := (p.Time.Seconds() - a.Time.Seconds()) / a.Time.Seconds()
-		t.Logf("%d servers %v %v: packet %v analytic %v (%+.2f%%)", tc.servers, tc.op, tc.bytes, p.Time, a.Time, 100*d)
+		d := (p.SimTime.Seconds() - a.SimTime.Seconds()) / a.SimTime.Seconds()
+		t.Logf("%d servers %v %v: packet %v analytic %v (%+.2f%%)", tc.servers, tc.op, tc.bytes, p.SimTime, a.SimTime, 100*d)
 		if math.Abs(d) > 0.05 {
-			t.Errorf("%d servers %v %v: packet %v and analytic %v differ by %.1f%%", tc.servers, tc.op, tc.bytes, p.Time, a.Time, 100*d)
+			t.Errorf("%d servers %v %v: packet %v and analytic %v differ by %.1f%%", tc.servers, tc.op, tc.bytes, p.SimTime, a.SimTime, 100*d)
 		}
 	}
 }
@@ -218,63 +185,32 @@ func TestBackendsAgree(t *testing.T) {
 // bandwidth-bound all-reduce takes the same time within the store-and-forward error.
 func TestScalePacketsKeepsThroughput(t *testing.T) {
 	cfg := ibLike(t)
-	c := build(t, 2, Presets["h100"], cfg)
-	g, err := c.Compile(collective.AllReduce, 64*units.MiB, CollectiveOptions{})
+	c := build(t, 2, gpu.Presets["h100"], cfg)
+	g, err := Compile(c, collective.AllReduce, 64*units.MiB, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+	one, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eight, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 8})
+	eight, err := c.Run(context.Background(), g, cluster.RunOptions{Fabric: cfg, PacketScale: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := (eight.Time.Seconds() - one.Time.Seconds()) / one.Time.Seconds()
-	t.Logf("64 MiB all-reduce: %v with real packets (%d events), %v with 8-fold (%d events): %+.2f%%", one.Time, one.Events, eight.Time, eight.Events, 100*d)
+	d := (eight.SimTime.Seconds() - one.SimTime.Seconds()) / one.SimTime.Seconds()
+	t.Logf("64 MiB all-reduce: %v with real packets (%d events), %v with 8-fold (%d events): %+.2f%%", one.SimTime, one.Events, eight.SimTime, eight.Events, 100*d)
 	if math.Abs(d) > 0.02 || eight.Events*4 > one.Events {
-		t.Errorf("8-fold packets: %v vs %v (%+.1f%%), events %d vs %d", eight.Time, one.Time, 100*d, eight.Events, one.Events)
+		t.Errorf("8-fold packets: %v vs %v (%+.1f%%), events %d vs %d", eight.SimTime, one.SimTime, 100*d, eight.Events, one.Events)
 	}
-}
-
-// TestBadSpecs: a cluster that cannot be built says why.
-func TestBadSpecs(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		spec Spec
-		want string
-	}{
-		{"no servers", Spec{Servers: 0}, "servers"},
-		{"gpus not a multiple of nics", Spec{Servers: 1, Server: Server{GPUs: 8, NICs: 3}}, "multiple of the NIC count"},
-		{"too many gpus", Spec{Servers: 1, Server: Server{GPUs: 100}}, "GPUs per server"},
-		{"graph with wrong host count", Spec{Servers: 2, Net: Network{Kind: "graph", Graph: mustLeafSpine(t, 3)}}, "need 16"},
-		{"unknown network", Spec{Servers: 1, Net: Network{Kind: "torus"}}, "torus"},
-	} {
-		_, err := Build(tc.spec)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
-		}
-	}
-	if _, err := Preset("b300"); err == nil || !strings.Contains(err.Error(), "h100") {
-		t.Errorf("unknown preset: %v", err)
-	}
-}
-
-func mustLeafSpine(t *testing.T, hosts int) *topo.Graph {
-	g, err := topo.LeafSpine(topo.LeafSpineSpec{Leaves: 1, HostsPerLeaf: hosts, Host: topo.LinkSpec{Rate: 400 * units.Gbps}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
 }
 
 // TestPXN: with PXN every network leg of an all-to-all is rail-aligned (GPU j to GPU j), the
 // NVLink legs stay inside a server, and every byte still reaches its destination rank.
 func TestPXN(t *testing.T) {
-	c := build(t, 2, Presets["h100"], fabric.DefaultEthernet())
+	c := build(t, 2, gpu.Presets["h100"], fabric.DefaultEthernet())
 	const S = 16 * 8 * units.KiB
-	g, err := c.Compile(collective.AllToAll, S, CollectiveOptions{PXN: true})
+	g, err := Compile(c, collective.AllToAll, S, Options{PXN: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,24 +246,30 @@ func TestPXN(t *testing.T) {
 }
 
 // TestPacketScaleExplicit: packets are merged only when asked. A graph of 2^22 packets (16 GiB)
-// runs with real packets by default; PacketScaleAuto merges it (AutoScale: 4-fold brings it to
-// the 2^20 budget, at most 4 on infiniband) and an explicit K is kept.
+// runs with real packets by default; PacketScaleAuto asks the packet backend for AutoScale
+// (4-fold brings it to the 2^20 budget, at most 4 on infiniband) and an explicit K is kept.
 func TestPacketScaleExplicit(t *testing.T) {
 	g := &msggraph.Graph{Endpoints: 2}
 	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 16 * units.GiB})
 	eth, ib := fabric.DefaultEthernet(), ibLike(t)
 	ib.Kind = "infiniband"
+	c := build(t, 1, gpu.Presets["h100"], eth)
 	for _, tc := range []struct {
-		o    RunOptions
+		o    cluster.RunOptions
 		want int
 	}{
-		{RunOptions{Fabric: eth}, 1},
-		{RunOptions{Fabric: eth, PacketScale: 1}, 1},
-		{RunOptions{Fabric: eth, PacketScale: 2}, 2},
-		{RunOptions{Fabric: eth, PacketScale: PacketScaleAuto}, 4},
-		{RunOptions{Fabric: ib, PacketScale: PacketScaleAuto}, 4},
+		{cluster.RunOptions{Fabric: eth}, 1},
+		{cluster.RunOptions{Fabric: eth, PacketScale: 1}, 1},
+		{cluster.RunOptions{Fabric: eth, PacketScale: 2}, 2},
+		{cluster.RunOptions{Fabric: eth, PacketScale: cluster.PacketScaleAuto}, 4},
+		{cluster.RunOptions{Fabric: ib, PacketScale: cluster.PacketScaleAuto}, 4},
 	} {
-		if got := tc.o.packetScale(g); got != tc.want {
+		got := c.Job(g, tc.o).Packet.Scale
+		if got == backend.ScaleAuto {
+			got = backend.AutoScale(g, tc.o.Fabric.MTU, tc.o.Fabric.Kind)
+		}
+		got = max(got, 1)
+		if got != tc.want {
 			t.Errorf("PacketScale %d on %s: runs %d-fold, want %d", tc.o.PacketScale, tc.o.Fabric.Kind, got, tc.want)
 		}
 	}
