@@ -38,16 +38,16 @@ func ScalePackets(cfg fabric.Config, k int) fabric.Config {
 	return cfg
 }
 
-// MaxPacketScaleIB bounds ScalePackets on the infiniband fabric: its credit window (128 KiB per
+// MaxPacketScaleIB bounds AutoScale on the infiniband fabric: its credit window (128 KiB per
 // VL and link) holds 32 real packets but only 4 of 8-fold size, and credits then throttle links
 // whose round trip is longer than a few packets' serialization (2 x 8 H100 all-reduce of
-// 128 MiB: busbw 372.0 GB/s with real packets, 360.5 with 2-fold, 363.3 with 4-fold, 260.3 with
-// 8-fold).
+// 128 MiB: busbw 372.7 GB/s with real packets, 358.9 with 2-fold, 356.3 with 4-fold, 256.1 with
+// 8-fold; docs/gpu.md).
 const MaxPacketScaleIB = 4
 
 // AutoScale picks the packet scale for a graph on fabric kind: the smallest power of two (up
 // to MaxPacketScale, MaxPacketScaleIB on infiniband) that brings the graph's data packets
-// under PacketBudget.
+// under PacketBudget. Runs use it only when asked (RunOptions.PacketScale = PacketScaleAuto).
 func AutoScale(g *msggraph.Graph, mtu units.Size, kind string) int {
 	limit := MaxPacketScale
 	if kind == "infiniband" {
