@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -57,7 +58,7 @@ func run(t *testing.T, src string, opt Options) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, opt)
+	r, err := Run(context.Background(), s, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestDefaultScenario(t *testing.T) {
 		t.Errorf("default: %d GPUs at %v", s.Workload.GPUs, s.Cluster.LinkRate)
 	}
 	// The analytic backend runs it in well under a second: check the table and the identity.
-	r, err := Run(s, Options{Backend: "analytic", Variants: []string{"ib-ndr", "roce-default"}})
+	r, err := Run(context.Background(), s, Options{Backend: "analytic", Variants: []string{"ib-ndr", "roce-default"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestCompileStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, Options{Backend: "analytic", Fidelity: FidelityClasses})
+	r, err := Run(context.Background(), s, Options{Backend: "analytic", Fidelity: FidelityClasses})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,16 +428,16 @@ func TestClassesVsFullStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			full, err := Run(s, Options{Fidelity: FidelityFull})
+			full, err := Run(context.Background(), s, Options{Fidelity: FidelityFull})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkIdentity(t, full)
-			cls, err := Run(s, Options{Fidelity: FidelityClasses})
+			cls, err := Run(context.Background(), s, Options{Fidelity: FidelityClasses})
 			if err != nil {
 				t.Fatal(err)
 			}
-			auto, err := Run(s, Options{})
+			auto, err := Run(context.Background(), s, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

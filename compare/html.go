@@ -31,6 +31,11 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		t.Head = append(t.Head, c[0])
 	}
 	for _, v := range r.Variants {
+		if v.StepsFinished == 0 {
+			t.Rows = append(t.Rows, []string{v.Variant.Name, "unfinished", "-", "-", "-", "-", "-", "-", "-",
+				v.money(v.NetworkUSD), v.money(v.PerGPUUSD), "-", "-"})
+			continue
+		}
 		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50) + " / " + seconds(v.CollP99), fmt.Sprintf("%.1f%%", v.Variation*100),
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
@@ -45,6 +50,17 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		cols.Rows = append(cols.Rows, []string{c[0], c[1]})
 	}
 	summary := report.Section{Title: "Summary", Tables: []*report.Table{t, verdicts, cols}}
+	if r.Interrupted {
+		msg := "Interrupted: every figure is over the finished steps only. Unfinished:"
+		sep := " "
+		for _, v := range r.Variants {
+			if v.Unfinished {
+				msg += fmt.Sprintf("%s%s (%d of %d steps)", sep, v.Variant.Name, v.StepsFinished, r.Scenario.Steps)
+				sep = ", "
+			}
+		}
+		summary.Text = append(summary.Text, msg+".")
+	}
 	for _, v := range r.Variants {
 		if v.Variant.Fallback != "" {
 			summary.Text = append(summary.Text, v.Variant.Name+": "+v.Variant.Fallback)

@@ -1,9 +1,12 @@
 package compare
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,7 +27,8 @@ type Options struct {
 	Backend string
 	// Variants keeps only the named variants, in the scenario's order.
 	Variants []string
-	// Progress, when set, is called after each simulation job with jobs done and total.
+	// Progress, when set, is called with jobs done and total: once before the first
+	// simulation starts (done 0) and after each one.
 	Progress func(done, total int)
 	// Workers runs that many simulations at once; 0 means GOMAXPROCS.
 	Workers int
@@ -80,8 +84,14 @@ type classRun struct {
 	Wall     float64
 }
 
+// ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
+// cancelled: the finished variants and steps are in it, the rest marked unfinished.
+var ErrInterrupted = errors.New("interrupted")
+
 // Run simulates the scenario's training step on every variant and returns the comparison.
-func Run(s *Scenario, opt Options) (*Result, error) {
+// Cancelling ctx stops the simulations in flight (at the packet engine's next check) and
+// starts no more; Run then returns what finished, with an error wrapping ErrInterrupted.
+func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
 	backend := s.Backend
 	if opt.Backend != "" {
@@ -207,6 +217,9 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 		done     int
 		wg       sync.WaitGroup
 	)
+	if opt.Progress != nil {
+		opt.Progress(0, len(jobs))
+	}
 	ch := make(chan job)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -214,20 +227,22 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 			defer wg.Done()
 			for j := range ch {
 				mu.Lock()
-				stop := firstErr != nil
+				stop := firstErr != nil || ctx.Err() != nil
 				mu.Unlock()
-				var r *classRun
-				var err error
-				if !stop {
-					v := variants[j.v]
-					r, err = runClass(backend, vnet[j.v].g, vnet[j.v].r, v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
-					if err != nil {
-						what := "the whole step"
-						if !full {
-							what = cls[j.c].Key
-						}
-						err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
+				if stop {
+					continue
+				}
+				v := variants[j.v]
+				r, err := runClass(ctx, backend, vnet[j.v].g, vnet[j.v].r, v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
+				if err != nil && ctx.Err() != nil {
+					continue // cut short by the interrupt: the job stays unfinished
+				}
+				if err != nil {
+					what := "the whole step"
+					if !full {
+						what = cls[j.c].Key
 					}
+					err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
 				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -251,21 +266,30 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 		return nil, firstErr
 	}
 
-	res := &Result{Scenario: s, Backend: backend, Plan: summarizePlan(plan, s)}
+	res := &Result{Scenario: s, Backend: backend, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
 	res.Fidelity = s.fidelity(backend, plan, cls, variants, full, packets)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v}
+		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
+			if !slices.Contains(runs[vi][k], nil) {
+				finished = append(finished, k)
+			}
+		}
+		vr.StepsFinished = len(finished)
+		vr.Unfinished = len(finished) < s.Steps
+		for _, k := range finished {
 			var in stepInput
 			if full {
 				in = s.fullInput(plan, opDone, runs[vi][k][0])
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][k])
 			}
-			st := s.replay(plan, in, k == 0)
+			first := k == finished[0]
+			st := s.replay(plan, in, first)
 			vr.Steps = append(vr.Steps, st.StepResult)
 			vr.collDurations = append(vr.collDurations, st.coll...)
-			if k == 0 {
+			if first {
 				vr.Timeline = st.timeline
 			}
 			for name, x := range st.counters {
@@ -275,14 +299,16 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 				if strings.Contains(name, "max_") {
 					vr.Counters[name] = max(vr.Counters[name], x)
 				} else {
-					vr.Counters[name] += x / float64(s.Steps)
+					vr.Counters[name] += x / float64(len(finished))
 				}
 			}
 		}
 		for k := range runs[vi] {
 			for _, r := range runs[vi][k] {
-				vr.Events += r.Events
-				vr.SimWall += r.Wall
+				if r != nil {
+					vr.Events += r.Events
+					vr.SimWall += r.Wall
+				}
 			}
 		}
 		vr.finish()
@@ -293,12 +319,15 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 	}
 	res.verdicts()
 	res.WallSeconds = time.Since(wall).Seconds()
+	if res.Interrupted {
+		return res, fmt.Errorf("%w: %d of %d simulations finished", ErrInterrupted, done, len(jobs))
+	}
 	return res, nil
 }
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time.
-func runClass(backend string, g *topo.Graph, routes *topo.Routes, v *Variant, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+func runClass(ctx context.Context, backend string, g *topo.Graph, routes *topo.Routes, v *Variant, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	var finish func(i int) units.Time
@@ -310,6 +339,7 @@ func runClass(backend string, g *topo.Graph, routes *topo.Routes, v *Variant, se
 		if err != nil {
 			return nil, err
 		}
+		net.Sim().StopOn(ctx)
 		res, err := net.Run(mg, units.MaxTime)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestDataPathOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := c.Run(dg, gpu.RunOptions{Fabric: cfg})
+			res, err := c.Run(context.Background(), dg, gpu.RunOptions{Fabric: cfg})
 			if err != nil {
 				t.Fatal(m, err)
 			}
@@ -85,7 +86,7 @@ func TestGPUDirectAcrossSockets(t *testing.T) {
 	run := func(local int) float64 {
 		g := &msggraph.Graph{Endpoints: c.Endpoints()}
 		g.Add(msggraph.Message{Src: c.DMA(c.GPUHost(0, local)), Dst: c.DMA(c.GPUHost(1, local)), Bytes: S})
-		res, err := c.Run(g, gpu.RunOptions{Fabric: cfg})
+		res, err := c.Run(context.Background(), g, gpu.RunOptions{Fabric: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}

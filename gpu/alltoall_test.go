@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/collective"
@@ -33,11 +34,11 @@ func TestAllToAll128RoCEvsIB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+		res, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg, PacketScale: 1})
 		if err != nil {
 			t.Fatalf("%s: %v", cfg.Kind, err)
 		}
-		bound, err := c.Run(g, RunOptions{Fabric: cfg, Backend: BackendAnalytic})
+		bound, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg, Backend: BackendAnalytic})
 		if err != nil {
 			t.Fatal(err)
 		}

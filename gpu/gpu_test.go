@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestRingAllReduceBandwidth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+		res, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg, PacketScale: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +141,7 @@ func TestH100TwoServersAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(g, RunOptions{Fabric: cfg})
+	res, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestH100TwoServersAllReduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = c.Run(g, RunOptions{Fabric: ib, PacketScale: 1})
+	res, err = c.Run(context.Background(), g, RunOptions{Fabric: ib, PacketScale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +198,11 @@ func TestBackendsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := c.Run(g, RunOptions{Fabric: cfg})
+		p, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := c.Run(g, RunOptions{Backend: BackendAnalytic, Fabric: cfg})
+		a, err := c.Run(context.Background(), g, RunOptions{Backend: BackendAnalytic, Fabric: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,11 +223,11 @@ func TestScalePacketsKeepsThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 1})
+	one, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg, PacketScale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eight, err := c.Run(g, RunOptions{Fabric: cfg, PacketScale: 8})
+	eight, err := c.Run(context.Background(), g, RunOptions{Fabric: cfg, PacketScale: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/fabricsim/fabricsim/analytic"
@@ -104,8 +105,12 @@ type RunResult struct {
 	Drops       int64
 }
 
-// Run executes g on the cluster.
-func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
+// Run executes g on the cluster. Cancelling ctx stops a packet-level run at the engine's next
+// check and returns the context's error.
+func (c *Cluster) Run(ctx context.Context, g *msggraph.Graph, o RunOptions) (RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return RunResult{}, err
+	}
 	r, err := c.Routes()
 	if err != nil {
 		return RunResult{}, err
@@ -133,6 +138,7 @@ func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
 		if cfg.Kind == "ethernet" {
 			net.SetCongestionControl(&pacer{c: c, rt: r, rate: map[[2]int32]units.Rate{}})
 		}
+		net.Sim().StopOn(ctx)
 		res, err := net.Run(g, units.MaxTime)
 		if err != nil {
 			return RunResult{}, err

@@ -1,16 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/examples"
@@ -25,7 +23,7 @@ type compareFlags struct {
 	backend  string
 	steps    int
 	fidelity string
-	quiet    bool
+	progress progressFlags
 }
 
 func newCompareCmd() *cobra.Command {
@@ -41,7 +39,11 @@ stalls, network cost, cost per GPU, and the time and cost to train the scenario'
 
 With no argument it runs the built-in ` + DefaultCompare + ` (Llama-3-8B on 64 H100s). It writes
 DIR/compare.json (every number and the scenario) and DIR/report.html (self-contained charts).
-See docs/compare.md for the scenario format and what is simulated at packet level.`,
+See docs/compare.md for the scenario format and what is simulated at packet level.
+
+Progress goes to stderr: a bar on a terminal, a line every few seconds otherwise (--quiet: none).
+Ctrl-C (or SIGTERM) stops the simulations, prints and writes the finished variants and steps,
+marks the rest unfinished, and exits with status 130.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runCompare(c, args, &f)
@@ -52,7 +54,7 @@ See docs/compare.md for the scenario format and what is simulated at packet leve
 	c.Flags().StringVar(&f.backend, "backend", "", "network backend: packet or analytic (default: the scenario's)")
 	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps (default: the scenario's)")
 	c.Flags().StringVar(&f.fidelity, "fidelity", "", "auto, full (whole steps) or classes (collective classes one by one); default: the scenario's")
-	c.Flags().BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	f.progress.add(c)
 	return c
 }
 
@@ -94,41 +96,28 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 			}
 		}
 	}
-	errw := c.ErrOrStderr()
-	var bar *progressbar.ProgressBar
-	if ef, ok := errw.(*os.File); ok && !f.quiet && term.IsTerminal(int(ef.Fd())) {
-		opt.Progress = func(done, total int) {
-			if bar == nil {
-				bar = progressbar.NewOptions(total,
-					progressbar.OptionSetWriter(errw),
-					progressbar.OptionSetDescription("compare "+s.Name),
-					progressbar.OptionShowCount(),
-					progressbar.OptionSetPredictTime(true),
-					progressbar.OptionSetElapsedTime(true),
-					progressbar.OptionThrottle(100*time.Millisecond),
-					progressbar.OptionShowDescriptionAtLineEnd(),
-					progressbar.OptionClearOnFinish(),
-				)
-			}
-			_ = bar.Set(done)
-		}
-	}
-	res, err := compare.Run(s, opt)
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	ctx, stop := interruptible(c)
+	defer stop()
+	meter := f.progress.meter(c, "compare", "simulations")
+	opt.Progress = meter.Set
+	res, err := compare.Run(ctx, s, opt)
+	meter.Stop()
+	var stopped error
 	if err != nil {
-		if _, ok := err.(*compare.Error); ok {
+		if errors.Is(err, compare.ErrInterrupted) && res != nil {
+			stopped = interrupted("compare %v; the table and files hold the finished steps", err)
+		} else if _, ok := err.(*compare.Error); ok {
 			return usageErr(err)
+		} else {
+			return failureErr(err)
 		}
-		return failureErr(err)
 	}
 	out := c.OutOrStdout()
 	if err := res.WriteTable(out); err != nil {
 		return failureErr(err)
 	}
 	if f.out == "" {
-		return nil
+		return stopped
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return failureErr(err)
@@ -148,5 +137,5 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 		}
 	}
 	fmt.Fprintf(out, "\nwrote %s and %s (%.1f s)\n", filepath.Join(f.out, "compare.json"), filepath.Join(f.out, "report.html"), res.WallSeconds)
-	return nil
+	return stopped
 }

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/result"
@@ -54,14 +50,15 @@ func newValidateCmd() *cobra.Command {
 }
 
 type runFlags struct {
-	out     string
-	seed    uint64
-	check   bool
-	json    bool
-	hpccFct string
-	pcap    runner.PcapOptions
-	series  string
-	every   string
+	out      string
+	seed     uint64
+	check    bool
+	json     bool
+	hpccFct  string
+	pcap     runner.PcapOptions
+	series   string
+	every    string
+	progress progressFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -73,7 +70,9 @@ func newRunCmd() *cobra.Command {
 
 With --out DIR it writes DIR/summary.json and DIR/flows.csv. With --check the simulator checks
 its invariants while it runs (bytes conserved, buffers never above their size, no byte delivered
-twice) and stops at the first violation. Ctrl-C stops the run and still writes what finished.`,
+twice) and stops at the first violation. Progress goes to stderr: a bar on a terminal, a line
+every few seconds otherwise (--quiet: none). Ctrl-C (or SIGTERM) stops the run, still writes
+and prints what finished, and exits with status 130.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runScenario(c, args, &f)
@@ -90,6 +89,7 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
 	c.Flags().StringVar(&f.series, "series", "", "write sampled queue depths and flow rates as CSV to this file (time_ns,kind,name,prio,value)")
 	c.Flags().StringVar(&f.every, "series-every", "10us", "sampling period of --series")
+	f.progress.add(c)
 	return c
 }
 
@@ -124,29 +124,27 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	} else if c.Flags().Changed("series-every") {
 		return usageErr(fmt.Errorf("--series-every needs --series FILE"))
 	}
-	var stop atomic.Bool
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-	go func() {
-		if _, ok := <-sig; ok {
-			stop.Store(true)
-		}
-	}()
-	stderr := c.ErrOrStderr()
-	tty := isTerminal(stderr)
-	lastDraw := time.Now()
+	ctx, stop := interruptible(c)
+	defer stop()
+	meter := f.progress.meter(c, "run", "messages")
 	opt.Progress = func(now units.Time, done, total int) bool {
-		if tty && time.Since(lastDraw) > 200*time.Millisecond {
-			lastDraw = time.Now()
-			fmt.Fprintf(stderr, "\r%s  %d/%d messages  t=%v   ", bar(done, total, 30), done, total, now)
-		}
-		return !stop.Load()
+		meter.Note("t=" + now.String() + " simulated")
+		meter.Set(done, total)
+		return ctx.Err() == nil
 	}
 	res, built, err := runner.Run(s, opt)
-	if tty {
-		fmt.Fprint(stderr, "\r\033[K")
+	if res != nil {
+		// The engine reports every 2^18 events; the last report is where the run ended.
+		done := 0
+		for i := range res.Messages {
+			if res.Messages[i].Done() {
+				done++
+			}
+		}
+		meter.Note("t=" + res.EndTime.String() + " simulated")
+		meter.Set(done, len(res.Messages))
 	}
+	meter.Stop()
 	if res == nil {
 		return usageErr(err)
 	}
@@ -172,32 +170,11 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	}
 	if err != nil {
 		if errors.Is(err, runner.ErrInterrupted) {
-			return &exitError{exitInterrupted, fmt.Errorf("interrupted at %v simulated; partial results written", res.EndTime)}
+			return interrupted("interrupted at %v simulated; partial results written", res.EndTime)
 		}
 		return failureErr(err)
 	}
 	return nil
-}
-
-func bar(done, total, width int) string {
-	if total == 0 {
-		total = 1
-	}
-	n := done * width / total
-	b := make([]byte, width)
-	for i := range b {
-		if i < n {
-			b[i] = '#'
-		} else {
-			b[i] = '.'
-		}
-	}
-	return "[" + string(b) + "]"
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // writeFile writes a file atomically: a temp file in the same directory, then rename.
