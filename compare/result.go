@@ -196,7 +196,7 @@ func (s *Scenario) fidelity(backend string, p *training.Plan, cls []*class, vari
 		f.Notes = []string{
 			fmt.Sprintf("Every simulated step runs whole, as one message graph (%.3g packets of network traffic, within the %d of fidelity auto), with %s on the whole cluster topology: every compute op a delay node, every collective compiled, NVLink hops as delay nodes; each step with its own seed.", packets, FullStepPackets, level),
 			"Op durations are read back from the run (done minus ready), so the replay of the dependency graph reproduces the run's step time; step time = compute + exposed communication on the longest path, exactly.",
-			"Counters (drops, pauses, stalls) are the run's; the timelines share them among the network collectives by duration x ranks.",
+			"Counters (drops, pauses, stalls, marks) are the run's; the timelines show them as the run measured them per time bin.",
 		}
 	} else {
 		f.Notes = []string{

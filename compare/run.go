@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -80,6 +79,7 @@ type classRun struct {
 	Dur      []units.Time
 	Finish   []units.Time // every message's completion, for whole-step runs
 	Counters map[string]float64
+	Bins     *fabric.Bins // the packet run's events per time bin (timeline.go); nil on analytic
 	Events   uint64
 	Wall     float64
 }
@@ -340,6 +340,7 @@ func runClass(ctx context.Context, backend string, g *topo.Graph, routes *topo.R
 			return nil, err
 		}
 		net.Sim().StopOn(ctx)
+		out.Bins = net.EnableBins(units.Nanosecond) // coarsened to at most fabric.MaxBins as the run goes
 		res, err := net.Run(mg, units.MaxTime)
 		if err != nil {
 			return nil, err
@@ -402,14 +403,16 @@ type stepEval struct {
 
 // stepInput is what a step's replay needs: each op's duration once it is ready, whether it is a
 // network collective, the completion times of the step's network collectives, the fabric's
-// counters for the step, and each network op's share of the pause, stall and mark counts (for
-// the timeline).
+// counters for the step, and the measured event bins for the timeline (timeline.go): the
+// whole-step run's, on the step's own time axis, or each network op's class run's with the
+// weight of one of its collectives and its duration.
 type stepInput struct {
 	dur      []units.Time
 	network  []bool
 	coll     []float64
 	counters map[string]float64
-	share    func(i int) (pause, stall, mark float64)
+	stepBins *fabric.Bins
+	opBins   func(i int) (b *fabric.Bins, weight float64, one units.Time)
 }
 
 // classInput is a step's input from the class runs: compute from the step model, NVLink
@@ -447,23 +450,19 @@ func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup [
 			in.counters[k] += x * scale
 		}
 	}
-	in.share = func(i int) (float64, float64, float64) {
+	in.opBins = func(i int) (*fabric.Bins, float64, units.Time) {
 		ci := opClass[i]
-		c := runs[ci].Counters
-		per := float64(max(1, p.Ops[i].Repeat)) / float64(len(cls[ci].Groups))
-		return pickPauses(c) * per, pickStalls(c) * per, pickMarks(c) * per
+		return runs[ci].Bins, 1 / float64(len(cls[ci].Groups)), runs[ci].Dur[opGroup[i]]
 	}
 	return in
 }
 
 // fullInput is a step's input from a whole-step run (CompileStep): an op's duration is when its
 // done node completed minus when the last op it depends on did, so the replay reproduces the
-// run's completion times exactly; counters are the run's, shared among the network ops by
-// duration x ranks for the timeline.
+// run's completion times exactly; counters and event bins are the run's.
 func (s *Scenario) fullInput(p *training.Plan, opDone []msggraph.ID, r *classRun) stepInput {
-	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: r.Counters}
+	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: r.Counters, stepBins: r.Bins}
 	fin := make([]units.Time, len(p.Ops))
-	var weight float64
 	for i := range p.Ops {
 		o := &p.Ops[i]
 		fin[i] = r.Finish[opDone[i]]
@@ -478,16 +477,7 @@ func (s *Scenario) fullInput(p *training.Plan, opDone []msggraph.ID, r *classRun
 			for k := 0; k < n; k++ {
 				in.coll = append(in.coll, in.dur[i].Seconds()/float64(n))
 			}
-			weight += in.dur[i].Seconds() * float64(len(o.Ranks))
 		}
-	}
-	pause, stall, mark := pickPauses(r.Counters), pickStalls(r.Counters), pickMarks(r.Counters)
-	in.share = func(i int) (float64, float64, float64) {
-		if weight == 0 {
-			return 0, 0, 0
-		}
-		w := in.dur[i].Seconds() * float64(len(p.Ops[i].Ranks)) / weight
-		return pause * w, stall * w, mark * w
 	}
 	return in
 }
@@ -550,47 +540,6 @@ func exposureKey(o *training.Op, network bool) string {
 		where = "network"
 	}
 	return o.Dim + " " + where
-}
-
-// Timeline is the step's fabric events over time: each network collective's share of its
-// class's counters spread over the interval it ran in the step schedule.
-type Timeline struct {
-	BinSeconds float64   `json:"bin_s"`
-	Pauses     []float64 `json:"pfc_pauses"`
-	Stalls     []float64 `json:"credit_stall_s"`
-	Marks      []float64 `json:"ecn_marks"`
-	Network    []float64 `json:"network_busy"` // network collectives in flight (mean per bin)
-}
-
-const timelineBins = 120
-
-func (s *Scenario) timeline(p *training.Plan, in stepInput, fin []units.Time, end units.Time) *Timeline {
-	t := &Timeline{Pauses: make([]float64, timelineBins), Stalls: make([]float64, timelineBins),
-		Marks: make([]float64, timelineBins), Network: make([]float64, timelineBins)}
-	if end <= 0 {
-		return t
-	}
-	bin := float64(end) / timelineBins
-	t.BinSeconds = bin / float64(units.Second)
-	for i := range p.Ops {
-		if !in.network[i] || in.dur[i] <= 0 {
-			continue
-		}
-		pause, stall, mark := in.share(i)
-		a, b := float64(fin[i]-in.dur[i]), float64(fin[i])
-		for k := int(a / bin); k < timelineBins && float64(k)*bin < b; k++ {
-			lo, hi := math.Max(a, float64(k)*bin), math.Min(b, float64(k+1)*bin)
-			if hi <= lo {
-				continue
-			}
-			f := (hi - lo) / (b - a)
-			t.Pauses[k] += pause * f
-			t.Stalls[k] += stall * f
-			t.Marks[k] += mark * f
-			t.Network[k] += (hi - lo) / bin
-		}
-	}
-	return t
 }
 
 // Counter names differ between fabrics; these pick the families a reader compares.

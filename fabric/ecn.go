@@ -72,6 +72,9 @@ func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
 	pkt.ECN = ECNCE
 	e.marks[g]++
 	e.total++
+	if b := e.n.bins; b != nil {
+		b.mark(e.n.sim.Now())
+	}
 }
 
 func (e *ecnRED) Report(res *result.Run) {

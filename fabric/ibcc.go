@@ -37,6 +37,9 @@ func (m *ibMarker) Enqueue(out *Port, pkt *Packet) {
 	if st.marks%m.every == 0 {
 		pkt.Mark |= MarkFECN
 		m.marked++
+		if b := m.fc.n.bins; b != nil {
+			b.mark(m.fc.n.sim.Now())
+		}
 	}
 }
 

@@ -222,6 +222,9 @@ func (f *pfc) pause(g int32, prio uint8) {
 	idx := g*8 + int32(prio)
 	f.pausing[g] |= 1 << prio
 	f.xoffSent[idx]++
+	if b := f.n.bins; b != nil {
+		b.pause(f.n.sim.Now())
+	}
 	f.sendPause(g, prio, f.cfg.PauseQuanta)
 	f.refreshAt[idx] = f.n.sim.Now() + f.refreshEvery(g)
 	f.n.sim.Schedule(f.refreshAt[idx], f, opPFCRefresh, idx, nil)
