@@ -114,7 +114,7 @@ type NCCLModel struct {
 
 // NewNCCLModel returns NCCL 2.19's defaults for ranks GPUs on nodes nodes joined by NVLink
 // inside a node, with the given channel count and per-channel bandwidths.
-// DOMAIN.md section 7: ring base latencies LL/LL128/Simple 6.6/14/8.4 us, network hop on
+// [NCCL] src/graph/tuning.cc: ring base latencies LL/LL128/Simple 6.6/14/8.4 us, network hop on
 // Simple 14 us.
 func NewNCCLModel(ranks, nodes, channels int, intraGBps, interGBps float64) NCCLModel {
 	return NCCLModel{

@@ -159,7 +159,7 @@ func TestLinkRate(t *testing.T) {
 
 // TestDataPath: GPUDirect moves 0.92 x 52 GB/s = 47.8 GB/s per GPU over PCIe peer-to-peer
 // (package gpu's H100 server; a little under the 400G NIC's payload rate, as the 46-48 GB/s
-// measured per NDR NIC in DOMAIN.md §7); host-staged is bound by the proxy's CPU copy, 20 GB/s
+// measured per NDR NIC, [EST]); host-staged is bound by the proxy's CPU copy, 20 GB/s
 // shared by a GPU's sent and received bytes: 10 GB/s each way. DP collectives take
 // 47.8/10 = 4.8x as long.
 func TestDataPath(t *testing.T) {

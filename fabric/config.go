@@ -18,7 +18,7 @@ type Config struct {
 	MTU units.Size
 	// HeaderBytes is the frame overhead of a data packet: every header and trailer stored in a
 	// switch buffer. Default: RoCEv2 over IPv4 without VLAN, Ethernet 14 + IPv4 20 + UDP 8 +
-	// BTH 12 + ICRC 4 + FCS 4 = 62 B (DOMAIN.md §2).
+	// BTH 12 + ICRC 4 + FCS 4 = 62 B ([IBA] Annex A17, [IEEE 802.3]).
 	HeaderBytes int
 	// AckBytes is the frame size of an ACK or NAK: the data headers plus a 4 B AETH = 66 B.
 	AckBytes int
@@ -26,12 +26,12 @@ type Config struct {
 	// 20 + UDP 8 + BTH 12 + 16 reserved + ICRC 4 + FCS 4 = 78 B (RoCEv2 annex A17).
 	CNPBytes int
 	// L1Overhead is the per-frame cost on the wire beyond the frame: Ethernet preamble 7 + start
-	// delimiter 1 + inter-frame gap 12 = 20 B (DOMAIN.md §2). InfiniBand has none.
+	// delimiter 1 + inter-frame gap 12 = 20 B ([IEEE 802.3]). InfiniBand has none.
 	L1Overhead int
 	// MinFrame pads shorter frames (Ethernet: 64 B including FCS).
 	MinFrame int
 	// SwitchLatency is the port-to-port latency a packet spends in a switch beyond its
-	// serialization (est. 300-600 ns for Spectrum-class Ethernet, DOMAIN.md §4).
+	// serialization (est. 300-600 ns for Spectrum-class Ethernet, [EST]).
 	SwitchLatency units.Time
 	// Buffer is each switch's shared packet buffer.
 	Buffer units.Size
@@ -57,10 +57,10 @@ type Config struct {
 	NoProgress units.Time
 
 	// FirstHeaderExtra is added to the header of the first data packet of every message (per
-	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH (DOMAIN.md §2). 0 = none.
+	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH ([IBA] Vol. 1 §9.3). 0 = none.
 	FirstHeaderExtra int
 	// DataPriority is the traffic class of messages that ask for class 0 (RoCE: 3, the lossless
-	// class, DOMAIN.md §4). CNPPriority, when positive, is the class CNPs travel on (RoCE: 6);
+	// class, [NVIDIA-RoCE]). CNPPriority, when positive, is the class CNPs travel on (RoCE: 6);
 	// 0 sends them on their flow's class. ACKs and NAKs always use the flow's class.
 	DataPriority uint8
 	CNPPriority  uint8
@@ -75,7 +75,7 @@ type Config struct {
 	// product from the topology (host link rate x the longest base round trip).
 	IRNBDPCap units.Size
 	// IRNRTOLow is IRN's timeout while at most IRNLowThreshold packets are outstanding,
-	// IRNRTOHigh otherwise (100 us and 320 us, N = 3; DOMAIN.md §6, IRN §3.1).
+	// IRNRTOHigh otherwise (100 us and 320 us, N = 3; [IRN] §3.1).
 	IRNRTOLow, IRNRTOHigh units.Time
 	IRNLowThreshold       int
 	// QPsPerConn stripes each message over this many queue pairs (0 or 1: one). Every QP has its

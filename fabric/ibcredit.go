@@ -10,7 +10,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// InfiniBand credit-based link-level flow control (IBA vol. 1 §7.9; DOMAIN.md §3).
+// InfiniBand credit-based link-level flow control ([IBA] Vol. 1 §7.9).
 //
 // Every port has, per VL, a receive buffer counted in 64-byte blocks. The receiver keeps ABR,
 // the blocks received (adjusted), and advertises FCCL = ABR + min(free blocks, 2048); the sender

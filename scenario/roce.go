@@ -92,7 +92,7 @@ func roceKeys() []string {
 	return out
 }
 
-// defaultsRoCE fills RoCE defaults for kind roce (fabric.DefaultRoCE, DOMAIN.md §2, §4-§6).
+// defaultsRoCE fills RoCE defaults for kind roce (fabric.DefaultRoCE; sources in docs/references.md).
 func (s *Scenario) defaultsRoCE() {
 	f := &s.Fabric
 	r := &f.RoCE
