@@ -542,7 +542,11 @@ func (f *ibCredits) Report(res *result.Run) {
 			}
 			total += s
 			perVL[vl] += s
-			res.Counters[fmt.Sprintf("ib_credit_stall_ns.%s.port%d.vl%d", f.n.g.Nodes[st.port.Owner].Name, st.port.Index, vl)] = s.Nanoseconds()
+			nd := &f.n.g.Nodes[st.port.Owner]
+			res.Counters[fmt.Sprintf("ib_credit_stall_ns.%s.port%d.vl%d", nd.Name, st.port.Index, vl)] = s.Nanoseconds()
+			res.Ports = append(res.Ports, result.PortCounters{ // ports.csv, named as RoCE's rows are
+				Port: fmt.Sprintf("%s:%d(->%s)", nd.Name, st.port.Index, f.n.g.Nodes[nd.Ports[st.port.Index].Peer].Name),
+				Prio: vl, CreditStallNs: s.Nanoseconds()})
 		}
 	}
 	res.Counters["ib_credit_stall_ns"] = total.Nanoseconds()

@@ -68,7 +68,7 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a scenario (the built-in " + examples.Default + " when none is given)",
 		Long: `Run a scenario on the packet backend and print a summary.
 
-With --out DIR it writes DIR/summary.json and DIR/flows.csv. With --check the simulator checks
+With --out DIR it writes DIR/summary.json, DIR/flows.csv and DIR/ports.csv. With --check the simulator checks
 its invariants while it runs (bytes conserved, buffers never above their size, no byte delivered
 twice) and stops at the first violation. Progress goes to stderr: a bar on a terminal, a line
 every few seconds otherwise (--quiet: none). Ctrl-C (or SIGTERM) stops the run, still writes
@@ -78,7 +78,7 @@ and prints what finished, and exits with status 130.`,
 			return runScenario(c, args, &f)
 		},
 	}
-	c.Flags().StringVar(&f.out, "out", "", "write summary.json and flows.csv into this directory")
+	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv and ports.csv into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
 	c.Flags().BoolVar(&f.json, "json", false, "print summary.json to stdout instead of the text summary")
@@ -206,10 +206,8 @@ func writeOutputs(dir string, res *result.Run) error {
 	if err := writeFile(filepath.Join(dir, "flows.csv"), res.WriteFlowsCSV); err != nil {
 		return err
 	}
-	if len(res.Ports) > 0 {
-		if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
-			return err
-		}
+	if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
+		return err
 	}
 	return writeFile(filepath.Join(dir, "summary.json"), func(w io.Writer) error { return res.Summary().WriteJSON(w) })
 }

@@ -214,7 +214,7 @@ func TestRunSIGINT(t *testing.T) {
 	if !regexp.MustCompile(`finished  \d+/1024 flows`).MatchString(r.stdout) || !strings.Contains(r.stderr, "partial results written") {
 		t.Errorf("no partial summary:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	for _, f := range []string{"summary.json", "flows.csv"} {
+	for _, f := range []string{"summary.json", "flows.csv", "ports.csv"} {
 		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {
 			t.Errorf("%s not written: %v", f, err)
 		}
