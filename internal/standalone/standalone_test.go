@@ -58,8 +58,8 @@ func files(t *testing.T, dir string) []string {
 
 // TestNoReferenceOutsideRepo: no tracked file outside .ci/ (the CI machinery) mentions the
 // domain reference or design notes the project started from, or a path into the shared
-// directory beside the repository: the
-// repository must stand alone, citing primary sources as docs/references.md lists them.
+// directory beside the repository: the repository must stand alone, citing primary sources as
+// docs/references.md lists them.
 func TestNoReferenceOutsideRepo(t *testing.T) {
 	dir := root(t)
 	list := files(t, dir)
