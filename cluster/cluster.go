@@ -161,7 +161,7 @@ func Build(spec Spec) (*Cluster, error) {
 	if spec.Net.Kind == "" || spec.Net.Kind == "rail" {
 		lat := spec.Net.LinkLatency
 		if lat == 0 {
-			lat = 500 * units.Nanosecond // est.: ~100 m of fibre and the optics (DOMAIN.md §8 fabrics)
+			lat = 500 * units.Nanosecond // est.: ~100 m of fibre and the optics, [EST]
 		}
 		rs := topo.RailSpec{Servers: spec.Servers, NICsPerServer: srv.NICs, NIC: topo.LinkSpec{Rate: srv.NICRate, Latency: lat},
 			Radix: spec.Net.Radix, Oversubscription: spec.Net.Oversubscription, Spines: spec.Net.Spines}

@@ -57,8 +57,8 @@ func compile(t *testing.T, s Spec) (*msggraph.Graph, []msggraph.ID) {
 	return g, done
 }
 
-// TestConservation checks the bytes each rank sends against the analytic volumes of DOMAIN.md
-// section 7: ring all-reduce 2(n-1)/n x S, all-gather / reduce-scatter / all-to-all (n-1)/n x S,
+// TestConservation checks the bytes each rank sends against the analytic volumes of
+// [nccl-tests] doc/PERFORMANCE.md: ring all-reduce 2(n-1)/n x S, all-gather / reduce-scatter / all-to-all (n-1)/n x S,
 // send/recv S; and the message counts of each algorithm.
 func TestConservation(t *testing.T) {
 	const chunk = 4096

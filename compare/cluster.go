@@ -6,7 +6,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// dataPath is how a GPU's bytes reach its NIC (DOMAIN.md §1): the payload bandwidth the path
+// dataPath is how a GPU's bytes reach its NIC ([GPUDirect]): the payload bandwidth the path
 // sustains per GPU and direction, and the latency it adds to every network message.
 type dataPath struct {
 	Name      string     `json:"name"`
@@ -16,14 +16,14 @@ type dataPath struct {
 }
 
 // defaultP2PEfficiency is gpu.Server's default share of the PCIe rate that GPUDirect RDMA
-// sustains (0.92, from perftest's ~23 GB/s GPUDirect on a 25 GB/s link, DOMAIN.md §1).
+// sustains (0.92, from perftest's ~23 GB/s GPUDirect on a 25 GB/s link, [perftest], est.).
 const defaultP2PEfficiency = 0.92
 
 // dataPath derives the data path's closed form from the server model of package gpu (whose
 // packet-level server graph and package datapath model the same paths link by link):
 //   - gpudirect: the NIC reads and writes GPU memory peer-to-peer over the shared PCIe switch,
-//     at the GPU port's P2P rate (0.92 x 52 GB/s = 47.8 GB/s on H100: DOMAIN.md §7's measured
-//     46-48 GB/s busbw per NDR NIC); no added latency.
+//     at the GPU port's P2P rate (0.92 x 52 GB/s = 47.8 GB/s on H100: the 46-48 GB/s
+//     busbw measured per NDR NIC, [EST]); no added latency.
 //   - rdma-host: every byte crosses the PCIe switch's uplink to host memory twice per side, in
 //     opposite directions; a GPU that sends and receives at once (any ring) loads each direction
 //     with two streams: half the PCIe rate. A device-host copy launch on each side.

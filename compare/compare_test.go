@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -58,7 +59,7 @@ func run(t *testing.T, src string, opt Options) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, opt)
+	r, err := Run(context.Background(), s, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestDefaultScenario(t *testing.T) {
 		t.Errorf("default: %d GPUs at %v", s.Workload.GPUs, s.Cluster.LinkRate)
 	}
 	// The analytic backend runs it in well under a second: check the table and the identity.
-	r, err := Run(s, Options{Backend: "analytic", Variants: []string{"ib-ndr", "roce-default"}})
+	r, err := Run(context.Background(), s, Options{Backend: "analytic", Variants: []string{"ib-ndr", "roce-default"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestLinkRate(t *testing.T) {
 
 // TestDataPath: GPUDirect moves 0.92 x 52 GB/s = 47.8 GB/s per GPU over PCIe peer-to-peer
 // (package gpu's H100 server; a little under the 400G NIC's payload rate, as the 46-48 GB/s
-// measured per NDR NIC in DOMAIN.md §7); host-staged is bound by the proxy's CPU copy, 20 GB/s
+// measured per NDR NIC, [EST]); host-staged is bound by the proxy's CPU copy, 20 GB/s
 // shared by a GPU's sent and received bytes: 10 GB/s each way. DP collectives take
 // 47.8/10 = 4.8x as long.
 func TestDataPath(t *testing.T) {
@@ -295,7 +296,7 @@ func TestCompileStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, Options{Backend: "analytic", Fidelity: FidelityClasses})
+	r, err := Run(context.Background(), s, Options{Backend: "analytic", Fidelity: FidelityClasses})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,16 +434,16 @@ func TestClassesVsFullStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			full, err := Run(s, Options{Fidelity: FidelityFull})
+			full, err := Run(context.Background(), s, Options{Fidelity: FidelityFull})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkIdentity(t, full)
-			cls, err := Run(s, Options{Fidelity: FidelityClasses})
+			cls, err := Run(context.Background(), s, Options{Fidelity: FidelityClasses})
 			if err != nil {
 				t.Fatal(err)
 			}
-			auto, err := Run(s, Options{})
+			auto, err := Run(context.Background(), s, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func (s *Scenario) intraServer(o *training.Op) bool {
 }
 
 // nvlinkTime is the time of one collective of op o inside a server: NCCL's ring over NVLink,
-// whose busiest link carries the nccl-tests bus-bandwidth share of S (DOMAIN.md §7) and which
+// whose busiest link carries the nccl-tests bus-bandwidth share of S ([nccl-tests]) and which
 // takes one NVLink latency per ring step.
 func (s *Scenario) nvlinkTime(o *training.Op) units.Time {
 	n := len(o.Ranks)

@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -11,8 +12,8 @@ import (
 )
 
 // WriteHTML writes report.html: the table, step time breakdown, collective completion CDFs,
-// PFC-pause and credit-stall timelines, cost breakdown and each variant's parameters, as one
-// self-contained page.
+// measured PFC-pause, credit-stall and congestion-mark timelines, cost breakdown and each
+// variant's parameters, as one self-contained page.
 func (r *Result) WriteHTML(w io.Writer) error {
 	p := r.Plan
 	page := &report.Page{
@@ -31,6 +32,11 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		t.Head = append(t.Head, c[0])
 	}
 	for _, v := range r.Variants {
+		if v.StepsFinished == 0 {
+			t.Rows = append(t.Rows, []string{v.Variant.Name, "unfinished", "-", "-", "-", "-", "-", "-", "-",
+				v.money(v.NetworkUSD), v.money(v.PerGPUUSD), "-", "-"})
+			continue
+		}
 		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50) + " / " + seconds(v.CollP99), fmt.Sprintf("%.1f%%", v.Variation*100),
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
@@ -45,6 +51,17 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		cols.Rows = append(cols.Rows, []string{c[0], c[1]})
 	}
 	summary := report.Section{Title: "Summary", Tables: []*report.Table{t, verdicts, cols}}
+	if r.Interrupted {
+		msg := "Interrupted: every figure is over the finished steps only. Unfinished:"
+		sep := " "
+		for _, v := range r.Variants {
+			if v.Unfinished {
+				msg += fmt.Sprintf("%s%s (%d of %d steps)", sep, v.Variant.Name, v.StepsFinished, r.Scenario.Steps)
+				sep = ", "
+			}
+		}
+		summary.Text = append(summary.Text, msg+".")
+	}
 	page.Sections = append(page.Sections, summary)
 
 	// Step time breakdown.
@@ -94,12 +111,13 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Charts: []report.Chart{cdf}})
 
 	// Timelines.
-	pause := &report.Lines{Title: "PFC pause frames over the step", XLabel: "time in step", YLabel: "pause frames per bin", XFormat: axisSeconds, Step: true}
+	pause := &report.Lines{Title: "PFC pause frames over the step", XLabel: "time in step", YLabel: "pause frames sent per bin", XFormat: axisSeconds, YFormat: axisCount, Step: true}
 	stall := &report.Lines{Title: "Credit-stall time over the step", XLabel: "time in step", YLabel: "port credit-stall time per bin", XFormat: axisSeconds, YFormat: axisSeconds, Step: true}
+	marks := &report.Lines{Title: "Congestion marks over the step", XLabel: "time in step", YLabel: "ECN (RoCE) / FECN (IB) marks per bin", XFormat: axisSeconds, YFormat: axisCount, Step: true}
 	busy := &report.Lines{Title: "Network collectives in flight", XLabel: "time in step", YLabel: "collectives (mean per bin)", XFormat: axisSeconds, Step: true}
 	for _, v := range r.Variants {
 		tl := v.Timeline
-		if tl == nil {
+		if tl == nil || v.StepsFinished == 0 {
 			continue
 		}
 		mk := func(ys []float64) report.Series {
@@ -112,19 +130,27 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		}
 		pause.Series = append(pause.Series, mk(tl.Pauses))
 		stall.Series = append(stall.Series, mk(tl.Stalls))
+		marks.Series = append(marks.Series, mk(tl.Marks))
 		busy.Series = append(busy.Series, mk(tl.Network))
 	}
 	var tlText []string
 	if r.Fidelity.Mode == FidelityFull {
-		tlText = append(tlText, "Step 1's schedule: the run's pause and stall counts are shared among the network collectives by duration x ranks and spread over the interval each ran.")
+		tlText = append(tlText, "The first simulated step, measured: each bin holds the PFC pause frames sent, the credit-stall time (summed over ports and VLs) and the congestion marks that the packet run counted in it; the step's schedule is the run's own time axis.")
 	} else {
-		tlText = append(tlText, "Step 1's schedule: each network collective's share of its class's pause and stall counts is spread over the interval it ran.")
+		tlText = append(tlText, "The first simulated step: each network collective carries its class run's events as measured per time bin, weighted by one collective of the class's groups and laid from where the collective starts in the step's schedule; a class-run bin that straddles two bins of the chart is split by its time in each, so counts may be fractional.")
+	}
+	tlText = append(tlText, "Where lines coincide they are drawn nested, the first variant widest, so that each stays visible; a legend entry marked \"= name\" is identical to that variant's line throughout.")
+	if r.Backend == "analytic" {
+		tlText = append(tlText, "The analytic backend models no queues, so it has no pauses, stalls or marks to show.")
 	}
 	for _, v := range r.Variants {
-		tlText = append(tlText, fmt.Sprintf("%s: %s drops, %s PFC pause frames, %s of port credit stalls, %s ECN marks per step.",
+		if v.StepsFinished == 0 {
+			continue
+		}
+		tlText = append(tlText, fmt.Sprintf("%s: %s drops, %s PFC pause frames, %s of port credit stalls, %s ECN/FECN marks per step.",
 			v.Variant.Name, count(v.Drops), count(v.Pauses), seconds(v.CreditStall), count(v.ECNMarks)))
 	}
-	page.Sections = append(page.Sections, report.Section{Title: "Fabric events", Text: tlText, Charts: []report.Chart{pause, stall, busy}})
+	page.Sections = append(page.Sections, report.Section{Title: "Fabric events", Text: tlText, Charts: []report.Chart{pause, stall, marks, busy}})
 
 	// Cost.
 	costBars := &report.StackedBars{Title: "Network cost", Categories: names,
@@ -204,6 +230,17 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	page.Sections = append(page.Sections, report.Section{Title: "Workload and fidelity", Text: r.Fidelity.Notes, Tables: []*report.Table{wt, ct}})
 	page.Sections = append(page.Sections, report.Section{Title: "Scenario", Pre: r.Scenario.Source})
 	return page.Write(w)
+}
+
+// axisCount is a count for axis ticks: "800", "8k", "1.5M".
+func axisCount(x float64) string {
+	switch a := math.Abs(x); {
+	case a >= 1e6:
+		return report.Plain(x/1e6) + "M"
+	case a >= 1e3:
+		return report.Plain(x/1e3) + "k"
+	}
+	return report.Plain(x)
 }
 
 // axisSeconds is seconds without trailing zeros, for axis ticks: "2ms", "2.5ms".

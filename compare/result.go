@@ -24,6 +24,9 @@ type Result struct {
 	// WallSeconds is the host time of the whole compare: in timing.json (WriteTimingJSON), not
 	// in compare.json, which holds only what the scenario determines.
 	WallSeconds float64 `json:"-"`
+	// Interrupted says the run was stopped (Ctrl-C, SIGTERM) before every simulation finished:
+	// the variants marked unfinished hold only their finished steps, or none.
+	Interrupted bool `json:"interrupted"`
 }
 
 // PlanSummary describes the training step that was simulated.
@@ -81,6 +84,11 @@ type StepResult struct {
 type VariantResult struct {
 	Variant *Variant     `json:"variant"`
 	Steps   []StepResult `json:"steps"`
+	// StepsFinished is the number of simulated steps in Steps; Unfinished says it is below
+	// the scenario's steps because the run was interrupted (then every figure below is over
+	// the finished steps only, and all zero when none finished).
+	StepsFinished int  `json:"steps_finished"`
+	Unfinished    bool `json:"unfinished"`
 	// Means over the simulated steps.
 	StepTime    float64            `json:"step_time_s"`
 	Compute     float64            `json:"compute_s"`
@@ -127,6 +135,9 @@ type VariantResult struct {
 func (v *VariantResult) finish() {
 	n := float64(len(v.Steps))
 	v.Exposed = map[string]float64{}
+	if n == 0 {
+		return // interrupted before any step finished
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, st := range v.Steps {
 		v.StepTime += st.StepTime / n
@@ -192,7 +203,7 @@ func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, v
 		f.Notes = []string{
 			fmt.Sprintf("Every simulated step runs whole, as one message graph (%.3g packets of network traffic, within the %d of fidelity auto), with %s on the whole cluster topology: every compute op a delay node, every collective compiled, NVLink hops as delay nodes; each step with its own seed.", packets, FullStepPackets, level),
 			"Op durations are read back from the run (done minus ready), so the replay of the dependency graph reproduces the run's step time; step time = compute + exposed communication on the longest path, exactly.",
-			"Counters (drops, pauses, stalls) are the run's; the timelines share them among the network collectives by duration x ranks.",
+			"Counters (drops, pauses, stalls, marks) are the run's; the timelines show them as the run measured them per time bin.",
 		}
 	} else {
 		f.Notes = []string{
@@ -315,20 +326,37 @@ func (r *Result) verdicts() {
 		}
 		return fmt.Sprintf("; %.1f %% %s cluster cost to train", d, word)
 	}
+	// An interrupted variant with no finished step has no step time to compare: its line says
+	// so and gives the cost comparison alone.
+	speedOrNot := func(v, o *VariantResult) string {
+		if v.StepsFinished == 0 {
+			return fmt.Sprintf("unfinished (0 of %d steps)", r.Scenario.Steps)
+		}
+		if o.StepsFinished == 0 {
+			return "speed unknown (" + o.Variant.Name + " unfinished)"
+		}
+		return speed(v, o)
+	}
 	for _, v := range r.Variants[1:] {
-		v.Verdict = speed(v, base) + ", " + price(v, base) + train(v, base)
+		v.Verdict = speedOrNot(v, base) + ", " + price(v, base) + train(v, base)
 	}
 	if len(r.Variants) == 1 {
 		base.Verdict = "only variant"
+		if base.StepsFinished == 0 {
+			base.Verdict = speedOrNot(base, base)
+		}
 		return
 	}
-	fast := r.Variants[1]
+	var fast *VariantResult
 	for _, v := range r.Variants[1:] {
-		if v.StepTime < fast.StepTime {
+		if v.StepsFinished > 0 && (fast == nil || v.StepTime < fast.StepTime) {
 			fast = v
 		}
 	}
-	base.Verdict = "baseline; " + speed(base, fast) + ", " + price(base, fast) + train(base, fast)
+	if fast == nil {
+		fast = r.Variants[1]
+	}
+	base.Verdict = "baseline; " + speedOrNot(base, fast) + ", " + price(base, fast) + train(base, fast)
 }
 
 // WriteJSON writes compare.json.

@@ -2,9 +2,10 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +27,8 @@ type Options struct {
 	Backend backend.Name
 	// Variants keeps only the named variants, in the scenario's order.
 	Variants []string
-	// Progress, when set, is called after each simulation job with jobs done and total.
+	// Progress, when set, is called with jobs done and total: once before the first
+	// simulation starts (done 0) and after each one.
 	Progress func(done, total int)
 	// Workers runs that many simulations at once; 0 means GOMAXPROCS.
 	Workers int
@@ -91,19 +93,20 @@ type classRun struct {
 	Dur      []units.Time
 	Finish   []units.Time // every message's completion, for whole-step runs
 	Counters map[string]float64
+	Bins     *fabric.Bins // the packet run's events per time bin (timeline.go); nil on analytic
 	Events   uint64
 	Wall     float64
 	Omitted  []string // what of the fabric the backend left out (result.Run.Omitted)
 }
 
-// Run simulates the scenario's training step on every variant and returns the comparison.
-func Run(s *Scenario, opt Options) (*Result, error) {
-	return RunContext(context.Background(), s, opt)
-}
+// ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
+// cancelled: the finished variants and steps are in it, the rest marked unfinished.
+var ErrInterrupted = errors.New("interrupted")
 
-// RunContext is Run that stops when ctx is cancelled: every simulation in flight stops soon
-// after and RunContext returns an error that is backend.ErrInterrupted.
-func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
+// Run simulates the scenario's training step on every variant and returns the comparison.
+// Cancelling ctx stops the simulations in flight (at the packet engine's next check) and
+// starts no more; Run then returns what finished, with an error wrapping ErrInterrupted.
+func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
 	backendName := s.Backend
 	if opt.Backend != "" {
@@ -222,6 +225,9 @@ func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) 
 		done     int
 		wg       sync.WaitGroup
 	)
+	if opt.Progress != nil {
+		opt.Progress(0, len(jobs))
+	}
 	ch := make(chan job)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -229,20 +235,22 @@ func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) 
 			defer wg.Done()
 			for j := range ch {
 				mu.Lock()
-				stop := firstErr != nil
+				stop := firstErr != nil || ctx.Err() != nil
 				mu.Unlock()
-				var r *classRun
-				var err error
-				if !stop {
-					v := variants[j.v]
-					r, err = runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
-					if err != nil {
-						what := "the whole step"
-						if !full {
-							what = cls[j.c].Key
-						}
-						err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
+				if stop {
+					continue
+				}
+				v := variants[j.v]
+				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
+				if err != nil && ctx.Err() != nil {
+					continue // cut short by the interrupt: the job stays unfinished
+				}
+				if err != nil {
+					what := "the whole step"
+					if !full {
+						what = cls[j.c].Key
 					}
+					err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
 				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -266,21 +274,30 @@ func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) 
 		return nil, firstErr
 	}
 
-	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s)}
+	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v}
+		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
+			if !slices.Contains(runs[vi][k], nil) {
+				finished = append(finished, k)
+			}
+		}
+		vr.StepsFinished = len(finished)
+		vr.Unfinished = len(finished) < s.Steps
+		for _, k := range finished {
 			var in stepInput
 			if full {
 				in = s.fullInput(plan, opDone, runs[vi][k][0])
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][k])
 			}
-			st := s.replay(plan, in, k == 0)
+			first := k == finished[0]
+			st := s.replay(plan, in, first)
 			vr.Steps = append(vr.Steps, st.StepResult)
 			vr.collDurations = append(vr.collDurations, st.coll...)
-			if k == 0 {
+			if first {
 				vr.Timeline = st.timeline
 			}
 			for name, x := range st.counters {
@@ -290,14 +307,16 @@ func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) 
 				if result.AggregationOf(name) == result.Max {
 					vr.Counters[name] = max(vr.Counters[name], x)
 				} else {
-					vr.Counters[name] += x / float64(s.Steps)
+					vr.Counters[name] += x / float64(len(finished))
 				}
 			}
 		}
 		for k := range runs[vi] {
 			for _, r := range runs[vi][k] {
-				vr.Events += r.Events
-				vr.SimWall += r.Wall
+				if r != nil {
+					vr.Events += r.Events
+					vr.SimWall += r.Wall
+				}
 			}
 		}
 		vr.Omitted = runs[vi][0][0].Omitted
@@ -309,6 +328,9 @@ func RunContext(ctx context.Context, s *Scenario, opt Options) (*Result, error) 
 	}
 	res.verdicts()
 	res.WallSeconds = time.Since(wall).Seconds()
+	if res.Interrupted {
+		return res, fmt.Errorf("%w: %d of %d simulations finished", ErrInterrupted, done, len(jobs))
+	}
 	return res, nil
 }
 
@@ -319,6 +341,12 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, v *V
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	job := &backend.Job{Work: mg, Net: net, Fabric: v.Fabric, Seed: seed,
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, v.Fabric)}}
+	if name == backend.Packet {
+		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {
+			out.Bins = n.EnableBins(units.Nanosecond) // coarsened to at most fabric.MaxBins as the run goes
+			return nil, nil
+		}
+	}
 	res, err := backend.Run(ctx, name, job)
 	if err != nil {
 		return nil, err
@@ -378,14 +406,16 @@ type stepEval struct {
 
 // stepInput is what a step's replay needs: each op's duration once it is ready, whether it is a
 // network collective, the completion times of the step's network collectives, the fabric's
-// counters for the step, and each network op's share of the pause, stall and mark counts (for
-// the timeline).
+// counters for the step, and the measured event bins for the timeline (timeline.go): the
+// whole-step run's, on the step's own time axis, or each network op's class run's with the
+// weight of one of its collectives and its duration.
 type stepInput struct {
 	dur      []units.Time
 	network  []bool
 	coll     []float64
 	counters map[string]float64
-	share    func(i int) (pause, stall, mark float64)
+	stepBins *fabric.Bins
+	opBins   func(i int) (b *fabric.Bins, weight float64, one units.Time)
 }
 
 // classInput is a step's input from the class runs: compute from the step model, NVLink
@@ -419,23 +449,19 @@ func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup [
 			result.Combine(in.counters, k, x, scale) // high-water marks take the max, counts scale
 		}
 	}
-	in.share = func(i int) (float64, float64, float64) {
+	in.opBins = func(i int) (*fabric.Bins, float64, units.Time) {
 		ci := opClass[i]
-		c := runs[ci].Counters
-		per := float64(max(1, p.Ops[i].Repeat)) / float64(len(cls[ci].Groups))
-		return pickPauses(c) * per, pickStalls(c) * per, pickMarks(c) * per
+		return runs[ci].Bins, 1 / float64(len(cls[ci].Groups)), runs[ci].Dur[opGroup[i]]
 	}
 	return in
 }
 
 // fullInput is a step's input from a whole-step run (CompileStep): an op's duration is when its
 // done node completed minus when the last op it depends on did, so the replay reproduces the
-// run's completion times exactly; counters are the run's, shared among the network ops by
-// duration x ranks for the timeline.
+// run's completion times exactly; counters and event bins are the run's.
 func (s *Scenario) fullInput(p *training.Plan, opDone []msggraph.ID, r *classRun) stepInput {
-	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: r.Counters}
+	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: r.Counters, stepBins: r.Bins}
 	fin := make([]units.Time, len(p.Ops))
-	var weight float64
 	for i := range p.Ops {
 		o := &p.Ops[i]
 		fin[i] = r.Finish[opDone[i]]
@@ -450,16 +476,7 @@ func (s *Scenario) fullInput(p *training.Plan, opDone []msggraph.ID, r *classRun
 			for k := 0; k < n; k++ {
 				in.coll = append(in.coll, in.dur[i].Seconds()/float64(n))
 			}
-			weight += in.dur[i].Seconds() * float64(len(o.Ranks))
 		}
-	}
-	pause, stall, mark := pickPauses(r.Counters), pickStalls(r.Counters), pickMarks(r.Counters)
-	in.share = func(i int) (float64, float64, float64) {
-		if weight == 0 {
-			return 0, 0, 0
-		}
-		w := in.dur[i].Seconds() * float64(len(p.Ops[i].Ranks)) / weight
-		return pause * w, stall * w, mark * w
 	}
 	return in
 }
@@ -522,47 +539,6 @@ func exposureKey(o *training.Op, network bool) string {
 		where = "network"
 	}
 	return o.Dim + " " + where
-}
-
-// Timeline is the step's fabric events over time: each network collective's share of its
-// class's counters spread over the interval it ran in the step schedule.
-type Timeline struct {
-	BinSeconds float64   `json:"bin_s"`
-	Pauses     []float64 `json:"pfc_pauses"`
-	Stalls     []float64 `json:"credit_stall_s"`
-	Marks      []float64 `json:"ecn_marks"`
-	Network    []float64 `json:"network_busy"` // network collectives in flight (mean per bin)
-}
-
-const timelineBins = 120
-
-func (s *Scenario) timeline(p *training.Plan, in stepInput, fin []units.Time, end units.Time) *Timeline {
-	t := &Timeline{Pauses: make([]float64, timelineBins), Stalls: make([]float64, timelineBins),
-		Marks: make([]float64, timelineBins), Network: make([]float64, timelineBins)}
-	if end <= 0 {
-		return t
-	}
-	bin := float64(end) / timelineBins
-	t.BinSeconds = bin / float64(units.Second)
-	for i := range p.Ops {
-		if !in.network[i] || in.dur[i] <= 0 {
-			continue
-		}
-		pause, stall, mark := in.share(i)
-		a, b := float64(fin[i]-in.dur[i]), float64(fin[i])
-		for k := int(a / bin); k < timelineBins && float64(k)*bin < b; k++ {
-			lo, hi := math.Max(a, float64(k)*bin), math.Min(b, float64(k+1)*bin)
-			if hi <= lo {
-				continue
-			}
-			f := (hi - lo) / (b - a)
-			t.Pauses[k] += pause * f
-			t.Stalls[k] += stall * f
-			t.Marks[k] += mark * f
-			t.Network[k] += (hi - lo) / bin
-		}
-	}
-	return t
 }
 
 // The families a reader compares, whatever the fabric calls them (result.Family).

@@ -94,7 +94,7 @@ type Cost struct {
 
 // Defaults (each a parameter; docs/compare.md gives the sources).
 const (
-	// DefaultLinkLatency: a 20 m rail cable at 5 ns/m (DOMAIN.md §4); DefaultSpineLatency 30 m.
+	// DefaultLinkLatency: a 20 m rail cable at 5 ns/m (light in fibre, [EST]); DefaultSpineLatency 30 m.
 	DefaultLinkLatency  = 100 * units.Nanosecond
 	DefaultSpineLatency = 150 * units.Nanosecond
 	// DefaultChunk is NCCL's Simple-protocol slice: a 4 MiB buffer in 8 steps = 512 KiB.
@@ -211,8 +211,8 @@ func (s *Scenario) defaults() error {
 		return s.d.At("cluster.server", "%v", err)
 	}
 	s.server = srv
-	// NVLink from the server model: per GPU and direction (H100: ~370 GB/s effective, DOMAIN.md
-	// §8), and per ring step GPU -> NVSwitch -> GPU.
+	// NVLink from the server model: per GPU and direction (H100: ~370 GB/s effective of 450,
+	// [H100], [EST]), and per ring step GPU -> NVSwitch -> GPU.
 	if c.NVLink == 0 {
 		c.NVLink = srv.NVLink.Rate
 	}

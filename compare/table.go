@@ -39,6 +39,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, v := range r.Variants {
+		if v.StepsFinished == 0 {
+			// Interrupted before any step finished: only the cost is known.
+			fmt.Fprintf(tw, "%s\tunfinished\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t-\t-\t\n",
+				v.Variant.Name, v.money(v.NetworkUSD), v.money(v.PerGPUUSD))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f d\t%s\t\n",
 			v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
@@ -51,6 +57,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w)
 	for _, v := range r.Variants {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
+	}
+	if r.Interrupted {
+		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
+		sep := " unfinished:"
+		for _, v := range r.Variants {
+			if v.Unfinished {
+				fmt.Fprintf(w, "%s %s (%d of %d steps)", sep, v.Variant.Name, v.StepsFinished, r.Scenario.Steps)
+				sep = ","
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	noted := false
 	for _, v := range r.Variants {

@@ -33,13 +33,13 @@ type Variant struct {
 }
 
 // builtinVariants are the variants a scenario gets without a variants: list, and the bases a
-// listed variant can start from. DOMAIN.md §5 gives the DCQCN values: ConnectX firmware
-// defaults, and the production-tuned 400G values ByteDance reported (ATC'25): CNP interval
+// listed variant can start from. The DCQCN values: ConnectX firmware defaults
+// ([ConnectX-DCQCN]), and the production-tuned 400G values ByteDance reported ([ByteDance25]): CNP interval
 // 0-2 us, minimum decrease factor 80-98 %, decrease period 1-4 us, additive increase 8-20 Mb/s,
 // increase timer 20-100 us (the tuned variant takes values inside each range). The vendor
 // default ECN thresholds are NVIDIA's "RoCE lossless" switch defaults, min 150 KB, max 1500 KB
-// (DOMAIN.md §4). InfiniBand runs adaptive routing, which NCCL turns on for IB messages above
-// 8 KiB (DOMAIN.md §3).
+// ([NVIDIA-RoCE]). InfiniBand runs adaptive routing, which NCCL turns on for IB messages above
+// 8 KiB ([NCCL] NCCL_IB_AR_THRESHOLD).
 const builtinVariants = `
 - name: ib-ndr
   label: InfiniBand NDR (credit flow control, adaptive routing as NCCL enables it)

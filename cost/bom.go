@@ -30,7 +30,7 @@ const (
 // with a top-of-rack leaf, the default lengths above and no server price.
 type Options struct {
 	// GPUs in the cluster, for the per-GPU cost; 0 means one per host (one NIC per GPU, as in
-	// HGX H100 servers: docs/DOMAIN.md §8).
+	// HGX H100 servers, [H100]).
 	GPUs int `json:"gpus,omitempty" yaml:"gpus"`
 	// Server is the catalogue key of a GPU server; when set the bill reports the cost of
 	// ceil(GPUs / server GPUs) servers and the network's share of network + servers.

@@ -152,7 +152,7 @@ func TestBOMRail1024Figures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"network total 7,921,920", "per GPU 7,736.25 (1024 GPUs)", "network share of network + servers 17.3 %",
-		"ib-ndr-switch-64x400g", "docs/DOMAIN.md §9"} {
+		"ib-ndr-switch-64x400g", "docs/references.md [EST]"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("text bill lacks %q:\n%s", s, out.String())
 		}

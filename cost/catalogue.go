@@ -3,8 +3,8 @@
 // a bill of materials (BOM) that counts the parts a topology needs on InfiniBand or Ethernet.
 //
 // Prices of network gear are rarely public and move quickly, so every price is a parameter: the
-// default catalogue (catalogue.yaml, embedded) holds the mid-points of the ranges in fabricsim's
-// domain reference (docs/DOMAIN.md §9) and a user file can override any field of any item.
+// default catalogue (catalogue.yaml, embedded) holds the mid-points of fabricsim's estimated
+// ranges (docs/references.md, [EST]) and a user file can override any field of any item.
 package cost
 
 import (

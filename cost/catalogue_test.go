@@ -11,7 +11,7 @@ import (
 
 func TestDefaultCatalogue(t *testing.T) {
 	c := Default()
-	// The parts docs/DOMAIN.md §9 lists, at the mid-points of its ranges.
+	// The parts docs/references.md [EST] prices, at the mid-points of its ranges.
 	for _, w := range []struct {
 		key       string
 		low, high float64

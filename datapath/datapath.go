@@ -1,5 +1,5 @@
 // Package datapath rewrites the network messages of a message graph (GPU to GPU across
-// servers) into the chain of transfers that a data path really makes (DOMAIN.md §1):
+// servers) into the chain of transfers that a data path really makes ([GPUDirect]):
 //
 //   - gpudirect: the NIC reads the sender GPU's memory and writes the receiver GPU's memory
 //     over PCIe peer-to-peer. The message stays as it is: its route (package gpu) already runs

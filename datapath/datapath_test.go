@@ -76,7 +76,7 @@ func TestDataPathOrder(t *testing.T) {
 
 // TestGPUDirectAcrossSockets: on a PCIe-only server whose one NIC sits on socket 0, GPUDirect
 // from the GPU on socket 1 crosses the inter-socket link at 11/23 of the PCIe rate (perftest
-// ~11 vs ~23 GB/s, DOMAIN.md §1) and so takes about twice as long as from the GPU beside the NIC.
+// ~11 vs ~23 GB/s, [perftest]) and so takes about twice as long as from the GPU beside the NIC.
 func TestGPUDirectAcrossSockets(t *testing.T) {
 	cfg := fabric.DefaultEthernet()
 	srv := gpu.Presets["pcie"]

@@ -26,7 +26,7 @@ type Config struct {
 	MTU units.Size `yaml:"mtu"`
 	// HeaderBytes is the frame overhead of a data packet: every header and trailer stored in a
 	// switch buffer. Default: RoCEv2 over IPv4 without VLAN, Ethernet 14 + IPv4 20 + UDP 8 +
-	// BTH 12 + ICRC 4 + FCS 4 = 62 B (DOMAIN.md §2).
+	// BTH 12 + ICRC 4 + FCS 4 = 62 B ([IBA] Annex A17, [IEEE 802.3]).
 	HeaderBytes int `yaml:"header_bytes"`
 	// AckBytes is the frame size of an ACK or NAK: the data headers plus a 4 B AETH = 66 B.
 	AckBytes int `yaml:"ack_bytes"`
@@ -35,12 +35,12 @@ type Config struct {
 	// from the framing.
 	CNPBytes int `yaml:"-"`
 	// L1Overhead is the per-frame cost on the wire beyond the frame: Ethernet preamble 7 + start
-	// delimiter 1 + inter-frame gap 12 = 20 B (DOMAIN.md §2). InfiniBand has none.
+	// delimiter 1 + inter-frame gap 12 = 20 B ([IEEE 802.3]). InfiniBand has none.
 	L1Overhead int `yaml:"l1_overhead"`
 	// MinFrame pads shorter frames (Ethernet: 64 B including FCS).
 	MinFrame int `yaml:"-"`
 	// SwitchLatency is the port-to-port latency a packet spends in a switch beyond its
-	// serialization (est. 300-600 ns for Spectrum-class Ethernet, DOMAIN.md §4).
+	// serialization (est. 300-600 ns for Spectrum-class Ethernet, [EST]).
 	SwitchLatency units.Time `yaml:"switch_latency"`
 	// Buffer is each switch's shared packet buffer.
 	Buffer units.Size `yaml:"buffer"`
@@ -69,10 +69,10 @@ type Config struct {
 	NoProgress units.Time `yaml:"no_progress"`
 
 	// FirstHeaderExtra is added to the header of the first data packet of every message (per
-	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH (DOMAIN.md §2). 0 = none.
+	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH ([IBA] Vol. 1 §9.3). 0 = none.
 	FirstHeaderExtra int `yaml:"-"`
 	// DataPriority is the traffic class of messages that ask for class 0 (RoCE: 3, the lossless
-	// class, DOMAIN.md §4). CNPPriority, when positive, is the class CNPs travel on (RoCE: 6);
+	// class, [NVIDIA-RoCE]). CNPPriority, when positive, is the class CNPs travel on (RoCE: 6);
 	// 0 sends them on their flow's class. ACKs and NAKs always use the flow's class.
 	DataPriority uint8 `yaml:"data_priority" fabric:"roce"`
 	CNPPriority  uint8 `yaml:"cnp_priority" fabric:"roce"`
@@ -85,7 +85,7 @@ type Config struct {
 	// product from the topology (host link rate x the longest base round trip).
 	IRNBDPCap units.Size `yaml:"irn_bdp_cap" fabric:"roce"`
 	// IRNRTOLow is IRN's timeout while at most IRNLowThreshold packets are outstanding,
-	// IRNRTOHigh otherwise (100 us and 320 us, N = 3; DOMAIN.md §6, IRN §3.1).
+	// IRNRTOHigh otherwise (100 us and 320 us, N = 3; [IRN] §3.1).
 	IRNRTOLow       units.Time `yaml:"irn_rto_low" fabric:"roce"`
 	IRNRTOHigh      units.Time `yaml:"irn_rto_high" fabric:"roce"`
 	IRNLowThreshold int        `yaml:"irn_low_threshold" fabric:"roce"`

@@ -9,8 +9,8 @@ import (
 )
 
 // ecnRED marks ECN-capable data packets CE as they join an egress queue, with RED's probability
-// on the queue's bytes: 0 up to Kmin, rising linearly to Pmax at Kmax, 1 above Kmax (DOMAIN.md
-// §4; DCQCN's congestion point). Thresholds are per port so that rate-scaled defaults work on
+// on the queue's bytes: 0 up to Kmin, rising linearly to Pmax at Kmax, 1 above Kmax ([DCQCN]'s
+// congestion point). Thresholds are per port so that rate-scaled defaults work on
 // mixed-rate fabrics.
 type ecnRED struct {
 	*roce
@@ -48,7 +48,7 @@ func newECN(r *roce) *ecnRED {
 }
 
 // ECNDefaults are HPCC's ns-3 thresholds for a link rate: Kmin 100 KB and Kmax 400 KB per
-// 25 Gb/s (DOMAIN.md §4).
+// 25 Gb/s ([HPCC]).
 func ECNDefaults(rate units.Rate) (kmin, kmax int64) {
 	s := float64(rate) / float64(25*units.Gbps)
 	return int64(100e3 * s), int64(400e3 * s)
@@ -72,6 +72,9 @@ func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
 	pkt.ECN = ECNCE
 	e.marks[g]++
 	e.total++
+	if b := e.n.bins; b != nil {
+		b.mark(e.n.sim.Now())
+	}
 }
 
 func (e *ecnRED) Report(res *result.Run) {

@@ -36,7 +36,7 @@ func runOne(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph) *Networ
 	return n
 }
 
-// closedForm is the FCT of one flow alone on a path of `links` equal links (DOMAIN.md §2 framing):
+// closedForm is the FCT of one flow alone on a path of `links` equal links ([IEEE 802.3] framing):
 // every packet's wire bytes at line rate, plus one store-and-forward of the largest packet at each
 // of the links-1 later hops, plus propagation on every link and the latency of every switch.
 func closedForm(bytes int64, mtu, header, l1, minFrame int, links int, rate units.Rate, prop, swLat units.Time) units.Time {

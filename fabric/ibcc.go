@@ -5,7 +5,7 @@ import (
 	"github.com/fabricsim/fabricsim/transport/ibcc"
 )
 
-// InfiniBand congestion control (IBA annex A10; DOMAIN.md §3). The switch side is ibMarker: a
+// InfiniBand congestion control ([IBA] Annex A10). The switch side is ibMarker: a
 // data packet queued at an egress port whose VL already holds more than the threshold gets FECN,
 // one in MarkingRate+1 of them. Only the root of congestion marks: a port whose VL lacks credits
 // is a victim of congestion further down and marks only with the victim mask set. The receiving
@@ -37,6 +37,9 @@ func (m *ibMarker) Enqueue(out *Port, pkt *Packet) {
 	if st.marks%m.every == 0 {
 		pkt.Mark |= MarkFECN
 		m.marked++
+		if b := m.fc.n.bins; b != nil {
+			b.mark(m.fc.n.sim.Now())
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// InfiniBand credit-based link-level flow control (IBA vol. 1 §7.9; DOMAIN.md §3).
+// InfiniBand credit-based link-level flow control ([IBA] Vol. 1 §7.9).
 //
 // Every port has, per VL, a receive buffer counted in 64-byte blocks. The receiver keeps ABR,
 // the blocks received (adjusted), and advertises FCCL = ABR + min(free blocks, 2048); the sender
@@ -229,10 +229,22 @@ func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	}
 	st.v[vl].fctbs += need
 	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
-		st.v[vl].stalled += now - st.v[vl].stallFrom
-		st.v[vl].stallNeed = 0
-		st.stalls &^= 1 << vl
+		f.endStall(st, int(vl), now)
 	}
+}
+
+// endStall ends VL vl's credit stall at time at: its time joins the VL's total (and the run's
+// time bins, when on). Out of line: stalls end rarely next to the packets that pass through
+// Sent and apply, whose inlined bodies stay as small as before.
+//
+//go:noinline
+func (f *ibCredits) endStall(st *ibPort, vl int, at units.Time) {
+	st.v[vl].stalled += at - st.v[vl].stallFrom
+	if b := f.n.bins; b != nil {
+		b.stall(st.v[vl].stallFrom, at)
+	}
+	st.v[vl].stallNeed = 0
+	st.stalls &^= 1 << vl
 }
 
 // sync applies the inline credit updates that have reached port st by now.
@@ -261,9 +273,7 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 		if st.stalls&(1<<uint(vl)) == 0 {
 			// Not waiting: nothing more to do (the stall arrays are not read on this path).
 		} else if need := st.v[vl].stallNeed; st.v[vl].limit-st.v[vl].fctbs >= need {
-			st.v[vl].stalled += e.at - st.v[vl].stallFrom
-			st.v[vl].stallNeed = 0
-			st.stalls &^= 1 << uint(vl)
+			f.endStall(st, int(vl), e.at)
 		}
 		st.arrHead = (st.arrHead + 1) & mask
 		st.arrN--
@@ -463,9 +473,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		f.sendFC(in, st, vl)
 	}
 	if need := st.v[vl].stallNeed; need > 0 && st.v[vl].limit-st.v[vl].fctbs >= need {
-		st.v[vl].stalled += f.n.sim.Now() - st.v[vl].stallFrom
-		st.v[vl].stallNeed = 0
-		st.stalls &^= 1 << vl
+		f.endStall(st, int(vl), f.n.sim.Now())
 	}
 	in.kick()
 }
@@ -525,13 +533,20 @@ func (f *ibCredits) Report(res *result.Run) {
 			// which may lie just after now.)
 			if st.v[vl].stallNeed > 0 && now > st.v[vl].stallFrom {
 				s += now - st.v[vl].stallFrom
+				if b := f.n.bins; b != nil {
+					b.stall(st.v[vl].stallFrom, now) // the stall still open at the end
+				}
 			}
 			if s == 0 {
 				continue
 			}
 			total += s
 			perVL[vl] += s
-			res.Counters[fmt.Sprintf("ib_credit_stall_ns.%s.port%d.vl%d", f.n.g.Nodes[st.port.Owner].Name, st.port.Index, vl)] = s.Nanoseconds()
+			nd := &f.n.g.Nodes[st.port.Owner]
+			res.Counters[fmt.Sprintf("ib_credit_stall_ns.%s.port%d.vl%d", nd.Name, st.port.Index, vl)] = s.Nanoseconds()
+			res.Ports = append(res.Ports, result.PortCounters{ // ports.csv, named as RoCE's rows are
+				Port: fmt.Sprintf("%s:%d(->%s)", nd.Name, st.port.Index, f.n.g.Nodes[nd.Ports[st.port.Index].Peer].Name),
+				Prio: vl, CreditStallNs: s.Nanoseconds()})
 		}
 	}
 	res.Counters["ib_credit_stall_ns"] = total.Nanoseconds()

@@ -2,7 +2,7 @@ package fabric
 
 // Out-of-order-tolerant receiver (Config.Transport "ooo"): adaptive routing sends one QP's
 // packets over different paths, so they may arrive out of order on a lossless fabric; NVIDIA
-// HCAs place such packets in memory and do not treat the gap as loss (DOMAIN.md §3). The
+// HCAs place such packets in memory and do not treat the gap as loss ([NCCL] enables AR on IB for that reason). The
 // receiver keeps a bitmap of the packets it holds beyond the cumulative acknowledgement,
 // acknowledges the contiguous prefix, counts every packet that arrived ahead of a gap as
 // reordered, and never NAKs; the sender is unchanged (go-back-N on timeout, which a lossless

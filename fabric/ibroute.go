@@ -9,7 +9,7 @@ import (
 // ibRouter forwards by the subnet manager's linear forwarding tables (package ibsm) and, with
 // adaptive routing, picks per data packet among the destination's allowed ports the one with the
 // fewest bytes queued on the packet's VL, skipping ports without credits for it; ties keep the
-// LFT's port, so an idle fabric routes exactly as the static tables do (DOMAIN.md §3: AR chooses
+// LFT's port, so an idle fabric routes exactly as the static tables do ([IBA] Vol. 1; AR chooses
 // among equal-cost ports by queue occupancy). It also sets the packet's VL for the egress link
 // from the port's SL2VL table.
 type ibRouter struct {

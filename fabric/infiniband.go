@@ -12,7 +12,7 @@ import (
 //
 //   - Framing: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per data packet (+ GRH 40 when routed,
 //     + RETH 16 on a WRITE's first packet), ACK = 26 + AETH 4; no preamble, no inter-frame gap,
-//     no minimum frame (DOMAIN.md §2).
+//     no minimum frame ([IBA] Vol. 1).
 //   - Credit-based link-level flow control per VL (ibcredit.go): receive buffers per port and VL
 //     in 64-byte blocks, credits returned by 6-byte flow-control packets on the reverse link.
 //   - Virtual lanes: an SL-to-VL table per port (Port.SL2VL) and VL arbitration with high- and
@@ -27,22 +27,22 @@ import (
 
 // Maximum counts of the IBA link layer.
 const (
-	// IBMaxVLs is the number of data VLs (VL0..VL14; VL15 is management only, DOMAIN.md §3).
+	// IBMaxVLs is the number of data VLs (VL0..VL14; VL15 is management only, [IBA] Vol. 1 §7.6).
 	IBMaxVLs = 15
 	// IBServiceLevels is the number of SLs (4 bits in the LRH).
 	IBServiceLevels = 16
-	// IBBlock is the credit unit: 64 bytes of receive buffer (DOMAIN.md §3).
+	// IBBlock is the credit unit: 64 bytes of receive buffer ([IBA] Vol. 1 §7.9).
 	IBBlock = 64
 	// IBMaxCreditWindow is the most blocks a receiver advertises beyond those it has received:
 	// FCCL and FCTBS are 12-bit counters modulo 4096, and a receiver with 2048 or more free
 	// blocks advertises ABR + 2048 (IBA vol. 1 §7.9, credit limit computation), so no more than 128 KiB per VL can be
 	// outstanding on a link, however big the buffer.
 	IBMaxCreditWindow = 2048
-	// IBFCPacketBytes is a flow-control packet: Op, FCTBS, VL, FCCL, LPCRC (DOMAIN.md §3).
+	// IBFCPacketBytes is a flow-control packet: Op, FCTBS, VL, FCCL, LPCRC ([IBA] Vol. 1 §7.9.4).
 	IBFCPacketBytes = 6
 )
 
-// IB header sizes (DOMAIN.md §2).
+// IB header sizes ([IBA] Vol. 1 §7.7, §9.2-9.3).
 const (
 	ibLRH  = 8
 	ibGRH  = 40
@@ -59,9 +59,9 @@ const (
 // IBGeneration is one InfiniBand generation's link rate and switch latency.
 type IBGeneration struct {
 	Name string
-	// Rate is the 4x data rate (DOMAIN.md §2).
+	// Rate is the 4x data rate ([IBA-Vol2]).
 	Rate units.Rate
-	// SwitchLatency is the port-to-port latency (DOMAIN.md §3).
+	// SwitchLatency is the port-to-port latency ([QM8700], [QM9700], [Quantum-X800]).
 	SwitchLatency units.Time
 	Source        string
 }
@@ -99,7 +99,7 @@ type IBConfig struct {
 	// GRH adds the 40 B global route header to every packet (routed between subnets); it sets
 	// the default HeaderBytes (IBHeaderBytes).
 	GRH bool `yaml:"grh"`
-	// VLs is the number of data VLs per port, 1..15 (ConnectX default 4, DOMAIN.md §3).
+	// VLs is the number of data VLs per port, 1..15 (ConnectX default 4, [ConnectX-DCQCN]).
 	VLs int `yaml:"vls"`
 	// SL2VL maps each service level to a VL on every port (the subnet manager programs the same
 	// table everywhere, as OpenSM's qos_sl2vl does); a test or extension may give single ports
@@ -224,7 +224,7 @@ func (c *IBCCConfig) ccParams() *ibcc.Params {
 func (n *Network) installInfiniBand() error {
 	ib := &n.cfg.IB // checked by Config.Validate
 	if ib.Adaptive && n.cfg.Transport == "" {
-		// Adaptive routing reorders packets; HCAs accept them in any order (DOMAIN.md §3).
+		// Adaptive routing reorders packets; HCAs accept them in any order ([NCCL]).
 		n.cfg.Transport = "ooo"
 	}
 	tables, err := ibsm.Compute(n.g, ib.Routing)

@@ -15,7 +15,7 @@ import (
 // (sent and neither cumulatively nor selectively acknowledged: the SACK "pipe" of RFC 6675) are
 // capped at one bandwidth-delay product; the span from the first unacknowledged byte to the next
 // new one is capped at four, which bounds both bitmaps. The timeout is
-// RTOlow while at most N packets are outstanding, RTOhigh otherwise (IRN §3.1; DOMAIN.md §6).
+// RTOlow while at most N packets are outstanding, RTOhigh otherwise ([IRN] §3.1).
 //
 // Packet numbers are byte offsets divided by the MTU: every packet but a QP's last is full.
 

@@ -59,6 +59,7 @@ type Network struct {
 	nodes    []sim.Handler
 
 	capture *Capture
+	bins    *Bins // binned event counters (bins.go), nil unless EnableBins
 	fc      LinkFlowControl
 	marker  Marker
 	cc      CongestionControl

@@ -302,7 +302,7 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	if kind == CNP {
 		pkt.Size, _ = n.cfg.frame(0, n.cfg.CNPBytes)
 		if n.cfg.CNPPriority > 0 {
-			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class (DOMAIN.md §4)
+			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class ([NVIDIA-RoCE])
 		}
 	}
 	pkt.Hash = f.hash

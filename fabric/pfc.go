@@ -11,7 +11,7 @@ import (
 )
 
 // PFC (IEEE 802.1Qbb) per ingress port and priority, as shared-buffer switches implement it
-// (DOMAIN.md §4). Each switch's buffer is a shared pool plus a headroom reserve per ingress port
+// ([IEEE 802.1Q], [EST] thresholds). Each switch's buffer is a shared pool plus a headroom reserve per ingress port
 // and lossless priority. A lossless packet is admitted to the shared pool while its ingress
 // port-priority holds less than XOFF there; beyond that it goes into the headroom and the switch
 // sends PAUSE (XOFF) upstream, refreshing it before it expires. When the port-priority has left
@@ -213,6 +213,9 @@ func (f *pfc) pause(g int32, prio uint8) {
 	idx := g*8 + int32(prio)
 	f.pausing[g] |= 1 << prio
 	f.xoffSent[idx]++
+	if b := f.n.bins; b != nil {
+		b.pause(f.n.sim.Now())
+	}
 	f.sendPause(g, prio, f.cfg.PauseQuanta)
 	f.refreshAt[idx] = f.n.sim.Now() + f.refreshEvery(g)
 	f.n.sim.Schedule(f.refreshAt[idx], f, opPFCRefresh, idx, nil)

@@ -11,7 +11,7 @@ import (
 // over (Config.QPsPerConn). A message's first QP has the message's ID as its flow ID; further
 // QPs are appended after the messages. Each QP carries a contiguous, MTU-aligned share of the
 // message as an RDMA WRITE of its own, with its own PSN space and its own UDP source port, hence
-// its own ECMP hash (DOMAIN.md §6): with few QPs per connection, flows collide on uplinks.
+// its own ECMP hash ([Meta24]): with few QPs per connection, flows collide on uplinks.
 func (n *Network) makeFlows(mg *msggraph.Graph) error {
 	qps := n.cfg.QPsPerConn
 	if qps < 1 {

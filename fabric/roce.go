@@ -10,7 +10,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// RoCEv2 framing (DOMAIN.md §2): Ethernet 14 (+ 802.1Q 4 when PFC classifies by PCP) + IPv4 20
+// RoCEv2 framing ([IBA] Annex A17, [IEEE 802.3], [IEEE 802.1Q]): Ethernet 14 (+ 802.1Q 4 when PFC classifies by PCP) + IPv4 20
 // or IPv6 40 + UDP 8 + BTH 12 + ICRC 4 + FCS 4; RETH 16 on WRITE First/Only; AETH 4 on ACK/NAK;
 // a CNP carries 16 reserved bytes after the BTH (RoCEv2 annex A17).
 const (
@@ -32,7 +32,7 @@ func RoCEFraming(ipv6, vlan bool) (data, ack, cnp int) {
 }
 
 // RoCEMTU is the RDMA path MTU a RoCE NIC uses on a netdev MTU: the largest IB MTU (256 ..
-// 4096) not above netdev - 96 (DOMAIN.md §2: 1500 -> 1024, >= 4192 -> 4096); 0 if none fits.
+// 4096) not above netdev - 96 ([IBA] Annex A17: 1500 -> 1024, >= 4192 -> 4096); 0 if none fits.
 func RoCEMTU(netdev int) int {
 	best := 0
 	for m := 256; m <= 4096; m *= 2 {
@@ -84,7 +84,7 @@ type RoCEConfig struct {
 	StormFor  units.Time `yaml:"pfc_storm_duration"`
 
 	// ECN turns on RED marking at switch egress: probability 0 below Kmin, rising linearly to
-	// Pmax at Kmax, 1 above (DOMAIN.md §4). Kmin/Kmax 0 scale with each port's rate as HPCC's
+	// Pmax at Kmax, 1 above ([DCQCN]). Kmin/Kmax 0 scale with each port's rate as HPCC's
 	// ns-3 scripts do: 100 KB and 400 KB per 25 Gb/s.
 	ECN  bool       `yaml:"ecn"`
 	Kmin units.Size `yaml:"ecn_kmin"`
@@ -120,7 +120,7 @@ type ECNThreshold struct {
 	Pmax       float64
 }
 
-// DefaultRoCE is RoCEv2 as deployed in AI clusters (DOMAIN.md §2, §4-§6): 8 priorities, data on
+// DefaultRoCE is RoCEv2 as deployed in AI clusters ([IBA] Annex A17, [NVIDIA-RoCE], [ConnectX-DCQCN]): 8 priorities, data on
 // lossless priority 3 with PFC (dynamic XOFF, alpha 1/8), CNPs on strict priority 6, ECN RED
 // with HPCC's rate-scaled thresholds, DCQCN with ConnectX defaults, go-back-N recovery, VLAN-
 // tagged IPv4 framing, 4096 B path MTU.

@@ -46,7 +46,7 @@ func run(t testing.TB, n *Network, mg *msggraph.Graph) {
 	n.lastRun = res
 }
 
-// RoCE framing (DOMAIN.md §2): with the 802.1Q tag, data frames carry 66 B of headers and
+// RoCE framing ([IBA] Annex A17, [IEEE 802.1Q]): with the 802.1Q tag, data frames carry 66 B of headers and
 // trailers, 82 B on the first packet of a WRITE (RETH 16); ACKs 70 B, CNPs 82 B.
 func TestRoCEFraming(t *testing.T) {
 	d, a, c := RoCEFraming(false, false)
@@ -62,7 +62,7 @@ func TestRoCEFraming(t *testing.T) {
 			t.Errorf("RoCE MTU at netdev %d: %d, want %d", c.netdev, got, c.want)
 		}
 	}
-	// DOMAIN.md §2: efficiency at 4096 B payload (IPv4, untagged, 20 B L1): 4096/4178 = 98.0 %.
+	// [IEEE 802.3] + [RFC 791]: efficiency at 4096 B payload (IPv4, untagged, 20 B L1): 4096/4178 = 98.0 %.
 	if eff := 4096.0 / float64(4096+62+20); math.Abs(eff-0.980) > 0.0005 {
 		t.Errorf("efficiency %.4f", eff)
 	}
@@ -107,9 +107,9 @@ func TestRoCESingleFlowClosedForm(t *testing.T) {
 	}
 }
 
-// 32-to-1 incast with PFC alone (DOMAIN.md §4): the switch pauses each sender's link, never
+// 32-to-1 incast with PFC alone ([IEEE 802.1Q]): the switch pauses each sender's link, never
 // drops, and the last flow finishes within 3 % of the line-rate lower bound: every frame of the
-// 32 flows (payload and headers, DOMAIN.md §2) serialized back to back on the receiver's link,
+// 32 flows (payload and headers, [IBA] Annex A17) serialized back to back on the receiver's link,
 // plus one packet's pipeline through the switch.
 func TestIncast32PFC(t *testing.T) {
 	cfg := DefaultRoCE()
@@ -250,8 +250,8 @@ func jain(x []float64) float64 {
 	return s * s / (float64(len(x)) * s2)
 }
 
-// DCQCN fairness in the DCQCN paper's setting (40 Gb/s, its parameters: DOMAIN.md §5; ECN Kmin
-// 5 KB, Kmax 200 KB, DOMAIN.md §4, Pmax 1 % as in the paper): two long flows through one
+// DCQCN fairness in the DCQCN paper's setting (40 Gb/s, its parameters: [DCQCN]; ECN Kmin
+// 5 KB, Kmax 200 KB, Pmax 1 % as in the paper): two long flows through one
 // bottleneck share it fairly, a third flow joining at 10 ms re-converges, and over the last half
 // of the 30 ms run Jain's index is at least 0.99 while the bottleneck queue stays below Kmax
 // (plus a frame) with no PFC pause and no drop.
@@ -308,7 +308,7 @@ func spread() *topo.Graph {
 	return g
 }
 
-// Congestion spreading (Guo et al. SIGCOMM'16; DOMAIN.md §4): host1 and host2 send to host3
+// Congestion spreading ([Guo16]): host1 and host2 send to host3
 // (2:1 incast on sw1's port to host3); host0 sends to host4 and shares only the sw0->sw1 link
 // with them. With PFC alone, sw1 pauses that link, sw0's queue behind it fills and sw0 pauses
 // host0: the innocent flow is slowed by the time its own link spent paused (within 10 %).
@@ -382,7 +382,7 @@ func ring() (*topo.Graph, clockwise) {
 	return g, clockwise{next}
 }
 
-// A cyclic buffer dependency (Guo et al. SIGCOMM'16 §4; DOMAIN.md §4): three flows, each
+// A cyclic buffer dependency ([Guo16] §4): three flows, each
 // crossing two links of a ring clockwise, load every ring link 2:1. Each switch's ingress from
 // its predecessor fills with packets waiting for its successor, which pauses it: a PFC deadlock.
 // The no-progress watchdog stops the run and names the cycle of paused ports.
@@ -416,10 +416,10 @@ func TestPFCDeadlockReported(t *testing.T) {
 }
 
 // Lossy RoCE (PFC off) with 1e-3 random loss on every link, 400G, RoCE MTU 1024 (netdev 1500,
-// DOMAIN.md §2), one 50 MB flow over a switch: go-back-N resends a whole round trip of packets
+// [IBA] Vol. 1 §9.7), one 50 MB flow over a switch: go-back-N resends a whole round trip of packets
 // per loss (and its tail loss costs a timeout) and loses at least half its goodput; IRN's
 // selective repeat resends only the lost packets and stays within 10 % of line rate (the shape
-// of Mittal et al. SIGCOMM'18, DOMAIN.md §6).
+// of [IRN]).
 func TestLossyGoBackNVersusIRN(t *testing.T) {
 	goodput := map[Transport]float64{}
 	for _, tr := range []Transport{TransportGoBackN, TransportIRN} {
@@ -494,7 +494,7 @@ func TestPauseStormAndWatchdog(t *testing.T) {
 
 // Messages striped over QPs: each QP carries its share as its own WRITE and has its own ECMP
 // hash. With QP-aware hashing a connection's 4 QPs split evenly over the edge switch's 2
-// uplinks (DOMAIN.md §6: more QPs and QP-aware hashing restore entropy); the message completes
+// uplinks ([Meta24]: more QPs and QP-aware hashing restore entropy); the message completes
 // when its last QP does, and the bytes add up.
 func TestQPStripingAndQPAwareHash(t *testing.T) {
 	g, err := topo.FatTree(4, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
@@ -547,7 +547,7 @@ func TestDWRRWeights(t *testing.T) {
 	}
 }
 
-// Same scenario and seed, same bytes out (ARCHITECTURE.md principle 5), with every RoCE
+// Same scenario and seed, same bytes out (docs/architecture.md), with every RoCE
 // mechanism on: PFC, ECN (random marking), DCQCN, IRN, 2 QPs, random loss.
 func TestRoCEDeterministic(t *testing.T) {
 	g, err := topo.FatTree(4, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})

@@ -53,7 +53,7 @@ type Server struct {
 	// P2PEfficiency is the fraction of the PCIe rate that peer-to-peer DMA into and out of GPU
 	// memory sustains (GPUDirect RDMA: the NIC reading the GPU's BAR); it sets the rate of the
 	// GPU's PCIe port. 0 means 0.92 (est. from perftest's ~23 GB/s GPUDirect on a 25 GB/s
-	// 200G link, DOMAIN.md §1).
+	// 200G link, [perftest], est.).
 	P2PEfficiency float64
 	// PCIeSwitchLatency is the PCIe switch's port-to-port latency.
 	PCIeSwitchLatency units.Time
@@ -65,7 +65,7 @@ type Server struct {
 	HostMemory Link
 	// InterSocket is what PCIe peer-to-peer traffic gets between sockets (UPI/xGMI plus the root
 	// complexes' P2P forwarding): GPUDirect RDMA between a GPU and a NIC on different sockets
-	// runs at about half the same-switch rate (perftest: ~11 vs ~23 GB/s, DOMAIN.md §1).
+	// runs at about half the same-switch rate ([perftest]: ~11 vs ~23 GB/s, est.).
 	InterSocket Link
 	// CPUCopy is the bandwidth of the proxy thread's memcpy from the staging buffer into the
 	// NIC's registered buffer (host-staged data path), and CPUCopyLatency its fixed cost per
@@ -82,16 +82,16 @@ type Server struct {
 
 // Sources of the preset figures (est. = an estimate with the reasoning in docs/gpu.md).
 const (
-	srcNVLink4  = "DOMAIN.md §8: NVLink4 900 GB/s per GPU total (450 per direction), ~370 GB/s effective per direction (nccl-tests busbw on 8 H100s)"
-	srcPCIe5    = "DOMAIN.md §8: PCIe Gen5 x16 63 GB/s raw per direction, ~50-55 GB/s practical (est.): 52 GB/s"
+	srcNVLink4  = "[H100]: NVLink4 900 GB/s per GPU total (450 per direction), ~370 GB/s effective per direction (nccl-tests busbw on 8 H100s)"
+	srcPCIe5    = "[PCIe 5.0]: PCIe Gen5 x16 63 GB/s raw per direction, ~50-55 GB/s practical (est.): 52 GB/s"
 	srcPCIe4    = "PCIe Gen4 x16 31.5 GB/s raw per direction; ~26 GB/s practical (est., same 83% as Gen5)"
-	srcP2PXSock = "DOMAIN.md §1: GPUDirect across the CPU socket ~11 vs 23 GB/s on the same switch: 11/23 of the PCIe rate"
+	srcP2PXSock = "[perftest]: GPUDirect across the CPU socket ~11 vs 23 GB/s on the same switch: 11/23 of the PCIe rate"
 )
 
 // Presets are the server models --server names.
 var Presets = map[string]Server{
 	// NVIDIA HGX H100 8-GPU: NVLink4 through 4 NVSwitch chips, 8 x ConnectX-7 400G (one per
-	// GPU), PCIe Gen5, two sockets (DOMAIN.md §8).
+	// GPU), PCIe Gen5, two sockets ([H100]).
 	"h100": {
 		Name: "h100", GPUName: "NVIDIA H100 80GB HBM3", GPUs: 8, Sockets: 2,
 		HBM:                3350 * GBps, // H100 SXM5 datasheet: 3.35 TB/s
@@ -109,7 +109,7 @@ var Presets = map[string]Server{
 		NICRate:            400 * units.Gbps,
 	},
 	// A100 SXM4 (DGX A100): NVLink3 600 GB/s total per GPU (300 per direction), 8 x 200G HDR,
-	// PCIe Gen4 (DOMAIN.md §7 measures such a node at ~192 GB/s all-reduce busbw).
+	// PCIe Gen4 (such a node measures ~192 GB/s all-reduce busbw, [EST]).
 	"a100": {
 		Name: "a100", GPUName: "NVIDIA A100-SXM4-80GB", GPUs: 8, Sockets: 2,
 		HBM:                2039 * GBps,                                             // A100 80GB SXM datasheet

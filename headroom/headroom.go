@@ -1,6 +1,6 @@
 // Package headroom computes PFC headroom: the buffer a lossless priority needs at an ingress
 // port to absorb what still arrives after it sends PAUSE (XOFF). Two ways are given, each term
-// shown: NVIDIA's mlx5 driver formula and the IEEE 802.1Qbb-style breakdown of DOMAIN.md §4.
+// shown: NVIDIA's mlx5 driver formula and the IEEE 802.1Qbb-style breakdown ([IEEE 802.1Q]).
 package headroom
 
 import (
@@ -10,7 +10,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// FibreNsPerMetre is the propagation delay of light in fibre, about 5 ns/m (DOMAIN.md §4).
+// FibreNsPerMetre is the propagation delay of light in fibre, about 5 ns/m ([EST]).
 const FibreNsPerMetre = 5.0
 
 // PauseFrameWire is a PFC PAUSE frame on the wire: the 64 B minimum frame plus preamble, start
@@ -26,7 +26,7 @@ type Input struct {
 	MTU int
 	// Response is each end's response and interface delay: the time from deciding to pause
 	// (or receiving a PAUSE) to acting on it, beyond finishing the frame in progress (switch
-	// pipeline latency, est. 300-600 ns for Spectrum-class, DOMAIN.md §4).
+	// pipeline latency, est. 300-600 ns for Spectrum-class, [EST]).
 	Response units.Time
 }
 
@@ -60,8 +60,8 @@ func Headroom(in Input) Result {
 }
 
 // MLX5 is the mlx5 driver's xoff_bytes = (301 + 2.16 x cable_m) x speed_Gbps + 2.72 x MTU
-// (drivers/net/ethernet/mellanox/mlx5/core/en/port_buffer.c, for speeds of 40G and up; DOMAIN.md
-// §4): 400G, 7 m, MTU 4200 gives about 138 KB.
+// (drivers/net/ethernet/mellanox/mlx5/core/en/port_buffer.c, for speeds of 40G and up;
+// [mlx5-headroom]): 400G, 7 m, MTU 4200 gives about 138 KB.
 func MLX5(rate units.Rate, cableMetres float64, mtu int) float64 {
 	var s float64
 	for _, t := range MLX5Terms(rate, cableMetres, mtu) {
@@ -80,7 +80,7 @@ func MLX5Terms(rate units.Rate, cableMetres float64, mtu int) []Term {
 	}
 }
 
-// IEEETerms is the breakdown of DOMAIN.md §4: (cable delay x 2 + both ends' response and
+// IEEETerms is the breakdown of [IEEE 802.1Q]: (cable delay x 2 + both ends' response and
 // interface delays) x rate + two max frames + the PAUSE frame.
 func IEEETerms(in Input) []Term {
 	bytesPerNs := float64(in.Rate) / 8e9

@@ -7,7 +7,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// DOMAIN.md §4: mlx5 at 400G, 7 m, MTU 4200 -> about 138 KB:
+// [mlx5-headroom]: mlx5 at 400G, 7 m, MTU 4200 -> about 138 KB:
 // (301 + 2.16 x 7) x 400 + 2.72 x 4200 = 126,448 + 11,424 = 137,872 B.
 func TestMLX5At400G7m(t *testing.T) {
 	got := MLX5(400*units.Gbps, 7, 4200)

@@ -16,7 +16,7 @@ import (
 )
 
 // ibLike is the generic fabric with InfiniBand's framing (LRH 8 + BTH 12 + ICRC 4 + VCRC 2 =
-// 26 B, RETH 16 on the first packet, ACK + AETH 4, no preamble or gap: DOMAIN.md §2) and NDR
+// 26 B, RETH 16 on the first packet, ACK + AETH 4, no preamble or gap: [IBA] Vol. 1) and NDR
 // switch latency, but without credits: the stand-in for an IB fabric used where the
 // infiniband kind's 128 KiB-per-VL credit window would also throttle NVLink (see docs/gpu.md).
 func ibLike(t testing.TB) fabric.Config {
@@ -58,7 +58,7 @@ func TestRingsRailAligned(t *testing.T) {
 
 // TestRingAllReduceBandwidth: a ring all-reduce over n servers of one GPU and one NIC each takes
 // 2(n-1)/n x S/B plus the latency terms, B the NIC's payload rate (400 Gb/s x 4096/4178 with
-// RoCEv2 framing and the Ethernet preamble and gap, DOMAIN.md §2). PCIe is made wide enough
+// RoCEv2 framing and the Ethernet preamble and gap, [IEEE 802.3]). PCIe is made wide enough
 // that the NIC is the bottleneck. Latency terms: the ring's 2(n-1) dependent steps, each the
 // one-way latency of the path (links, NIC, PCIe switch and leaf latencies, and one packet's
 // store-and-forward per hop). busbw never exceeds B.
@@ -96,7 +96,7 @@ func TestRingAllReduceBandwidth(t *testing.T) {
 }
 
 // TestH100TwoServersAllReduce: two HGX H100 servers, 8 x 400G NDR each, all-reduce of 1 GiB:
-// busbw within what real clusters measure, about 370-385 GB/s (DOMAIN.md §7), on the fast
+// busbw within what real clusters measure, about 370-385 GB/s ([EST]), on the fast
 // IB-framed stand-in (8-fold packets) and on the infiniband fabric with real packets. The
 // modelled efficiencies (docs/gpu.md): IB framing 4096/4122 and the reverse-direction ACKs;
 // GPUDirect P2P DMA at 0.92 x 52 GB/s = 47.8 GB/s, below the NIC's 49.7 GB/s; the ring's

@@ -52,6 +52,9 @@ type Config struct {
 	BusIDs []int
 	// PIDBase is the simulated process id of process 0; 0 means 10000.
 	PIDBase int
+	// Progress, when set, is called with the rows timed and the rows in all: once before the
+	// first and after each.
+	Progress func(done, total int)
 }
 
 var dgxH100BusIDs = []int{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
@@ -89,7 +92,13 @@ type Report struct {
 	Rows    []Row
 	// AvgBusBW is the mean busbw over every out-of-place and in-place result (GB/s).
 	AvgBusBW float64
+	// RowsPlanned is the number of rows the command line asks for; below it when Measure
+	// was cut short (then Rows holds the rows timed before).
+	RowsPlanned int
 }
+
+// Unfinished is the number of rows the command line asked for that were not timed.
+func (rep *Report) Unfinished() int { return max(0, rep.RowsPlanned-len(rep.Rows)) }
 
 func (c Config) procs() int {
 	if c.Procs <= 0 {
@@ -118,7 +127,8 @@ func (c Config) Run(args []string, runner Runner, w io.Writer) error {
 	return c.WriteTable(w, rep)
 }
 
-// Measure validates o for this launch and times every row with runner.
+// Measure validates o for this launch and times every row with runner. When runner fails (or
+// is interrupted) part way, the report of the rows timed before is returned with the error.
 func (c Config) Measure(o *Options, runner Runner) (*Report, error) {
 	nranks := c.procs() * o.NThreads * o.NGpus
 	if err := o.Validate(nranks); err != nil {
@@ -165,6 +175,17 @@ func (c Config) Measure(o *Options, runner Runner) (*Report, error) {
 	factor := collective.BusBWFactor(o.Op, nranks)
 	var sum float64
 	var n int
+	rows := len(o.DataTypes) * len(redops) * len(roots) * o.RunCycles * len(o.Sizes())
+	rep.RowsPlanned = rows
+	if c.Progress != nil {
+		c.Progress(0, rows)
+	}
+	partial := func(err error) (*Report, error) {
+		if n > 0 {
+			rep.AvgBusBW = sum / float64(n)
+		}
+		return rep, err
+	}
 	// nccl-tests' loop nest: datatypes, then operators, then roots (each *RunTest), then run
 	// cycles and sizes (TimeTest).
 	for _, dt := range o.DataTypes {
@@ -177,7 +198,7 @@ func (c Config) Measure(o *Options, runner Runner) (*Report, error) {
 						for _, inPlace := range []bool{false, true} {
 							t, err := timeOf(bytes, inPlace)
 							if err != nil {
-								return nil, err
+								return partial(err)
 							}
 							r := Result{Time: t}
 							if t > 0 {
@@ -187,24 +208,26 @@ func (c Config) Measure(o *Options, runner Runner) (*Report, error) {
 							if o.Check == 0 || inPlace && (o.Op == collective.AllToAll || o.Op == collective.SendRecv) {
 								r.Wrong = -1
 							}
-							sum += r.BusBW
-							n++
 							if inPlace {
 								row.InPlace = r
 							} else {
 								row.OutOfPlace = r
 							}
 						}
+						// A row counts (in the table and the average) once both its times are in.
+						sum += row.OutOfPlace.BusBW
+						sum += row.InPlace.BusBW
+						n += 2
 						rep.Rows = append(rep.Rows, row)
+						if c.Progress != nil {
+							c.Progress(len(rep.Rows), rows)
+						}
 					}
 				}
 			}
 		}
 	}
-	if n > 0 {
-		rep.AvgBusBW = sum / float64(n)
-	}
-	return rep, nil
+	return partial(nil)
 }
 
 func placeName(inPlace bool) string {
@@ -267,6 +290,11 @@ func (c Config) WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %5s", timeStr(x.Time.Microseconds()), x.AlgBW, x.BusBW, wrong)
 		}
 		b.WriteString("\n")
+	}
+	if n := rep.Unfinished(); n > 0 {
+		// Not in nccl-tests' output (it prints nothing more when killed); a comment line, which
+		// parsers of its logs skip, so that a saved log says its table is incomplete.
+		fmt.Fprintf(&b, "# Interrupted: %d of %d rows not run; the average below is over the rows above\n", n, rep.RowsPlanned)
 	}
 	b.WriteString("# Out of bounds values : 0 OK\n")
 	fmt.Fprintf(&b, "# Avg bus bandwidth    : %s \n", cG(rep.AvgBusBW))
@@ -342,6 +370,8 @@ type jsonReport struct {
 	Results      []jsonRow `json:"results"`
 	OutOfBounds  int       `json:"out_of_bounds"`
 	AvgBusBWGBps float64   `json:"avg_bus_bw"`
+	// Unfinished is fabricsim's: rows not run because the run was interrupted (absent when 0).
+	Unfinished int `json:"unfinished_rows,omitempty"`
 }
 
 func toJSON(r Result) jsonResult {
@@ -360,7 +390,7 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	j := jsonReport{Binary: o.Binary, Collective: o.Op.String(), Ranks: rep.Ranks, NThreads: o.NThreads, NGpus: o.NGpus,
 		MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepBytes: o.StepBytes, StepFactor: o.StepFactor,
 		WarmupIters: o.WarmupIters, Iters: o.Iters, AggIters: o.AggIters, Validation: o.Check,
-		Results: make([]jsonRow, 0, len(rep.Rows)), AvgBusBWGBps: finite(rep.AvgBusBW)}
+		Results: make([]jsonRow, 0, len(rep.Rows)), AvgBusBWGBps: finite(rep.AvgBusBW), Unfinished: rep.Unfinished()}
 	for _, r := range rep.Rows {
 		j.Results = append(j.Results, jsonRow{Size: r.Size, Count: r.Count, Type: r.Type, RedOp: r.RedOp, Root: r.Root,
 			OutOfPlace: toJSON(r.OutOfPlace), InPlace: toJSON(r.InPlace)})

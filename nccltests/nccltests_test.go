@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -388,4 +389,41 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("%q -> %d", s, v)
 		}
 	})
+}
+
+// TestMeasurePartial: a runner that fails on the third size (an interrupt, say) leaves the two
+// rows timed before in the report, with the average over them alone, and Progress saw 0, 1
+// and 2 of the 4 rows (1M, 2M, 4M, 8M).
+func TestMeasurePartial(t *testing.T) {
+	stop := errors.New("interrupted")
+	ok := fakeRunner(8)
+	runner := func(op collective.Op, b units.Size, inPlace bool) (units.Time, error) {
+		if b >= 4<<20 {
+			return 0, stop
+		}
+		return ok(op, b, inPlace)
+	}
+	var seen []string
+	c := Config{Progress: func(done, total int) { seen = append(seen, fmt.Sprintf("%d/%d", done, total)) }}
+	rep, err := c.Measure(mustParse(t, "all_reduce_perf -b 1M -e 8M -f 2 -g 8"), runner)
+	if !errors.Is(err, stop) || rep == nil {
+		t.Fatalf("Measure: %v, %v; want the partial report and the runner's error", rep, err)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[1].Size != 2<<20 {
+		t.Fatalf("%d rows, want the 1M and 2M rows", len(rep.Rows))
+	}
+	want := (rep.Rows[0].OutOfPlace.BusBW + rep.Rows[0].InPlace.BusBW + rep.Rows[1].OutOfPlace.BusBW + rep.Rows[1].InPlace.BusBW) / 4
+	if math.Abs(rep.AvgBusBW-want) > 1e-12 {
+		t.Errorf("average busbw %g, want %g (the finished rows')", rep.AvgBusBW, want)
+	}
+	if got := strings.Join(seen, " "); got != "0/4 1/4 2/4" {
+		t.Errorf("progress %q, want \"0/4 1/4 2/4\"", got)
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n# Interrupted: 2 of 4 rows not run; the average below is over the rows above\n# Out of bounds") {
+		t.Errorf("table does not say it is incomplete:\n%s", b.String())
+	}
 }

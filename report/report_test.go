@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -89,5 +91,29 @@ func TestTableHighlight(t *testing.T) {
 	}
 	if !strings.Contains(css, "tr.hl td{") {
 		t.Error("no style for highlighted rows")
+	}
+}
+
+// TestLinesOverlapShown: of three series, b is identical to a and c differs only where all
+// are zero. Each line is drawn nested inside the one before (stroke widths strictly falling,
+// so every colour stays visible where they coincide) and b's legend entry says it equals a.
+func TestLinesOverlapShown(t *testing.T) {
+	x := []float64{0, 1, 2, 3}
+	c := &Lines{Title: "t", Step: true, Series: []Series{
+		{Name: "a", X: x, Y: []float64{0, 2, 0, 0}},
+		{Name: "b", X: x, Y: []float64{0, 2, 0, 0}},
+		{Name: "c", X: x, Y: []float64{0, 0, 0, 1}},
+	}}
+	svg := c.SVG()
+	if !strings.Contains(svg, ">b = a</text>") || strings.Contains(svg, ">c = ") {
+		t.Errorf("legend does not (only) say that b equals a:\n%s", svg)
+	}
+	var widths []float64
+	for _, m := range regexp.MustCompile(`<polyline class="mark"[^>]* stroke-width="([0-9.]+)"`).FindAllStringSubmatch(svg, -1) {
+		w, _ := strconv.ParseFloat(m[1], 64)
+		widths = append(widths, w)
+	}
+	if len(widths) != 3 || !(widths[0] > widths[1] && widths[1] > widths[2]) {
+		t.Errorf("stroke widths %v, want 3 strictly falling", widths)
 	}
 }

@@ -35,7 +35,7 @@ func (c *StackedBars) SVG() string {
 	}
 	n := len(c.Categories)
 	barH := 26.0
-	legendH := 22.0 * math.Ceil(float64(len(c.Series))/3)
+	legendH := 22.0 * math.Ceil(float64(len(c.Series))/float64(legendColumns(c.Series)))
 	labelW := 130.0
 	h := marginT + float64(n)*(barH+12) + 58 + legendH
 	plotW := chartW - labelW - marginR - 10
@@ -140,7 +140,23 @@ func (c *Lines) SVG() string {
 	xt, yt := niceTicks(x0, x1, 5), niceTicks(y0, y1, 4)
 	x0, x1 = math.Min(x0, xt[0]), math.Max(x1, xt[len(xt)-1])
 	y0, y1 = math.Min(y0, yt[0]), math.Max(y1, yt[len(yt)-1])
-	legendH := 20.0 * math.Ceil(float64(len(c.Series))/3)
+	var names []string
+	for _, s := range c.Series {
+		names = append(names, s.Name)
+	}
+	// Series identical to an earlier one say so in the legend ("b = a").
+	sameAs := make([]int, len(c.Series))
+	for si := range c.Series {
+		sameAs[si] = -1
+		for sj := 0; sj < si; sj++ {
+			if sameSeries(c.Series[si], c.Series[sj]) {
+				sameAs[si] = sj
+				names[si] += " = " + c.Series[sj].Name
+				break
+			}
+		}
+	}
+	legendH := 20.0 * math.Ceil(float64(len(names))/float64(legendColumns(names)))
 	h := chartH + legendH
 	pw, ph := float64(chartW-marginL-marginR), float64(chartH-marginT-marginB)
 	X := func(v float64) float64 { return marginL + (v-x0)/(x1-x0)*pw }
@@ -167,6 +183,10 @@ func (c *Lines) SVG() string {
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`, marginL, marginT, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, marginL+pw/2, marginT+ph+32, esc(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" font-size="11" text-anchor="middle">%s</text>`, marginT+ph/2, esc(c.YLabel))
+	// Lines that coincide (identical series, or stretches where several are zero) would hide
+	// one another: every line is drawn nested inside the one before, the first widest, so each
+	// colour shows as a band.
+	widths := nestedWidths(len(c.Series))
 	for si, s := range c.Series {
 		if len(s.X) == 0 {
 			continue
@@ -182,19 +202,47 @@ func (c *Lines) SVG() string {
 		if s.Dash {
 			dash = ` stroke-dasharray="5 3"`
 		}
-		fmt.Fprintf(&b, `<polyline class="mark" fill="none" stroke="%s" stroke-width="2"%s points="%s"><title>%s</title></polyline>`,
-			color(si), dash, strings.Join(pts, " "), esc(s.Name))
+		fmt.Fprintf(&b, `<polyline class="mark" fill="none" stroke="%s" stroke-width="%.2g"%s points="%s"><title>%s</title></polyline>`,
+			color(si), widths[si], dash, strings.Join(pts, " "), esc(s.Name))
 		if len(s.X) == 1 {
-			fmt.Fprintf(&b, `<circle class="mark" cx="%.2f" cy="%.2f" r="3" fill="%s"/>`, X(s.X[0]), Y(s.Y[0]), color(si))
+			fmt.Fprintf(&b, `<circle class="mark" cx="%.2f" cy="%.2f" r="%.2g" fill="%s"/>`, X(s.X[0]), Y(s.Y[0]), 1.5+widths[si]/2, color(si))
 		}
-	}
-	var names []string
-	for _, s := range c.Series {
-		names = append(names, s.Name)
 	}
 	legend(&b, names, chartH-4, func(i int) string { return color(i) }, true)
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// nestedWidths are the stroke widths of n lines drawn one inside the other: the last 1.5
+// wide, each earlier one wider by up to 1.5, the first at most 9.
+func nestedWidths(n int) []float64 {
+	w := make([]float64, n)
+	step := 1.5
+	if n > 1 {
+		step = min(step, 7.5/float64(n-1))
+	}
+	for i := range w {
+		w[i] = 1.5 + step*float64(n-1-i)
+	}
+	return w
+}
+
+// sameSeries reports whether two series have the same points.
+func sameSeries(a, b Series) bool {
+	if len(a.X) != len(b.X) || len(a.Y) != len(b.Y) {
+		return false
+	}
+	for i := range a.X {
+		if a.X[i] != b.X[i] {
+			return false
+		}
+	}
+	for i := range a.Y {
+		if a.Y[i] != b.Y[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func allZero(ss []Series) bool {
@@ -208,18 +256,34 @@ func allZero(ss []Series) bool {
 	return true
 }
 
+// legendColumns is 3 columns of legend entries, or 2 when an entry is too long for a third of
+// the chart's width.
+func legendColumns(names []string) int {
+	for _, n := range names {
+		if len([]rune(n)) > 24 {
+			return 2
+		}
+	}
+	return 3
+}
+
 func legend(b *strings.Builder, names []string, y float64, col func(int) string, line bool) {
+	cols := legendColumns(names)
+	colW, maxLen := 170.0, 26
+	if cols == 2 {
+		colW, maxLen = 255.0, 40
+	}
 	for i, n := range names {
-		lx := 10 + float64(i%3)*170
-		ly := y + float64(i/3)*20
+		lx := 10 + float64(i%cols)*colW
+		ly := y + float64(i/cols)*20
 		if line {
 			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, lx, ly-4, lx+18, ly-4, col(i))
 		} else {
 			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/>`, lx, ly-11, col(i))
 		}
 		label := n
-		if len(label) > 26 {
-			label = label[:25] + "…"
+		if r := []rune(label); len(r) > maxLen {
+			label = string(r[:maxLen-1]) + "…"
 		}
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, lx+24, ly, esc(label))
 	}

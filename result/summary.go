@@ -174,7 +174,7 @@ func (r *Run) WriteFlowsCSV(w io.Writer) error {
 	return bw.Flush()
 }
 
-// WriteHPCCFct writes per-flow results in HPCC ns-3's fct.txt format (DOMAIN.md §11):
+// WriteHPCCFct writes per-flow results in HPCC ns-3's fct.txt format ([HPCC]):
 // "%08x %08x %u %u %lu %lu %lu %lu" = sip dip sport dport size start_ns fct_ns standalone_fct_ns,
 // where node n's IP is 0x0b000001 + (n << 8). nodeOf maps a host index to its topology node ID
 // (HPCC numbers hosts and switches together). Flows are ordered by finish time as ns-3 writes

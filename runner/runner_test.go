@@ -85,7 +85,7 @@ func TestIncast32(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Per flow: 488 packets of 4096 B and one of 1152 B; each carries 62 B of headers and 20 B
-	// of preamble/IFG on the wire (DOMAIN.md §2).
+	// of preamble/IFG on the wire ([IEEE 802.3]).
 	perFlow := int64(488*(4096+82) + (1152 + 82))
 	bound := (100 * units.Gbps).TransmitTime(units.Size(32 * perFlow))
 	if r.SimTime < bound {

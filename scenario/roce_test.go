@@ -23,7 +23,7 @@ fabric:
 `
 }
 
-// The roce defaults are DOMAIN.md's: VLAN-tagged IPv4 framing (66 B, ACK 70 B, CNP 82 B, RETH
+// The roce defaults (docs/references.md: [IBA] Annex A17, [NVIDIA-RoCE], [ConnectX-DCQCN]): VLAN-tagged IPv4 framing (66 B, ACK 70 B, CNP 82 B, RETH
 // 16 B), netdev 4200 -> RoCE MTU 4096, 8 priorities with data on 3 and CNPs on 6, PFC on 3 with
 // a dynamic threshold, ECN, DCQCN with the ConnectX preset, go-back-N.
 func TestRoCEDefaults(t *testing.T) {

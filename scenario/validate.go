@@ -20,7 +20,7 @@ func unwrapPathErr(err error) string {
 }
 
 // Default link class when a topology leaves it out: 100 Gb/s, 1 us (the foundation's reference
-// runs, DOMAIN.md-independent round numbers).
+// runs, source-independent round numbers).
 var defaultLink = Link{Rate: 100 * units.Gbps, Latency: units.Microsecond}
 
 func (s *Scenario) setLink(path string, l *Link) {

@@ -8,6 +8,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"unsafe"
 
@@ -57,6 +58,8 @@ type Sim struct {
 	// Progress, if set, is called about every ProgressEvery events with the current time.
 	Progress      func(now Time, events uint64)
 	ProgressEvery uint64
+	// ctx, when set by StopOn, is checked at the same points as Progress.
+	ctx context.Context
 }
 
 // New returns an empty simulator at time zero.
@@ -98,6 +101,12 @@ func (s *Sim) Stop(err error) {
 	}
 }
 
+// StopOn makes Run stop, returning context.Cause(ctx), at the first check after ctx is done.
+// The check runs every ProgressEvery events (about a tenth of a second of wall time at the
+// default), on the simulation's own goroutine, so the kernel stays single-threaded and the
+// event loop pays nothing more than the progress counter it already compares.
+func (s *Sim) StopOn(ctx context.Context) { s.ctx = ctx }
+
 // Stopped reports whether Stop was called.
 func (s *Sim) Stopped() bool { return s.stopped }
 
@@ -117,9 +126,14 @@ func (s *Sim) Run(until Time) error {
 		s.events++
 		ev.H.Handle(ev)
 		s.q.release(slot)
-		if s.Progress != nil && s.events >= next {
+		if s.events >= next {
 			next += s.ProgressEvery
-			s.Progress(s.now, s.events)
+			if s.Progress != nil {
+				s.Progress(s.now, s.events)
+			}
+			if s.ctx != nil && s.ctx.Err() != nil {
+				s.Stop(context.Cause(s.ctx))
+			}
 		}
 	}
 	return s.err

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -255,5 +257,39 @@ func TestEventIsHalfACacheLine(t *testing.T) {
 	}
 	if s := unsafe.Sizeof(Event{}); s != 32 {
 		t.Fatalf("Event is %d bytes, want 32", s)
+	}
+}
+
+// cancelAt cancels a context when it has run n events, then keeps rescheduling itself.
+type cancelAt struct {
+	s      *Sim
+	n, at  int
+	cancel func()
+}
+
+func (c *cancelAt) Handle(ev *Event) {
+	c.n++
+	if c.n == c.at {
+		c.cancel()
+	}
+	c.s.After(1, c, 0, 0, nil)
+}
+
+// TestStopOn: a run whose context is cancelled at event 1000 stops at the next check, which
+// comes every ProgressEvery (256) events: after event 1024, with the context's error.
+func TestStopOn(t *testing.T) {
+	s := New()
+	s.ProgressEvery = 256
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &cancelAt{s: s, at: 1000, cancel: cancel}
+	s.Schedule(0, c, 0, 0, nil)
+	s.StopOn(ctx)
+	err := s.Run(units.MaxTime)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+	if s.Events() != 1024 {
+		t.Errorf("stopped after %d events, want 1024 (the first check after the cancel)", s.Events())
 	}
 }

@@ -240,7 +240,7 @@ func (o *cmdOptions) run(cmd *cobra.Command, sweepPath string, newEngine func() 
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted after %d runs finished (%d before); run the same command again to resume", sum.OK+sum.Failed, sum.Skipped)
+			return fmt.Errorf("%w after %d runs finished (%d before); run the same command again to resume", ErrInterrupted, sum.OK+sum.Failed, sum.Skipped)
 		}
 		return err
 	}
@@ -353,6 +353,9 @@ func (o *cmdOptions) runSlurm(ctx context.Context, cmd *cobra.Command, stdout, s
 	}
 	t, err := RunSlurm(ctx, s, runs, so)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w; the array's finished runs are kept: run the same command again to resume", ErrInterrupted)
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "sweep %s: %d runs on Slurm, %d failed; results in %s and %s\n", s.Name, len(runs), t.Failed(), filepath.Join(o.out, "results.csv"), filepath.Join(o.out, "results.parquet"))

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -29,6 +30,10 @@ func (e *Error) Error() string {
 func errorf(file string, line int, format string, args ...any) *Error {
 	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
+
+// ErrInterrupted is wrapped by the command's error when SIGINT or SIGTERM stopped the sweep
+// (the fabricsim command exits 130 for it); finished runs stay committed.
+var ErrInterrupted = errors.New("interrupted")
 
 // ErrorList is several input errors found at once; it prints one per line.
 type ErrorList []error

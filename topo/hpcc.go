@@ -17,7 +17,7 @@ const MaxImportNodes = 1 << 22
 const hpccTopoFormat = "line 1 `<nodes> <switches> <links>`, line 2 the switch node ids, then one `<a> <b> <rate> <delay> <error_rate>` line per link"
 
 // ImportHPCC reads an HPCC ns-3 topology file (alibaba-edu/High-Precision-Congestion-Control
-// mix/topology.txt; also read by the ns-3 backends of SimAI and ASTRA-sim; DOMAIN.md §11):
+// mix/topology.txt; also read by the ns-3 backends of SimAI and ASTRA-sim; [HPCC]):
 //
 //	<nodes> <switches> <links>
 //	<switch id> ...                       (the <switches> switch node ids)

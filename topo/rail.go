@@ -9,12 +9,12 @@ import (
 // no route exists between hosts on different leaves. A scenario's explicit "spines: 0" maps here.
 const NoSpines = -1
 
-// RailSpec describes a rail-optimized GPU cluster (DOMAIN.md §8): NIC i of every server connects
+// RailSpec describes a rail-optimized GPU cluster ([H100] servers): NIC i of every server connects
 // to a leaf switch of rail i, and spines join the leaves.
 type RailSpec struct {
 	Servers int
 	// NICsPerServer is the number of rails (one compute NIC per GPU); 0 means 8 (HGX/DGX
-	// H100/H200: 8 x ConnectX-7 400G, DOMAIN.md §8).
+	// H100/H200: 8 x ConnectX-7 400G, [H100]).
 	NICsPerServer int
 	NIC           LinkSpec // NIC <-> rail leaf
 	// Radix is the number of ports per switch; 0 means 64 (a QM9700-class 64 x 400G switch).

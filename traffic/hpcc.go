@@ -16,7 +16,7 @@ const hpccQueues = 8
 const hpccFlowFormat = "`<src> <dst> <priority> <dport> <size_bytes> <start_s>`"
 
 // ImportHPCCFlows reads an HPCC ns-3 flow file (alibaba-edu/High-Precision-Congestion-Control
-// mix/flow.txt; DOMAIN.md §11):
+// mix/flow.txt; [HPCC]):
 //
 //	<flows>
 //	<src> <dst> <priority> <dport> <size_bytes> <start_s>   (<flows> lines, e.g. "2 1 3 100 200000000 2")

@@ -37,7 +37,7 @@ const (
 	// DefaultLayersPerBlock groups 4 layers into one compute op and one collective op per TP
 	// group and phase: Llama-3-8B on 64 GPUs then has about 10.5k ops (1 is per-layer fidelity).
 	DefaultLayersPerBlock = 4
-	// DefaultGPUsPerServer is an HGX/DGX H100 server (docs/DOMAIN.md §8).
+	// DefaultGPUsPerServer is an HGX/DGX H100 server ([H100]).
 	DefaultGPUsPerServer = 8
 	// DefaultOptimizerBytesPerParam is the HBM traffic of one mixed-precision Adam update per
 	// parameter (est.): read fp32 master, momentum, variance (12 B) and the gradient (4 B), write

@@ -35,7 +35,7 @@ func (k OpKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Op is one step of a GPU's work or one collective among GPUs.
 //
-// Bytes follows the nccl-tests "size" convention (docs/DOMAIN.md §7): all-reduce, the buffer
+// Bytes follows the nccl-tests "size" convention ([nccl-tests] doc/PERFORMANCE.md): all-reduce, the buffer
 // each rank holds (S); all-gather, the gathered output each rank ends with (n shards);
 // reduce-scatter, the input each rank starts with (n shards); all-to-all, the whole send
 // buffer of each rank (n pieces, its own included); send-recv, the message from Ranks[0] to

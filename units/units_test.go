@@ -14,7 +14,7 @@ func TestParseRate(t *testing.T) {
 		{"400G", 400 * Gbps},
 		{"1.6Tbps", 1600 * Gbps},
 		{"25Gb/s", 25 * Gbps},
-		// IB EDR lane signalling rate, DOMAIN.md §2.
+		// IB EDR lane signalling rate, [IBA-Vol2].
 		{"25.78125Gbps", 25781250000},
 		{" 10 Mbps ", 10 * Mbps},
 		{"1bps", 1},
@@ -114,7 +114,7 @@ func TestTransmitTime(t *testing.T) {
 	if got := (100 * Gbps).TransmitTime(1); got != 80 {
 		t.Errorf("1 B at 100G = %d ps, want 80", got)
 	}
-	// 4178 B (4096 payload + 62 header + 20 L1, DOMAIN.md §2) at 400G = 83.56 ns.
+	// 4178 B (4096 payload + 62 header + 20 L1, [IEEE 802.3]) at 400G = 83.56 ns.
 	if got := (400 * Gbps).TransmitTime(4178); got != 83560 {
 		t.Errorf("4178 B at 400G = %d ps, want 83560", got)
 	}

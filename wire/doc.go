@@ -22,7 +22,7 @@
 //
 // Field layouts follow IBA Vol. 1 (LRH §7.7, GRH §8.3, BTH and extension
 // headers §9.2-9.3, opcodes Table 38), RoCEv2 annex A17, IEEE 802.1Q and
-// 802.1Qbb, RFC 791/768/8200; DOMAIN.md §2 and §10 summarise them.
+// 802.1Qbb, RFC 791/768/8200; docs/references.md lists them.
 //
 // # CRCs
 //

@@ -21,7 +21,7 @@ const (
 	FCSLen            = 4  // CRC-32 frame check sequence
 	MinFrameLen       = 64 // including FCS
 	// EthernetL1Overhead is preamble 7 + SFD 1 + inter-frame gap 12: bytes on
-	// the wire per frame that are not part of the frame (DOMAIN.md §2).
+	// the wire per frame that are not part of the frame ([IEEE 802.3]).
 	EthernetL1Overhead = 20
 )
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Golden layouts: every field set to a distinct value and the bytes worked
-// out by hand from the bit layouts of DOMAIN.md §10 / IBA Vol. 1 §7.7, §8.3,
+// out by hand from the bit layouts of [IBA] Vol. 1 §7.7, §8.3,
 // §9.2-9.3, RFC 791, RFC 8200, RFC 768 and IEEE 802.1Q.
 func TestHeaderGoldenLayouts(t *testing.T) {
 	cases := []struct {

@@ -170,7 +170,7 @@ func decodeIB(pkt []byte, truncated bool) (p IBPacket, info ibInfo, err error) {
 	return p, info, nil
 }
 
-// IB link flow-control packet (IBA Vol. 1 §7.9.4; DOMAIN.md §3): 6 bytes,
+// IB link flow-control packet ([IBA] Vol. 1 §7.9.4): 6 bytes,
 // Op4 FCTBS12 | VL4 FCCL12 | LPCRC16. FCTBS counts 64-byte blocks sent on
 // the VL (mod 4096); FCCL is the credit limit the receiver grants.
 const IBFlowControlLen = 6

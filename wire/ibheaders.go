@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// InfiniBand header sizes (IBA Vol. 1 §9.2-9.3; DOMAIN.md §2, §10).
+// InfiniBand header sizes ([IBA] Vol. 1 §9.2-9.3).
 const (
 	LRHLen   = 8
 	GRHLen   = 40
@@ -134,7 +134,7 @@ func OpName(op uint8) string {
 	return fmt.Sprintf("opcode 0x%02x", op)
 }
 
-// BTH is the base transport header, 12 bytes (IBA Vol. 1 §9.2; DOMAIN.md §10):
+// BTH is the base transport header, 12 bytes ([IBA] Vol. 1 §9.2):
 // OpCode8 | SE1 M1 PadCnt2 TVer4 | P_Key16 | FECN1 BECN1 resv6 | DestQP24 |
 // AckReq1 resv7 | PSN24. Reserved bits are sent as zero and ignored on decode.
 type BTH struct {
@@ -234,7 +234,7 @@ type AETH struct {
 // AETH syndrome values.
 const (
 	AETHAck          uint8 = 0x1F // ACK, credit count "invalid" (no end-to-end credits)
-	AETHNakPSNSeqErr uint8 = 0x60 // NAK: PSN sequence error -> go-back-N (DOMAIN.md §6)
+	AETHNakPSNSeqErr uint8 = 0x60 // NAK: PSN sequence error -> go-back-N ([IBA] Vol. 1 §9.7)
 	aethKindMask     uint8 = 0x60
 	aethKindAck      uint8 = 0x00
 	aethKindRNRNak   uint8 = 0x20
@@ -293,7 +293,7 @@ const (
 	LNHGlobal  uint8 = 3 // GRH follows (IBA global)
 )
 
-// LRH is the local route header, 8 bytes (IBA Vol. 1 §7.7; DOMAIN.md §10):
+// LRH is the local route header, 8 bytes ([IBA] Vol. 1 §7.7):
 // VL4 LVer4 | SL4 rsv2 LNH2 | DLID16 | rsv5 PktLen11 | SLID16.
 // PktLen counts 4-byte words from the first byte of the LRH to the last byte
 // of the ICRC (the VCRC is not counted).
@@ -332,7 +332,7 @@ func DecodeLRH(b []byte) (LRH, []byte, error) {
 const GRHNextHeaderIBA uint8 = 0x1B
 
 // GRH is the global route header, 40 bytes, laid out like IPv6 (IBA Vol. 1
-// §8.3; DOMAIN.md §10): IPVer4 TClass8 FlowLabel20 PayLen16 NxtHdr8 HopLmt8
+// §8.3): IPVer4 TClass8 FlowLabel20 PayLen16 NxtHdr8 HopLmt8
 // SGID128 DGID128. PayLen counts bytes from the BTH to the ICRC inclusive.
 type GRH struct {
 	IPVer     uint8 // 4 bits, 6

@@ -309,7 +309,7 @@ func TestPFCRoundTrip(t *testing.T) {
 
 func TestPauseDuration(t *testing.T) {
 	// One quantum = 512 bit times: 1.28 ns at 400 Gb/s; 65535 quanta =
-	// 83.886 us (DOMAIN.md §4).
+	// 83.886 us ([IEEE 802.3] Annex 31B).
 	if got := PauseDurationPS(1, 400e9); got != 1280 {
 		t.Errorf("1 quantum at 400G = %d ps, want 1280", got)
 	}
@@ -324,7 +324,7 @@ func TestPauseDuration(t *testing.T) {
 	}
 }
 
-// TestSizes checks the overhead numbers against DOMAIN.md §2.
+// TestSizes checks the overhead numbers against [IEEE 802.3], [RFC 791], [RFC 768] and [IBA] Annex A17.
 func TestSizes(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -352,7 +352,7 @@ func TestSizes(t *testing.T) {
 		}
 	}
 	// Efficiency with the 20-byte L1 overhead: 98.0 % at 4096 B, 92.6 % at
-	// 1024 B (DOMAIN.md §2).
+	// 1024 B ([IBA] Annex A17).
 	for _, c := range []struct {
 		n    int
 		want float64

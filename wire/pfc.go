@@ -11,7 +11,7 @@ import (
 // to the reserved multicast 01-80-C2-00-00-01, EtherType 0x8808, opcode
 // 0x0101, a 16-bit class-enable vector whose low 8 bits are the priorities,
 // then eight 16-bit pause times in quanta of 512 bit times, zero-padded to the
-// 64-byte minimum frame (DOMAIN.md §4).
+// 64-byte minimum frame ([IEEE 802.1Q], [IEEE 802.3]).
 var PFCDestination = MAC{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01}
 
 // MAC Control opcodes (IEEE 802.3 Annex 31A).
@@ -101,7 +101,7 @@ func decodePFC(frame []byte, truncated bool) (p PFCPause, fcs bool, err error) {
 
 // PauseDurationPS converts a pause time in quanta to picoseconds at a link
 // rate in bits per second (rounded down): quanta x 512 bit times. 65535
-// quanta at 400 Gb/s = 83.886 us (DOMAIN.md §4).
+// quanta at 400 Gb/s = 83.886 us ([IEEE 802.3] Annex 31B).
 func PauseDurationPS(quanta uint16, bitsPerSecond uint64) int64 {
 	if bitsPerSecond == 0 {
 		return 0

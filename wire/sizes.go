@@ -6,7 +6,7 @@ package wire
 
 // RoCEv2Overhead is what a RoCEv2 frame adds to its payload: Ethernet header
 // 14 (+4 with an 802.1Q tag), IPv4 20 or IPv6 40, UDP 8, BTH 12, ICRC 4 and
-// FCS 4. IPv4 without VLAN: 62 bytes (DOMAIN.md §2). Extension headers, pad
+// FCS 4. IPv4 without VLAN: 62 bytes ([IBA] Annex A17). Extension headers, pad
 // and the 20-byte L1 overhead (EthernetL1Overhead) are not included.
 func RoCEv2Overhead(ipv6, vlan bool) int {
 	n := EthernetHeaderLen + IPv4HeaderLen + UDPHeaderLen + BTHLen + ICRCLen + FCSLen
@@ -33,14 +33,14 @@ func RoCEv2FrameLen(op uint8, payloadLen int, ipv6, vlan bool) int {
 
 // RoCEv2WireLen is RoCEv2FrameLen plus preamble, SFD and inter-frame gap:
 // the bytes of link time one packet takes. 4096 B payload, IPv4, RDMA WRITE
-// Middle: 4178 (DOMAIN.md §2, 98.0 % efficiency).
+// Middle: 4178 (98.0 % efficiency).
 func RoCEv2WireLen(op uint8, payloadLen int, ipv6, vlan bool) int {
 	return RoCEv2FrameLen(op, payloadLen, ipv6, vlan) + EthernetL1Overhead
 }
 
 // IBOverhead is what a native InfiniBand packet adds to its payload: LRH 8
 // (+ GRH 40 if routed), BTH 12, ICRC 4, VCRC 2 = 26 (66 with GRH)
-// (DOMAIN.md §2). IB has no preamble or inter-frame gap.
+// ([IEEE 802.3]). IB has no preamble or inter-frame gap.
 func IBOverhead(grh bool) int {
 	n := LRHLen + BTHLen + ICRCLen + VCRCLen
 	if grh {
@@ -57,7 +57,7 @@ func IBPacketLen(op uint8, payloadLen int, grh bool) int {
 }
 
 // RoCEMTU is the RoCE path MTU for a netdev MTU: the largest IB MTU
-// (256..4096) not above netdev MTU - 96 (DOMAIN.md §2), 0 if none fits.
+// (256..4096) not above netdev MTU - 96 ([IBA] Annex A17), 0 if none fits.
 func RoCEMTU(netdevMTU int) int {
 	for _, m := range []int{4096, 2048, 1024, 512, 256} {
 		if m <= netdevMTU-96 {

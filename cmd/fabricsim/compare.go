@@ -1,16 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/compare"
@@ -30,7 +27,7 @@ type compareFlags struct {
 	seed     uint64
 	prices   string
 	fidelity string
-	quiet    bool
+	progress progressFlags
 }
 
 func newCompareCmd() *cobra.Command {
@@ -46,7 +43,11 @@ stalls, network cost, cost per GPU, and the time and cost to train the scenario'
 
 With no argument it runs the built-in ` + DefaultCompare + ` (Llama-3-8B on 64 H100s). It writes
 DIR/compare.json (every number and the scenario) and DIR/report.html (self-contained charts).
-See docs/compare.md for the scenario format and what is simulated at packet level.`,
+See docs/compare.md for the scenario format and what is simulated at packet level.
+
+Progress goes to stderr: a bar on a terminal, a line every few seconds otherwise (--quiet: none).
+Ctrl-C (or SIGTERM) stops the simulations, prints and writes the finished variants and steps,
+marks the rest unfinished, and exits with status 130.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runCompare(c, args, &f)
@@ -59,7 +60,7 @@ See docs/compare.md for the scenario format and what is simulated at packet leve
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (step k runs with seed + 7919 k)")
 	c.Flags().StringVar(&f.prices, "prices", "", "price catalogue merged over the built-in one (format: docs/cost.md); overrides the scenario's cost.catalogue")
 	c.Flags().StringVar(&f.fidelity, "fidelity", "", "auto, full (whole steps) or classes (collective classes one by one); default: the scenario's")
-	c.Flags().BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	f.progress.add(c)
 	return c
 }
 
@@ -117,46 +118,33 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 			}
 		}
 	}
-	errw := c.ErrOrStderr()
-	var bar *progressbar.ProgressBar
-	if ef, ok := errw.(*os.File); ok && !f.quiet && term.IsTerminal(int(ef.Fd())) {
-		opt.Progress = func(done, total int) {
-			if bar == nil {
-				bar = progressbar.NewOptions(total,
-					progressbar.OptionSetWriter(errw),
-					progressbar.OptionSetDescription("compare "+s.Name),
-					progressbar.OptionShowCount(),
-					progressbar.OptionSetPredictTime(true),
-					progressbar.OptionSetElapsedTime(true),
-					progressbar.OptionThrottle(100*time.Millisecond),
-					progressbar.OptionShowDescriptionAtLineEnd(),
-					progressbar.OptionClearOnFinish(),
-				)
-			}
-			_ = bar.Set(done)
-		}
-	}
 	if f.out != "" {
 		if err := outpath.Dir("--out", f.out); err != nil { // before simulating, not after
 			return usageErr(err)
 		}
 	}
-	res, err := compare.Run(s, opt)
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	ctx, stop := interruptible(c)
+	defer stop()
+	meter := f.progress.meter(c, "compare", "simulations")
+	opt.Progress = meter.Set
+	res, err := compare.Run(ctx, s, opt)
+	meter.Stop()
+	var stopped error
 	if err != nil {
-		if _, ok := err.(*compare.Error); ok {
+		if errors.Is(err, compare.ErrInterrupted) && res != nil {
+			stopped = interrupted("compare %v; the table and files hold the finished steps", err)
+		} else if _, ok := err.(*compare.Error); ok {
 			return usageErr(err)
+		} else {
+			return failureErr(err)
 		}
-		return failureErr(err)
 	}
 	out := c.OutOrStdout()
 	if err := res.WriteTable(out); err != nil {
 		return failureErr(err)
 	}
 	if f.out == "" {
-		return nil
+		return stopped
 	}
 	for _, o := range []struct {
 		name  string
@@ -168,5 +156,5 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 		}
 	}
 	fmt.Fprintf(out, "\nwrote %s, %s and %s (%.1f s)\n", filepath.Join(f.out, "compare.json"), filepath.Join(f.out, "report.html"), filepath.Join(f.out, "timing.json"), res.WallSeconds)
-	return nil
+	return stopped
 }

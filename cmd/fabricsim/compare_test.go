@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -85,7 +86,7 @@ func BenchmarkCompareDefault(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := compare.Run(s, compare.Options{})
+		r, err := compare.Run(context.Background(), s, compare.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

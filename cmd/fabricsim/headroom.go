@@ -24,7 +24,7 @@ func newHeadroomCmd() *cobra.Command {
 		Use:   "headroom --rate 400G --cable 100m --mtu 4096",
 		Short: "PFC headroom and XOFF/XON advice for one link, every term of the formula shown",
 		Long: `Headroom is the buffer a lossless priority needs at an ingress port for the bytes that still
-arrive after it sends PAUSE. It is computed two ways (DOMAIN.md §4): NVIDIA's mlx5 driver formula
+arrive after it sends PAUSE. It is computed two ways (docs/references.md): NVIDIA's mlx5 driver formula
 xoff_bytes = (301 + 2.16 x cable_m) x speed_Gbps + 2.72 x MTU, and the IEEE 802.1Qbb-style
 breakdown (cable round trip + both ends' response delays) x rate + two max frames + the PAUSE
 frame. With --buffer and --ports it also says how much shared buffer the reservation leaves.`,
@@ -89,7 +89,7 @@ func runHeadroom(w io.Writer, f *headroomFlags) error {
 	fmt.Fprintf(w, "Advice\n")
 	fmt.Fprintf(w, "  headroom        reserve at least %d B per port and lossless priority (fabric.pfc_headroom: %dB)\n", need, need)
 	fmt.Fprintf(w, "  XON             resume at least 2 frames (%d B) below XOFF so a resumed sender does not re-pause at once (fabric.pfc_xon_offset)\n", 2*f.mtu)
-	fmt.Fprintf(w, "  XOFF            set ECN Kmax below XOFF so that DCQCN reacts before PFC pauses (DOMAIN.md §4)\n")
+	fmt.Fprintf(w, "  XOFF            set ECN Kmax below XOFF so that DCQCN reacts before PFC pauses (Zhu et al. SIGCOMM'15, Guo et al. SIGCOMM'16; docs/references.md)\n")
 	if f.buffer != "" {
 		buf, err := units.ParseSize(f.buffer)
 		if err != nil || buf <= 0 {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// DOMAIN.md §4: the mlx5 formula at 400G, 7 m, MTU 4200 gives about 138 KB (137,872 B).
+// [mlx5-headroom]: the mlx5 formula at 400G, 7 m, MTU 4200 gives about 138 KB (137,872 B).
 func TestHeadroomCommand(t *testing.T) {
 	code, out := run(t, "headroom", "--rate", "400G", "--cable", "7m", "--mtu", "4200")
 	if code != 0 {

@@ -37,8 +37,7 @@ func TestVersion(t *testing.T) {
 
 func TestRunWritesOutputs(t *testing.T) {
 	dir := t.TempDir()
-	scen := filepath.Join(dir, "s.yaml")
-	os.WriteFile(scen, []byte("name: small\ntopology: {kind: fat-tree, k: 4}\ntraffic: {kind: permutation, size: 100KB}\n"), 0o644)
+	scen := writeSmallRun(t, dir)
 	fct := filepath.Join(dir, "fct.txt")
 	code, out := run(t, "run", scen, "--out", filepath.Join(dir, "out"), "--check", "--hpcc-fct", fct)
 	if code != 0 {
@@ -88,6 +87,16 @@ func TestRunWritesOutputs(t *testing.T) {
 	if !strings.HasPrefix(string(f), "0b0") {
 		t.Errorf("fct.txt line does not start with an HPCC IP: %q", string(f)[:20])
 	}
+}
+
+// writeSmallRun writes a run scenario of 16 flows of 100 KB on a k=4 fat tree into dir.
+func writeSmallRun(t *testing.T, dir string) string {
+	t.Helper()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("name: small\ntopology: {kind: fat-tree, k: 4}\ntraffic: {kind: permutation, size: 100KB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return scen
 }
 
 func TestBadInputExitsTwo(t *testing.T) {

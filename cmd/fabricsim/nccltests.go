@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -19,6 +20,7 @@ import (
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/internal/progress"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/nccl"
 	"github.com/fabricsim/fabricsim/nccltests"
@@ -54,6 +56,10 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
                         Merged runs are labelled: their busbw can differ from real packets by
                         several per cent (docs/gpu.md)
   --radix R, --oversubscription X, --spines S   rail-optimized network shape
+  --quiet               print no progress on stderr (default: a bar on a terminal, otherwise
+                        a line every few seconds)
+
+Ctrl-C (or SIGTERM) stops the run, prints the rows that finished and exits with status 130.
 `
 
 // ncclFlags are the fabricsim-side options of the nccl-tests command.
@@ -74,6 +80,8 @@ type ncclFlags struct {
 	radix       int
 	oversub     float64
 	spines      int
+	quiet       bool
+	every       time.Duration
 	set         map[string]bool
 }
 
@@ -84,14 +92,16 @@ func newNCCLTestsCmd() *cobra.Command {
 		Long:               ncclTestsHelp,
 		DisableFlagParsing: true,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runNCCLTests(args, c.OutOrStdout(), c.ErrOrStderr())
+			ctx, stop := interruptible(c)
+			defer stop()
+			return runNCCLTests(ctx, args, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 }
 
 // splitNCCLArgs separates fabricsim's long options from nccl-tests' command line.
 func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
-	f := &ncclFlags{backend: backend.Packet, dataPath: "gpudirect", server: "h100", set: map[string]bool{}}
+	f := &ncclFlags{backend: backend.Packet, dataPath: "gpudirect", server: "h100", every: progress.DefaultEvery, set: map[string]bool{}}
 	var rest []string
 	type opt struct {
 		set func(v string) error
@@ -147,6 +157,14 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 			f.chunk = s
 			return nil
 		}},
+		"progress-every": {func(v string) error { // hidden, as on the other commands
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("--progress-every %q: want a duration such as 5s", v)
+			}
+			f.every = d
+			return nil
+		}},
 		"oversubscription": {func(v string) error {
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(x > 0) {
@@ -160,6 +178,10 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 		a := args[i]
 		if a == "--pxn" {
 			f.pxn = true
+			continue
+		}
+		if a == "--quiet" {
+			f.quiet = true
 			continue
 		}
 		if !strings.HasPrefix(a, "--") {
@@ -187,7 +209,7 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 	return f, rest, nil
 }
 
-func runNCCLTests(args []string, stdout, stderr io.Writer) error {
+func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, rest, err := splitNCCLArgs(args)
 	if err != nil {
 		return usageErr(err)
@@ -310,7 +332,7 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 		if dg, err = datapath.Apply(g, cl, mode); err != nil {
 			return 0, err
 		}
-		res, err := cl.Run(context.Background(), dg, cluster.RunOptions{Backend: f.backend, Fabric: cfg, PacketScale: f.packetScale})
+		res, err := cl.Run(ctx, dg, cluster.RunOptions{Backend: f.backend, Fabric: cfg, PacketScale: f.packetScale})
 		if err != nil {
 			return 0, err
 		}
@@ -324,23 +346,35 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "fabricsim: %d x %s server (%d GPUs, %d NICs at %v), %s fabric, %s backend, %s data path, network %s\n",
 		nodes, srv.Name, G, cl.Server.NICs, cl.Server.NICRate, cfg.Kind, f.backend, mode, cl.Graph.Name)
-	nc := nccltests.Config{Procs: procs, ProcsPerHost: procs / nodes, GPUName: srv.GPUName}
+	meter := progress.Start(stderr, progress.Options{Label: "nccl-tests", Unit: "rows", Quiet: f.quiet, Every: f.every})
+	nc := nccltests.Config{Procs: procs, ProcsPerHost: procs / nodes, GPUName: srv.GPUName, Progress: meter.Set}
 	rep, err := nc.Measure(o, runner)
+	meter.Stop()
+	var stopped error
 	if err != nil {
 		var ue *nccltests.UsageError
-		if errors.As(err, &ue) {
+		switch {
+		case errors.As(err, &ue):
 			return usageErr(err)
+		case ctx.Err() != nil && rep != nil:
+			stopped = interrupted("nccl-tests interrupted: %d of %d rows finished", len(rep.Rows), rep.RowsPlanned)
+		default:
+			return failureErr(err)
 		}
-		return failureErr(err)
 	}
 	if o.JSON {
-		return rep.WriteJSON(stdout)
+		err = rep.WriteJSON(stdout)
+	} else {
+		if len(merged) > 0 {
+			// Label merged results where they are kept, not only on stderr.
+			fmt.Fprintf(stdout, "# fabricsim: packets merged (--packet-scale): %s; busbw may differ from real packets by several per cent (docs/gpu.md)\n", strings.Join(merged, ", "))
+		}
+		err = nc.WriteTable(stdout, rep)
 	}
-	if len(merged) > 0 {
-		// Label merged results where they are kept, not only on stderr.
-		fmt.Fprintf(stdout, "# fabricsim: packets merged (--packet-scale): %s; busbw may differ from real packets by several per cent (docs/gpu.md)\n", strings.Join(merged, ", "))
+	if err != nil {
+		return failureErr(err)
 	}
-	return nc.WriteTable(stdout, rep)
+	return stopped
 }
 
 // ncclFabric returns the packet backend's configuration and, when the cluster file has a

@@ -23,10 +23,15 @@ func printRoCE(w io.Writer, res *result.Run) {
 	if _, ok := c["ecn_marks"]; ok {
 		fmt.Fprintf(w, "  ecn       %.0f CE marks, %.0f CNPs, %.0f DCQCN rate cuts\n", c["ecn_marks"], c["cnps_sent"], c["dcqcn_rate_decreases"])
 	}
-	if len(res.Ports) == 0 {
+	var ports []result.PortCounters // the PFC and ECN rows (InfiniBand's carry credit stalls only)
+	for _, p := range res.Ports {
+		if p.PausesSent|p.ResumesSent|p.PausesReceived|p.ECNMarks|p.HeadroomDrops != 0 || p.PausedNs != 0 {
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) == 0 {
 		return
 	}
-	ports := append([]result.PortCounters(nil), res.Ports...)
 	sort.SliceStable(ports, func(i, j int) bool { return ports[i].PausedNs > ports[j].PausedNs })
 	fmt.Fprintf(w, "  ports     %-28s %4s %8s %8s %8s %12s %8s\n", "most paused", "prio", "sent", "xon", "rcvd", "paused", "marks")
 	for _, p := range ports[:min(5, len(ports))] {

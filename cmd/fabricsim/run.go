@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
@@ -36,15 +32,16 @@ func loadScenario(args []string) (*scenario.Scenario, error) {
 }
 
 type runFlags struct {
-	backend string
-	out     string
-	seed    uint64
-	check   bool
-	json    bool
-	hpccFct string
-	pcap    runner.PcapOptions
-	series  string
-	every   string
+	backend  string
+	out      string
+	seed     uint64
+	check    bool
+	json     bool
+	hpccFct  string
+	pcap     runner.PcapOptions
+	series   string
+	every    string
+	progress progressFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -56,17 +53,19 @@ func newRunCmd() *cobra.Command {
 with --backend analytic on the max-min fluid model (seconds for any size, no queues, no loss and
 none of the fabric's flow or congestion control).
 
-With --out DIR it writes DIR/summary.json and DIR/flows.csv (the same bytes for the same
-scenario and seed) and DIR/timing.json (the host time the run took). With --check the simulator checks
+With --out DIR it writes DIR/summary.json, DIR/flows.csv and DIR/ports.csv (the same bytes for the
+same scenario and seed) and DIR/timing.json (the host time the run took). With --check the simulator checks
 its invariants while it runs (bytes conserved, buffers never above their size, no byte delivered
-twice) and stops at the first violation. Ctrl-C stops the run and still writes what finished.`,
+twice) and stops at the first violation. Progress goes to stderr: a bar on a terminal, a line
+every few seconds otherwise (--quiet: none). Ctrl-C (or SIGTERM) stops the run, still writes
+and prints what finished, and exits with status 130.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runScenario(c, args, &f)
 		},
 	}
 	c.Flags().StringVar(&f.backend, "backend", "", "packet or analytic (default: the scenario's, packet)")
-	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv (ports.csv) and timing.json into this directory")
+	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv, ports.csv and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
 	c.Flags().BoolVar(&f.json, "json", false, "print summary.json to stdout instead of the text summary")
@@ -77,6 +76,7 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
 	c.Flags().StringVar(&f.series, "series", "", "write sampled queue depths and flow rates as CSV to this file (time_ns,kind,name,prio,value)")
 	c.Flags().StringVar(&f.every, "series-every", "10us", "sampling period of --series")
+	f.progress.add(c)
 	return c
 }
 
@@ -133,29 +133,27 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	} else if c.Flags().Changed("series-every") {
 		return usageErr(fmt.Errorf("--series-every needs --series FILE"))
 	}
-	var stop atomic.Bool
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-	go func() {
-		if _, ok := <-sig; ok {
-			stop.Store(true)
-		}
-	}()
-	stderr := c.ErrOrStderr()
-	tty := isTerminal(stderr)
-	lastDraw := time.Now()
+	ctx, stop := interruptible(c)
+	defer stop()
+	meter := f.progress.meter(c, "run", "messages")
 	opt.Progress = func(now units.Time, done, total int) bool {
-		if tty && time.Since(lastDraw) > 200*time.Millisecond {
-			lastDraw = time.Now()
-			fmt.Fprintf(stderr, "\r%s  %d/%d messages  t=%v   ", bar(done, total, 30), done, total, now)
-		}
-		return !stop.Load()
+		meter.Note("t=" + now.String() + " simulated")
+		meter.Set(done, total)
+		return ctx.Err() == nil
 	}
 	res, built, err := runner.Run(s, opt)
-	if tty {
-		fmt.Fprint(stderr, "\r\033[K")
+	if res != nil {
+		// The engine reports every 2^18 events; the last report is where the run ended.
+		done := 0
+		for i := range res.Messages {
+			if res.Messages[i].Done() {
+				done++
+			}
+		}
+		meter.Note("t=" + res.EndTime.String() + " simulated")
+		meter.Set(done, len(res.Messages))
 	}
+	meter.Stop()
 	if res == nil {
 		return usageErr(err)
 	}
@@ -182,38 +180,17 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	if opt.Pcap != nil {
 		w := c.OutOrStdout()
 		if f.json {
-			w = stderr // stdout is summary.json
+			w = c.ErrOrStderr() // stdout is summary.json
 		}
 		printPcap(w, built.Fabric.Kind, opt.Pcap)
 	}
 	if err != nil {
 		if errors.Is(err, runner.ErrInterrupted) {
-			return &exitError{exitInterrupted, fmt.Errorf("interrupted at %v simulated; partial results written", res.EndTime)}
+			return interrupted("interrupted at %v simulated; partial results written", res.EndTime)
 		}
 		return failureErr(err)
 	}
 	return nil
-}
-
-func bar(done, total, width int) string {
-	if total == 0 {
-		total = 1
-	}
-	n := done * width / total
-	b := make([]byte, width)
-	for i := range b {
-		if i < n {
-			b[i] = '#'
-		} else {
-			b[i] = '.'
-		}
-	}
-	return "[" + string(b) + "]"
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // outputMode is the permission of every file fabricsim writes: readable by all, as a file
@@ -253,10 +230,8 @@ func writeOutputs(dir string, res *result.Run) error {
 	if err := writeFile(filepath.Join(dir, "flows.csv"), res.WriteFlowsCSV); err != nil {
 		return err
 	}
-	if len(res.Ports) > 0 {
-		if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
-			return err
-		}
+	if err := writeFile(filepath.Join(dir, "ports.csv"), res.WritePortsCSV); err != nil {
+		return err
 	}
 	if err := writeFile(filepath.Join(dir, "timing.json"), func(w io.Writer) error { return res.Timing().WriteJSON(w) }); err != nil {
 		return err

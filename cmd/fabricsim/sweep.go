@@ -11,7 +11,7 @@ import (
 
 // newSweepCmd mounts the sweep command with the packet backend as its engine. A bad sweep file
 // (or a run the sweep rejects before starting) is a usage error; a sweep with failed runs is a
-// failure.
+// failure; a sweep stopped by SIGINT or SIGTERM exits 130 (its finished runs are committed).
 func newSweepCmd() *cobra.Command {
 	c := sweep.NewCommand(func() sweep.Engine { return runner.SweepEngine{} })
 	inner := c.RunE
@@ -22,8 +22,11 @@ func newSweepCmd() *cobra.Command {
 		}
 		var se *sweep.Error
 		var sl sweep.ErrorList
-		if errors.As(err, &se) || errors.As(err, &sl) {
+		switch {
+		case errors.As(err, &se) || errors.As(err, &sl):
 			return usageErr(err)
+		case errors.Is(err, sweep.ErrInterrupted):
+			return &exitError{exitInterrupted, err}
 		}
 		return failureErr(err)
 	}

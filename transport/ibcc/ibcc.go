@@ -32,7 +32,7 @@ type Params struct {
 
 // LinearTable returns a CCT of n entries whose entry i is i x step (est.: the annex encodes each
 // entry as a 14-bit multiplier and 2-bit shift of an implementation-defined unit; a linear ramp
-// is the common choice, DOMAIN.md §3).
+// is the common choice, [IBA] Annex A10, est.).
 func LinearTable(n int, step units.Time) []units.Time {
 	t := make([]units.Time, n)
 	for i := range t {

@@ -5,7 +5,7 @@
 // sent, a timer fired, the time now) and applies what they return (a new rate, a timer to arm).
 // The switch half (the congestion point, ECN RED marking) lives with the switch model.
 //
-// Every parameter and both presets are from DOMAIN.md §5.
+// Every parameter and both presets are from [DCQCN] and [ConnectX-DCQCN] (docs/references.md).
 package dcqcn
 
 import (
@@ -48,7 +48,7 @@ type Params struct {
 	ClampTarget bool `yaml:"dcqcn_clamp_target"`
 }
 
-// Paper is the DCQCN paper's configuration at 40 Gb/s (DOMAIN.md §5, first column). The paper
+// Paper is the DCQCN paper's configuration at 40 Gb/s ([DCQCN] §3, §5). The paper
 // gives no hyper-increase step or minimum rate: R_HAI takes R_AI x 5 (est.) and the minimum rate
 // the ConnectX 1 Mb/s.
 func Paper() Params {
@@ -61,7 +61,7 @@ func Paper() Params {
 	}
 }
 
-// ConnectX is the ConnectX firmware default (DOMAIN.md §5, second column): g = (1024-1019)/1024,
+// ConnectX is the ConnectX firmware default ([ConnectX-DCQCN]): g = (1024-1019)/1024,
 // K 1 us, alpha 1023/1024, T 300 us (rpg_time_reset), B 32767 B (rpg_byte_reset), F 1
 // (rpg_threshold), R_AI 5 Mb/s, R_HAI 50 Mb/s, 4 us between CNPs and between decreases, min rate
 // 1 Mb/s, min decrease factor 50 %. The firmware leaves clamp_tgt_rate off: a CNP cuts the
@@ -250,7 +250,7 @@ func (r *RP) OnSent(n int64, now units.Time) Action {
 	return Action{Rate: r.Rate(), Stage: r.increase()}
 }
 
-// increase applies one rate-increase event per the counters T and B (DOMAIN.md §5): fast
+// increase applies one rate-increase event per the counters T and B ([DCQCN] §3): fast
 // recovery while both are at most F, additive increase when one exceeds F, hyper increase when
 // both do; then RC moves halfway to RT, and both are clamped to [min rate, line rate].
 func (r *RP) increase() Stage {

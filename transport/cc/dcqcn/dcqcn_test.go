@@ -12,7 +12,7 @@ const us = units.Microsecond
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-// The paper's walk at 40 Gb/s, message by message (DCQCN §3.2 and DOMAIN.md §5).
+// The paper's walk at 40 Gb/s, message by message ([DCQCN] §3.2).
 func TestRPPaperSequence(t *testing.T) {
 	p := Paper()
 	line := 40 * units.Gbps
