@@ -316,10 +316,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				if r != nil {
 					vr.Events += r.Events
 					vr.SimWall += r.Wall
+					if vr.Omitted == nil {
+						vr.Omitted = r.Omitted
+					}
 				}
 			}
 		}
-		vr.Omitted = runs[vi][0][0].Omitted
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
 	}
