@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Fabric names accepted by BOM and by an item's fabrics list.
@@ -45,40 +47,41 @@ var defaultCatalogue []byte
 
 // Item is one part in the catalogue.
 type Item struct {
-	Key         string   `json:"key"`
-	Kind        string   `json:"kind"`
-	Fabrics     []string `json:"fabrics,omitempty"` // empty: any fabric
-	Description string   `json:"description"`
+	Key         string   `yaml:"-" json:"key"`
+	Kind        string   `yaml:"kind" json:"kind"`
+	Fabrics     []string `yaml:"fabrics" json:"fabrics,omitempty"` // empty: any fabric
+	Description string   `yaml:"description" json:"description"`
 	// PriceUSD is the unit price used in bills; LowUSD..HighUSD the range it was taken from
 	// (both 0 when only a point estimate is known).
-	PriceUSD float64 `json:"price_usd"`
-	LowUSD   float64 `json:"low_usd,omitempty"`
-	HighUSD  float64 `json:"high_usd,omitempty"`
+	PriceUSD float64 `yaml:"price_usd" json:"price_usd"`
+	LowUSD   float64 `yaml:"-" json:"low_usd,omitempty"`
+	HighUSD  float64 `yaml:"-" json:"high_usd,omitempty"`
 	// PricePerMUSD is added per metre of length (fibre, AOC).
-	PricePerMUSD float64 `json:"price_per_m_usd,omitempty"`
-	Source       string  `json:"source"`
-	Date         string  `json:"date"`
+	PricePerMUSD float64 `yaml:"price_per_m_usd" json:"price_per_m_usd,omitempty"`
+	Source       string  `yaml:"source" json:"source"`
+	Date         string  `yaml:"date" json:"date"`
 	// Disabled items stay in the catalogue but are never chosen.
-	Disabled bool `json:"disabled,omitempty"`
+	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
 
 	// Switch: Ports cages at PortRate; each cage may be split into any of Breakout lanes
 	// (1 = unsplit; [1,2] lets a 64 x 800G switch serve 128 x 400G).
-	Ports    int        `json:"ports,omitempty"`
-	PortRate units.Rate `json:"port_rate,omitempty"`
-	Breakout []int      `json:"breakout,omitempty"`
+	Ports    int        `yaml:"ports" json:"ports,omitempty"`
+	PortRate units.Rate `yaml:"port_rate" json:"port_rate,omitempty"`
+	Breakout []int      `yaml:"breakout" json:"breakout,omitempty"`
 
 	// NIC, transceiver, DAC, AOC, fibre: the link rate served (fibre: 0 = any rate).
-	Rate units.Rate `json:"rate,omitempty"`
+	Rate units.Rate `yaml:"rate" json:"rate,omitempty"`
 	// Transceiver: links one module serves (2 for a twin-port module in one switch cage).
-	Links int `json:"links,omitempty"`
+	Links int `yaml:"links" json:"links,omitempty"`
 	// DAC, AOC, transceiver: longest cable run in metres (0 = no limit).
-	MaxLengthM float64 `json:"max_length_m,omitempty"`
+	MaxLengthM float64 `yaml:"max_length_m" json:"max_length_m,omitempty"`
 
 	// Server: GPUs per server.
-	GPUs int `json:"gpus,omitempty"`
+	GPUs int `yaml:"gpus" json:"gpus,omitempty"`
 
-	file string
-	line int
+	// file and line: where the item was last written, for messages about it.
+	file      string
+	line, col int
 }
 
 // ForFabric reports whether the item may be used on fabric f.
@@ -129,8 +132,8 @@ func (it *Item) where() string {
 
 // Catalogue is a set of priced parts, by key.
 type Catalogue struct {
-	Currency string           `json:"currency"`
-	Items    map[string]*Item `json:"items"`
+	Currency string           `yaml:"currency" json:"currency"`
+	Items    map[string]*Item `yaml:"items" json:"items"`
 }
 
 // Default returns a fresh copy of the embedded default catalogue.
@@ -172,59 +175,32 @@ func ParseCatalogue(data []byte, file string) (*Catalogue, error) {
 	return c, nil
 }
 
-var itemFields = []string{"kind", "fabrics", "description", "price_usd", "range_usd", "price_per_m_usd",
-	"source", "date", "disabled", "ports", "port_rate", "breakout", "rate", "links", "max_length_m", "gpus"}
-
+// merge decodes a catalogue file over c: an item whose key exists overrides only the fields
+// it gives (yamlstrict decodes a map entry over a copy of the old one); then every item the file
+// touched is validated.
 func (c *Catalogue) merge(data []byte, file string) error {
-	d := decoder{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %v", file, err)
+		return &yamlstrict.Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file: nothing to override
 	}
-	root := doc.Content[0]
-	touched := map[string]bool{}
-	err := d.mapping(root, "", []string{"currency", "items"}, func(key string, _, v *yaml.Node) error {
-		switch key {
-		case "currency":
-			s, err := d.str(v, key)
-			if err != nil {
-				return err
-			}
-			if s != "USD" {
-				return d.errf(v, key, "only USD is supported, got %q", s)
-			}
-			c.Currency = s
-			return nil
-		}
-		return d.mapping(v, "items", nil, func(name string, k, iv *yaml.Node) error {
-			it, ok := c.Items[name]
-			if !ok {
-				it = &Item{Key: name}
-			} else {
-				cp := *it
-				it = &cp
-			}
-			it.file, it.line = file, k.Line
-			if err := d.item(iv, "items."+name, it); err != nil {
-				return err
-			}
-			c.Items[name] = it
-			touched[name] = true
-			return nil
-		})
-	})
-	if err != nil {
+	d := yamlstrict.NewDecoder(file)
+	if err := d.Decode(&doc, reflect.ValueOf(c).Elem(), ""); err != nil {
 		return err
 	}
-	if c.Currency == "" {
-		c.Currency = "USD"
+	if c.Currency != "USD" {
+		return d.At("currency", "only USD is supported, got %q", c.Currency)
 	}
-	names := make([]string, 0, len(touched))
-	for k := range touched {
-		names = append(names, k)
+	var names []string
+	if items := d.Node("items"); items != nil {
+		for i := 0; i+1 < len(items.Content); i += 2 {
+			k := items.Content[i]
+			it := c.Items[k.Value]
+			it.Key, it.file, it.line, it.col = k.Value, file, k.Line, k.Column
+			names = append(names, k.Value)
+		}
 	}
 	sort.Strings(names)
 	for _, k := range names {
@@ -235,99 +211,66 @@ func (c *Catalogue) merge(data []byte, file string) error {
 	return nil
 }
 
-func (d decoder) item(n *yaml.Node, path string, it *Item) error {
-	return d.mapping(n, path, itemFields, func(key string, _, v *yaml.Node) error {
-		f := path + "." + key
-		var err error
-		switch key {
-		case "kind":
-			var s string
-			if s, err = d.str(v, f); err == nil {
-				if !slices.Contains(kinds, s) {
-					return d.errf(v, f, "unknown kind %q (valid: %s)", s, strings.Join(kinds, ", "))
-				}
-				it.Kind = s
-			}
-		case "fabrics":
-			var l []*yaml.Node
-			if l, err = d.list(v, f); err != nil {
-				return err
-			}
-			it.Fabrics = nil
-			for _, e := range l {
-				s, err := d.str(e, f)
-				if err != nil {
-					return err
-				}
-				if s != InfiniBand && s != Ethernet {
-					return d.errf(e, f, "unknown fabric %q (valid: %s, %s)", s, InfiniBand, Ethernet)
-				}
-				it.Fabrics = append(it.Fabrics, s)
-			}
-		case "description":
-			it.Description, err = d.str(v, f)
-		case "price_usd":
-			it.PriceUSD, err = d.number(v, f)
-		case "range_usd":
-			var l []*yaml.Node
-			if l, err = d.list(v, f); err != nil {
-				return err
-			}
-			if len(l) != 2 {
-				return d.errf(v, f, "want [low, high], got %d values", len(l))
-			}
-			if it.LowUSD, err = d.number(l[0], f); err != nil {
-				return err
-			}
-			if it.HighUSD, err = d.number(l[1], f); err != nil {
-				return err
-			}
-			if it.LowUSD > it.HighUSD {
-				return d.errf(v, f, "low %g is above high %g", it.LowUSD, it.HighUSD)
-			}
-		case "price_per_m_usd":
-			it.PricePerMUSD, err = d.number(v, f)
-		case "source":
-			it.Source, err = d.str(v, f)
-		case "date":
-			it.Date, err = d.str(v, f)
-		case "disabled":
-			it.Disabled, err = d.boolean(v, f)
-		case "ports":
-			it.Ports, err = d.integer(v, f, 1)
-		case "port_rate":
-			it.PortRate, err = d.rate(v, f)
-		case "breakout":
-			var l []*yaml.Node
-			if l, err = d.list(v, f); err != nil {
-				return err
-			}
-			it.Breakout = nil
-			for _, e := range l {
-				b, err := d.integer(e, f, 1)
-				if err != nil {
-					return err
-				}
-				it.Breakout = append(it.Breakout, b)
-			}
-		case "rate":
-			it.Rate, err = d.rate(v, f)
-		case "links":
-			it.Links, err = d.integer(v, f, 1)
-		case "max_length_m":
-			it.MaxLengthM, err = d.number(v, f)
-		case "gpus":
-			it.GPUs, err = d.integer(v, f, 1)
-		}
+// DecodeYAML decodes an item's fields over it and checks each value where it is written:
+// kind and fabrics among the known ones, range_usd as [low, high], prices and lengths not
+// negative, counts at least 1.
+func (it *Item) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path string) error {
+	type Fields Item
+	in := struct {
+		Fields `yaml:",inline"`
+		Range  []float64 `yaml:"range_usd"`
+	}{Fields: Fields(*it)}
+	if err := d.Decode(n, reflect.ValueOf(&in).Elem(), path); err != nil {
 		return err
-	})
+	}
+	*it = Item(in.Fields)
+	at := func(key string) string { return path + "." + key }
+	if d.Has(at("kind")) && !slices.Contains(kinds, it.Kind) {
+		return d.At(at("kind"), "unknown kind %q (valid: %s)", it.Kind, strings.Join(kinds, ", "))
+	}
+	for i, f := range it.Fabrics {
+		if f != InfiniBand && f != Ethernet {
+			return d.At(fmt.Sprintf("%s[%d]", at("fabrics"), i), "unknown fabric %q (valid: %s, %s)", f, InfiniBand, Ethernet)
+		}
+	}
+	if d.Has(at("range_usd")) {
+		if len(in.Range) != 2 {
+			return d.At(at("range_usd"), "want [low, high], got %d values", len(in.Range))
+		}
+		it.LowUSD, it.HighUSD = in.Range[0], in.Range[1]
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"price_usd", it.PriceUSD}, {"range_usd", it.LowUSD}, {"range_usd", it.HighUSD}, {"price_per_m_usd", it.PricePerMUSD}, {"max_length_m", it.MaxLengthM}} {
+		if f.v < 0 {
+			return d.At(at(f.key), "%g must not be negative", f.v)
+		}
+	}
+	if it.LowUSD > it.HighUSD {
+		return d.At(at("range_usd"), "low %g is above high %g", it.LowUSD, it.HighUSD)
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"ports", it.Ports}, {"links", it.Links}, {"gpus", it.GPUs}} {
+		if d.Has(at(f.key)) && f.v < 1 {
+			return d.At(at(f.key), "%d is below the minimum 1", f.v)
+		}
+	}
+	for i, b := range it.Breakout {
+		if b < 1 {
+			return d.At(fmt.Sprintf("%s[%d]", at("breakout"), i), "%d is below the minimum 1", b)
+		}
+	}
+	return nil
 }
 
 // validate checks an item after merging: the fields its kind needs are present and the price
 // sits inside its range.
 func (it *Item) validate() error {
 	bad := func(field, format string, args ...any) error {
-		return &posError{file: it.file, line: it.line, field: "items." + it.Key + "." + field, msg: fmt.Sprintf(format, args...)}
+		return &yamlstrict.Error{File: it.file, Pos: yamlstrict.Pos{Line: it.line, Col: it.col}, Field: "items." + it.Key + "." + field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if it.Kind == "" {
 		return bad("kind", "missing (valid: %s)", strings.Join(kinds, ", "))

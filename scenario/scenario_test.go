@@ -172,6 +172,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("topology: {kind: fat-tree, k: 4}\nfabric: {kind: roce, dcqcn: true, pfc: true}\ntraffic: {kind: incast, senders: 4}\n"))
 	f.Add([]byte("topology: {kind: fat-tree, k: 3}"))
+	f.Add([]byte("topology: {kind: fat-tree, k: 4}\nfabric: {kind: infiniband, vls: 2, sl2vl: [0, 1, 1], vl_arb_low: [{vl: 0, weight: 1}, {vl: 1, weight: 9}], ib_cc: {cct: [0ns, 1ns], enabled: true}}\ntraffic: {kind: permutation}\n"))
+	f.Add([]byte("topology: {kind: fat-tree, k: 4}\nfabric: {kind: roce, pfc_priorities: [1, 3], weights: [1, 2, 3, 4, 5, 6, 7, 8], transport: irn, pfc_threshold: static}\ntraffic: {kind: permutation}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.yaml", t.TempDir())
 		if err != nil {

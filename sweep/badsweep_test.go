@@ -71,7 +71,7 @@ axes:
 axis:
   - field: topology.link.rate
 `,
-			want: `s.yaml:2: unknown key "axis" in sweep file (valid: name, description, base, base_file, axes, zip, seeds, metrics)`,
+			want: `s.yaml:2:1: axis: unknown key (valid keys here: axes, base, base_file, description, metrics, name, seeds, zip)`,
 		},
 		{
 			name: "unknown key in an axis",
@@ -80,7 +80,7 @@ axes:
   - field: topology.link.rate
     value: [1Gbps]
 `,
-			want: `s.yaml:4: axes[0]: unknown key "value" (valid: field, name, values, from, to, step, factor)`,
+			want: `s.yaml:4:5: axes[0].value: unknown key (valid keys here: factor, field, from, name, step, to, values)`,
 		},
 		{
 			name: "shard index not below the count",

@@ -9,17 +9,19 @@ import (
 )
 
 // Error is a problem with a user's input, located in a file (a sweep file, a base scenario or
-// a command-line flag when File is empty) and, when known, at a line.
+// a command-line flag when File is empty) and, when known, at a line and column.
 type Error struct {
-	File string
-	Line int
-	Msg  string
+	File      string
+	Line, Col int
+	Msg       string
 }
 
 func (e *Error) Error() string {
 	switch {
 	case e.File == "":
 		return e.Msg
+	case e.Line > 0 && e.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 	case e.Line > 0:
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	default:

@@ -1,14 +1,18 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Limits on what one sweep file may ask for; they keep a typo from exhausting memory.
@@ -86,6 +90,31 @@ func unwrapPathError(err error) error {
 	return err
 }
 
+// file is a sweep file as written; yamlstrict decodes it (unknown or repeated keys, wrong kinds
+// of value), Parse checks and resolves it. The base scenario, the seeds (a list or a count) and
+// each axis's values stay YAML nodes.
+type file struct {
+	Name        string     `yaml:"name"`
+	Description string     `yaml:"description"`
+	Base        *yaml.Node `yaml:"base"`
+	BaseFile    string     `yaml:"base_file"`
+	Axes        []axisSpec `yaml:"axes"`
+	Zip         [][]string `yaml:"zip"`
+	Seeds       *yaml.Node `yaml:"seeds"`
+	Metrics     []string   `yaml:"metrics"`
+}
+
+// axisSpec is one entry of axes: a field and its values, or a range of them.
+type axisSpec struct {
+	Field  string     `yaml:"field"`
+	Name   string     `yaml:"name"`
+	Values *yaml.Node `yaml:"values"`
+	From   string     `yaml:"from"`
+	To     string     `yaml:"to"`
+	Step   string     `yaml:"step"`
+	Factor string     `yaml:"factor"`
+}
+
 // Parse parses the bytes of a sweep file; path names it in messages and locates base_file.
 func Parse(data []byte, path string) (*Sweep, error) {
 	var doc yaml.Node
@@ -99,70 +128,58 @@ func Parse(data []byte, path string) (*Sweep, error) {
 	if top.Kind != yaml.MappingNode {
 		return nil, errorf(path, top.Line, "a sweep file is a mapping with keys %s; found %s", strings.Join(sweepKeys, ", "), kindName(top))
 	}
-	s := &Sweep{Path: path}
-	p := parser{file: path}
-	var axesNode, zipNode, baseNode, baseFileNode *yaml.Node
-	var nextKeyLine int
-	seen := map[string]int{}
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
-		if prev, dup := seen[k.Value]; dup {
-			return nil, errorf(path, k.Line, "key %q appears twice (first at line %d)", k.Value, prev)
-		}
-		seen[k.Value] = k.Line
-		if (baseNode != nil || baseFileNode != nil) && nextKeyLine == 0 {
-			nextKeyLine = k.Line
-		}
-		switch k.Value {
-		case "name":
-			s.Name = p.str(v, "name")
-		case "description":
-			p.str(v, "description")
-		case "base":
-			baseNode = v
-			s.baseLine, s.baseKey = k.Line, "base"
-		case "base_file":
-			baseFileNode = v
-			s.baseLine, s.baseKey = k.Line, "base_file"
-		case "axes":
-			axesNode = v
-			s.axesLine = k.Line
-		case "zip":
-			zipNode = v
-		case "seeds":
-			s.seedsLine = k.Line
-			s.Seeds, s.seedCount = p.seeds(v)
-		case "metrics":
-			s.Metrics = p.metrics(v)
-		default:
-			return nil, errorf(path, k.Line, "unknown key %q in sweep file (valid: %s)", k.Value, strings.Join(sweepKeys, ", "))
-		}
-		if p.err != nil {
-			return nil, p.err
-		}
+	var f file
+	d := yamlstrict.NewDecoder(path)
+	if err := d.Decode(top, reflect.ValueOf(&f).Elem(), ""); err != nil {
+		return nil, fromStrict(err)
 	}
+	s := &Sweep{Path: path, Name: f.Name}
+	p := parser{file: path, d: d}
+	at := func(key string) int { return p.line(key) }
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
+	if d.Has("seeds") {
+		s.seedsLine = at("seeds")
+		if s.Seeds, s.seedCount = p.seeds(d.Node("seeds")); p.err != nil {
+			return nil, p.err
+		}
+	}
+	if d.Has("metrics") {
+		if s.Metrics = p.metrics(f.Metrics); p.err != nil {
+			return nil, p.err
+		}
+	}
+	s.axesLine = at("axes")
+	// The line of the key after base, where an inline base's text ends.
+	nextKeyLine := 0
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if k := top.Content[i].Value; k == "base" || k == "base_file" {
+			s.baseLine, s.baseKey = top.Content[i].Line, k
+			if i+2 < len(top.Content) {
+				nextKeyLine = top.Content[i+2].Line
+			}
+		}
+	}
 	switch {
-	case baseNode != nil && baseFileNode != nil:
+	case d.Has("base") && d.Has("base_file"):
 		return nil, errorf(path, s.baseLine, "give either base or base_file, not both")
-	case baseNode == nil && baseFileNode == nil:
+	case !d.Has("base") && !d.Has("base_file"):
 		return nil, errorf(path, top.Line, "no base scenario: add base: (a scenario inline) or base_file: PATH")
-	case baseNode != nil:
-		if err := s.inlineBase(data, baseNode, nextKeyLine); err != nil {
+	case d.Has("base"):
+		if err := s.inlineBase(data, d.Node("base"), nextKeyLine); err != nil {
 			return nil, err
 		}
 	default:
-		if err := s.loadBaseFile(p.str(baseFileNode, "base_file"), baseFileNode.Line); err != nil {
+		if err := s.loadBaseFile(f.BaseFile, at("base_file")); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.baseSeeds(); err != nil {
 		return nil, err
 	}
-	if axesNode != nil {
-		s.Axes = p.axes(axesNode)
+	for i, a := range f.Axes {
+		s.Axes = append(s.Axes, p.axis(i, a))
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -170,9 +187,8 @@ func Parse(data []byte, path string) (*Sweep, error) {
 	if err := s.checkColumns(); err != nil {
 		return nil, err
 	}
-	if zipNode != nil {
-		s.Zips = p.zips(zipNode, s.Axes)
-		if p.err != nil {
+	if d.Has("zip") {
+		if s.Zips = p.zips(f.Zip, s.Axes); p.err != nil {
 			return nil, p.err
 		}
 	}
@@ -191,6 +207,20 @@ func Parse(data []byte, path string) (*Sweep, error) {
 		return nil, errorf(path, s.axesLine, "the sweep is too large: %d runs of %d YAML nodes each; split it into several sweeps", n, size)
 	}
 	return s, nil
+}
+
+// fromStrict turns a decoding error into an Error at the line and column of the bad key or
+// value.
+func fromStrict(err error) error {
+	var e *yamlstrict.Error
+	if errors.As(err, &e) {
+		msg := e.Msg
+		if e.Field != "" {
+			msg = e.Field + ": " + msg
+		}
+		return &Error{File: e.File, Line: e.Pos.Line, Col: e.Pos.Col, Msg: msg}
+	}
+	return err
 }
 
 var sweepKeys = []string{"name", "description", "base", "base_file", "axes", "zip", "seeds", "metrics"}
@@ -378,9 +408,11 @@ func (s *Sweep) countRuns() (int, error) {
 	return n, nil
 }
 
-// parser reads the sweep file's parts, keeping the first error.
+// parser checks the sweep file's decoded parts, keeping the first error; d holds where each
+// part was written.
 type parser struct {
 	file string
+	d    *yamlstrict.Decoder
 	err  error
 }
 
@@ -390,12 +422,19 @@ func (p *parser) fail(line int, format string, args ...any) {
 	}
 }
 
-func (p *parser) str(n *yaml.Node, field string) string {
-	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.fail(n.Line, "%s: must be a string; found %s", field, kindName(n))
-		return ""
+// line is the line field path was written at (or its nearest written parent's).
+func (p *parser) line(path string) int {
+	for q := path; q != ""; {
+		if n := p.d.Node(q); n != nil {
+			return n.Line
+		}
+		i := strings.LastIndexAny(q, ".[")
+		if i < 0 {
+			break
+		}
+		q = q[:i]
 	}
-	return n.Value
+	return 0
 }
 
 // seeds reads a list of seeds or a count of replicates.
@@ -448,30 +487,25 @@ func (p *parser) seeds(n *yaml.Node) (list []int64, count int) {
 	return nil, 0
 }
 
-func (p *parser) metrics(n *yaml.Node) []string {
-	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		p.fail(n.Line, "metrics: give a non-empty list of metric names (e.g. [fct_ns.p99, drops]); found %s", kindName(n))
+func (p *parser) metrics(list []string) []string {
+	if len(list) == 0 {
+		p.fail(p.line("metrics"), "metrics: give a non-empty list of metric names (e.g. [fct_ns.p99, drops])")
 		return nil
 	}
-	var out []string
 	at := map[string]int{}
-	for _, v := range n.Content {
-		m := p.str(v, "metrics")
-		if p.err != nil {
-			return nil
-		}
+	for i, m := range list {
+		line := p.line(fmt.Sprintf("metrics[%d]", i))
 		if !columnName(m) {
-			p.fail(v.Line, "metrics: %q is not a metric name (letters, digits, '_', '-', '.', '[', ']')", m)
+			p.fail(line, "metrics: %q is not a metric name (letters, digits, '_', '-', '.', '[', ']')", m)
 			return nil
 		}
 		if prev, dup := at[m]; dup {
-			p.fail(v.Line, "metrics: %q is listed twice (first at line %d)", m, prev)
+			p.fail(line, "metrics: %q is listed twice (first at line %d)", m, prev)
 			return nil
 		}
-		at[m] = v.Line
-		out = append(out, m)
+		at[m] = line
 	}
-	return out
+	return list
 }
 
 // columnName reports whether s may name a table column: it must survive CSV headers, Parquet
@@ -488,84 +522,38 @@ func columnName(s string) bool {
 	return true
 }
 
-var axisKeys = []string{"field", "name", "values", "from", "to", "step", "factor"}
-
-func (p *parser) axes(n *yaml.Node) []Axis {
-	if n.Kind != yaml.SequenceNode {
-		p.fail(n.Line, "axes: must be a list of axes (- field: PATH, values: [...]); found %s", kindName(n))
-		return nil
-	}
-	var out []Axis
-	for i, an := range n.Content {
-		a := p.axis(i, an)
-		if p.err != nil {
-			return nil
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func (p *parser) axis(i int, n *yaml.Node) Axis {
-	a := Axis{Line: n.Line}
-	if n.Kind != yaml.MappingNode {
-		p.fail(n.Line, "axes[%d]: must be a mapping with keys %s; found %s", i, strings.Join(axisKeys, ", "), kindName(n))
+func (p *parser) axis(i int, spec axisSpec) Axis {
+	path := fmt.Sprintf("axes[%d]", i)
+	a := Axis{Line: p.line(path)}
+	has := func(k string) bool { return p.d.Has(path + "." + k) }
+	if !has("field") {
+		p.fail(a.Line, "axes[%d]: missing field: (the scenario field to vary, e.g. topology.link.rate)", i)
 		return a
 	}
-	keys := map[string]*yaml.Node{}
-	keyLines := map[string]int{}
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		k, v := n.Content[j], n.Content[j+1]
-		if !contains(axisKeys, k.Value) {
-			p.fail(k.Line, "axes[%d]: unknown key %q (valid: %s)", i, k.Value, strings.Join(axisKeys, ", "))
-			return a
-		}
-		if prev, dup := keyLines[k.Value]; dup {
-			p.fail(k.Line, "axes[%d]: key %q appears twice (first at line %d)", i, k.Value, prev)
-			return a
-		}
-		keys[k.Value], keyLines[k.Value] = v, k.Line
-	}
-	fn, ok := keys["field"]
-	if !ok {
-		p.fail(n.Line, "axes[%d]: missing field: (the scenario field to vary, e.g. topology.link.rate)", i)
-		return a
-	}
-	field := p.str(fn, fmt.Sprintf("axes[%d].field", i))
-	if p.err != nil {
-		return a
-	}
-	fp, err := ParseFieldPath(field)
+	fp, err := ParseFieldPath(spec.Field)
 	if err != nil {
-		p.fail(fn.Line, "axes[%d].field: %v", i, err)
+		p.fail(p.line(path+".field"), "axes[%d].field: %v", i, err)
 		return a
 	}
 	a.Field, a.Column = fp, fp.String()
 	desc := fmt.Sprintf("axes[%d] (%s)", i, a.Column)
-	if nn, ok := keys["name"]; ok {
-		a.Column = p.str(nn, desc+".name")
-		if p.err == nil && !columnName(a.Column) {
-			p.fail(nn.Line, "%s.name: %q is not a column name (letters, digits, '_', '-', '.', '[', ']')", desc, a.Column)
-		}
-		if p.err != nil {
+	if has("name") {
+		a.Column = spec.Name
+		if !columnName(a.Column) {
+			p.fail(p.line(path+".name"), "%s.name: %q is not a column name (letters, digits, '_', '-', '.', '[', ']')", desc, a.Column)
 			return a
 		}
 	}
-	vn, hasValues := keys["values"]
-	_, hasFrom := keys["from"]
-	_, hasTo := keys["to"]
-	_, hasStep := keys["step"]
-	_, hasFactor := keys["factor"]
-	isRange := hasFrom || hasTo || hasStep || hasFactor
+	isRange := has("from") || has("to") || has("step") || has("factor")
 	switch {
-	case hasValues && isRange:
-		p.fail(n.Line, "%s: give either values: or a range (from, to, step or factor), not both", desc)
-	case hasValues:
-		p.values(&a, desc, vn)
+	case has("values") && isRange:
+		p.fail(a.Line, "%s: give either values: or a range (from, to, step or factor), not both", desc)
+	case has("values"):
+		p.values(&a, desc, p.d.Node(path+".values"))
 	case isRange:
-		p.rangeValues(&a, desc, n.Line, keys)
+		p.rangeValues(&a, desc, path, spec)
 	default:
-		p.fail(n.Line, "%s: no values: give values: [...] or a range {from, to, step} / {from, to, factor}", desc)
+		p.fail(a.Line, "%s: no values: give values: [...] or a range {from, to, step} / {from, to, factor}", desc)
 	}
 	return a
 }
@@ -603,41 +591,25 @@ func (p *parser) values(a *Axis, desc string, vn *yaml.Node) {
 	}
 }
 
-func (p *parser) rangeValues(a *Axis, desc string, line int, keys map[string]*yaml.Node) {
-	get := func(k string) (string, int, bool) {
-		v, ok := keys[k]
-		if !ok {
-			return "", line, false
-		}
-		if v.Kind != yaml.ScalarNode || isNull(v) {
-			p.fail(v.Line, "%s.%s: must be a number (with an optional unit); found %s", desc, k, kindName(v))
-			return "", v.Line, false
-		}
-		return v.Value, v.Line, true
-	}
-	from, fromLine, okFrom := get("from")
-	to, _, okTo := get("to")
-	step, stepLine, okStep := get("step")
-	factor, factorLine, okFactor := get("factor")
-	if p.err != nil {
-		return
-	}
+func (p *parser) rangeValues(a *Axis, desc, path string, spec axisSpec) {
+	has := func(k string) bool { return p.d.Has(path + "." + k) }
+	line := p.line(path)
 	var texts []string
 	var err error
 	errLine := line
 	switch {
-	case !okFrom || !okTo:
+	case !has("from") || !has("to"):
 		p.fail(line, "%s: a range needs from: and to:", desc)
 		return
-	case okStep && okFactor:
+	case has("step") && has("factor"):
 		p.fail(line, "%s: give step: (add) or factor: (multiply), not both", desc)
 		return
-	case okStep:
-		texts, err = stepRange(from, to, step)
-		errLine = stepLine
-	case okFactor:
-		texts, err = factorRange(from, to, factor)
-		errLine = factorLine
+	case has("step"):
+		texts, err = stepRange(spec.From, spec.To, spec.Step)
+		errLine = p.line(path + ".step")
+	case has("factor"):
+		texts, err = factorRange(spec.From, spec.To, spec.Factor)
+		errLine = p.line(path + ".factor")
 	default:
 		p.fail(line, "%s: a range needs step: (e.g. 1) or factor: (e.g. 2)", desc)
 		return
@@ -646,6 +618,7 @@ func (p *parser) rangeValues(a *Axis, desc string, line int, keys map[string]*ya
 		p.fail(errLine, "%s: %v", desc, err)
 		return
 	}
+	fromLine := p.line(path + ".from")
 	for _, t := range texts {
 		v := &yaml.Node{Kind: yaml.ScalarNode, Value: t, Line: fromLine}
 		v.Tag = v.ShortTag()
@@ -655,11 +628,7 @@ func (p *parser) rangeValues(a *Axis, desc string, line int, keys map[string]*ya
 	}
 }
 
-func (p *parser) zips(n *yaml.Node, axes []Axis) []Zip {
-	if n.Kind != yaml.SequenceNode {
-		p.fail(n.Line, "zip: must be a list of groups of axes, e.g. [[fabric.ecn.kmin, fabric.ecn.kmax]]; found %s", kindName(n))
-		return nil
-	}
+func (p *parser) zips(groups [][]string, axes []Axis) []Zip {
 	byName := map[string]int{}
 	var names []string
 	for i, a := range axes {
@@ -670,30 +639,28 @@ func (p *parser) zips(n *yaml.Node, axes []Axis) []Zip {
 	sort.Strings(names)
 	inGroup := map[int]int{}
 	var out []Zip
-	for gi, g := range n.Content {
-		if g.Kind != yaml.SequenceNode || len(g.Content) < 2 {
-			p.fail(g.Line, "zip[%d]: a group is a list of at least two axes (by field or name); found %s", gi, kindName(g))
+	for gi, g := range groups {
+		gline := p.line(fmt.Sprintf("zip[%d]", gi))
+		if len(g) < 2 {
+			p.fail(gline, "zip[%d]: a group is a list of at least two axes (by field or name); this one has %d", gi, len(g))
 			return nil
 		}
-		z := Zip{Line: g.Line}
-		for _, an := range g.Content {
-			name := p.str(an, fmt.Sprintf("zip[%d]", gi))
-			if p.err != nil {
-				return nil
-			}
+		z := Zip{Line: gline}
+		for ni, name := range g {
+			line := p.line(fmt.Sprintf("zip[%d][%d]", gi, ni))
 			ai, ok := byName[name]
 			if !ok {
-				p.fail(an.Line, "zip[%d]: %q is not an axis (axes: %s)", gi, name, strings.Join(names, ", "))
+				p.fail(line, "zip[%d]: %q is not an axis (axes: %s)", gi, name, strings.Join(names, ", "))
 				return nil
 			}
 			if prev, dup := inGroup[ai]; dup {
-				p.fail(an.Line, "zip[%d]: axis %q is already zipped (line %d); an axis belongs to one group", gi, name, prev)
+				p.fail(line, "zip[%d]: axis %q is already zipped (line %d); an axis belongs to one group", gi, name, prev)
 				return nil
 			}
-			inGroup[ai] = an.Line
+			inGroup[ai] = line
 			if len(axes[ai].Values) != len(axes[z.first(ai)].Values) {
 				first := axes[z.first(ai)]
-				p.fail(an.Line, "zip[%d]: axis %s has %d values (line %d) but %s has %d (line %d); zipped axes need equal lengths", gi, axes[ai].Column, len(axes[ai].Values), axes[ai].Line, first.Column, len(first.Values), first.Line)
+				p.fail(line, "zip[%d]: axis %s has %d values (line %d) but %s has %d (line %d); zipped axes need equal lengths", gi, axes[ai].Column, len(axes[ai].Values), axes[ai].Line, first.Column, len(first.Values), first.Line)
 				return nil
 			}
 			z.Axes = append(z.Axes, ai)

@@ -83,43 +83,6 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNodeReaders: Scalar, Bool and Parsed read values and report problems through the caller's
-// Errf with the node, the field and what was wrong.
-func TestNodeReaders(t *testing.T) {
-	var root yaml.Node
-	if err := yaml.Unmarshal([]byte("a: yes\nb: [1]\nc: 100Gbps\nd: fast\ne: 100Gbs\n"), &root); err != nil {
-		t.Fatal(err)
-	}
-	m := root.Content[0].Content
-	node := func(key string) *yaml.Node {
-		for i := 0; i < len(m); i += 2 {
-			if m[i].Value == key {
-				return m[i+1]
-			}
-		}
-		t.Fatalf("no %s", key)
-		return nil
-	}
-	errf := func(n *yaml.Node, field, format string, args ...any) error {
-		return &Error{File: "f.yaml", Pos: Pos{Line: n.Line}, Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
-	if v, err := Bool(node("a"), "a", errf); err != nil || !v {
-		t.Fatalf("a: %v %v", v, err)
-	}
-	if _, err := Scalar(node("b"), "b", errf); err == nil || err.Error() != `f.yaml:2:0: b: want a single value, got a list` {
-		t.Fatalf("b: %v", err)
-	}
-	if v, err := Parsed(node("c"), "c", errf, units.ParseRate); err != nil || v != 100*units.Gbps {
-		t.Fatalf("c: %v %v", v, err)
-	}
-	if _, err := Bool(node("d"), "d", errf); err == nil || err.Error() != `f.yaml:4:0: d: want true or false, got "fast"` {
-		t.Fatalf("d: %v", err)
-	}
-	if _, err := Parsed(node("e"), "e", errf, units.ParseRate); err == nil || !strings.HasPrefix(err.Error(), "f.yaml:5:0: e: ") {
-		t.Fatalf("e: %v", err)
-	}
-}
-
 // mode is a typed mode parsed at the edge.
 type mode uint8
 

@@ -59,7 +59,7 @@ func TestValidateBadFiles(t *testing.T) {
 		{"sweep.yaml", "name: s\nbase:\n  topology: {kind: fat-tree, k: 4}\n  traffic: {kind: permutation}\naxes:\n  - field: fabric.mtuu\n    values: [1024]\n", "sweep.yaml:6: axis fabric.mtuu"},
 		{"compare.yaml", "name: c\ncluster: {servers: 2, colour: blue}\n", "compare.yaml:2:"},
 		{"cluster.yaml", "fabric:\n  kind: infiniband\n  mtu: 3\n", "cluster.yaml:3:8: fabric.mtu"},
-		{"prices.yaml", "currency: USD\nitems:\n  x:\n    kind: switch\n    price_usd: -3\n", "prices.yaml:5: items.x.price_usd"},
+		{"prices.yaml", "currency: USD\nitems:\n  x:\n    kind: switch\n    price_usd: -3\n", "prices.yaml:5:16: items.x.price_usd"},
 	} {
 		p := filepath.Join(dir, tc.name)
 		os.WriteFile(p, []byte(tc.body), 0o644)
