@@ -78,8 +78,8 @@ type ClosPlan struct {
 	// SpinesPerPod spines; a spine takes DownPerSpine leaf links and has UpPerSpine uplinks;
 	// core group i (SpinesPerPod groups of CoresPerGroup) joins spine i of every pod.
 	Pods, LeavesPerPod, SpinesPerPod int
-	DownPerSpine, UpPerSpine        int
-	CoresPerGroup, Cores            int
+	DownPerSpine, UpPerSpine         int
+	CoresPerGroup, Cores             int
 	// Totals over every plane.
 	Hosts, Switches, Links int
 }
