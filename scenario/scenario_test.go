@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 		{"negative latency", sub("latency: 1us", "latency: -1us"), "topology.link.latency: duration \"-1us\" must not be negative", 6},
 		{"odd k", sub("k: 4", "k: 5"), "topology.k: a k-ary fat tree needs an even k >= 2, got 5", 5},
 		{"k not a number", sub("k: 4", "k: eight"), `topology.k: "eight" is not a whole number`, 5},
-		{"k too large", sub("k: 4", "k: 128"), "topology.k: a k=128 fat tree", 5},
+		{"k too large", sub("k: 4", "k: 256"), "topology.k: a k=256 fat tree", 5},
 		{"missing topology kind", sub("  kind: fat-tree\n", ""), "topology.kind: missing", 0},
 		{"unknown topology kind", sub("kind: fat-tree", "kind: torus"), `"torus" is not a topology kind`, 4},
 		{"unknown fabric kind", sub("kind: ethernet", "kind: token-ring"), `fabric.kind: "token-ring" is not a fabric kind`, 8},

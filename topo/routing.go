@@ -41,12 +41,12 @@ func ComputeRoutes(g *Graph) (*Routes, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
 	}
-	if t, why := buildTree(g, hostAttachments(g)); t != nil {
+	atts := hostAttachments(g)
+	if t := buildTreeTiers(g, atts); t != nil {
 		return &Routes{g: g, tree: t}, nil
-	} else if c := buildCluster(g); c != nil {
+	}
+	if c := buildCluster(g); c != nil {
 		return &Routes{g: g, clus: c}, nil
-	} else {
-		_ = why
 	}
 	return ComputeTableRoutes(g)
 }
@@ -149,4 +149,14 @@ func (rt *Routes) Bytes() int64 {
 		return rt.clus.bytes()
 	}
 	return rt.tab.bytes()
+}
+
+// buildTreeTiers builds the tree form with the graph's own tiers or, failing that, with tiers
+// inferred from the attachments (for imported topologies).
+func buildTreeTiers(g *Graph, atts []treeAttachment) *treeRoutes {
+	if t, _ := buildTree(g, atts, nodeTiers(g)); t != nil {
+		return t
+	}
+	t, _ := buildTree(g, atts, inferTiers(g, atts))
+	return t
 }

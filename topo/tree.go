@@ -73,26 +73,60 @@ func hostAttachments(g *Graph) []treeAttachment {
 	return out
 }
 
-// buildTree returns the tree routes of g's switches of Tier >= 1 with the given attachments, or
-// nil and the reason when the network does not qualify (see treeRoutes).
-func buildTree(g *Graph, atts []treeAttachment) (*treeRoutes, string) {
+// nodeTiers returns the tiers of g's nodes as Node.Tier has them.
+func nodeTiers(g *Graph) []int32 {
+	t := make([]int32, len(g.Nodes))
+	for i := range g.Nodes {
+		t[i] = int32(g.Nodes[i].Tier)
+	}
+	return t
+}
+
+// inferTiers gives the switches of Tier >= 1 the tier a layered tree would give them: 1 for the
+// switches the attachments hang off, and one more per link away from them (imported topologies
+// carry no tiers: the HPCC format gives every switch tier 1). Other nodes keep tier 0.
+func inferTiers(g *Graph, atts []treeAttachment) []int32 {
+	t := make([]int32, len(g.Nodes))
+	var queue []NodeID
+	for _, x := range atts {
+		if t[x.leaf] == 0 {
+			t[x.leaf] = 1
+			queue = append(queue, x.leaf)
+		}
+	}
+	for qi := 0; qi < len(queue); qi++ {
+		n := queue[qi]
+		for _, p := range g.Nodes[n].Ports {
+			if m := &g.Nodes[p.Peer]; m.Kind == Switch && m.Tier >= 1 && t[p.Peer] == 0 {
+				t[p.Peer] = t[n] + 1
+				queue = append(queue, p.Peer)
+			}
+		}
+	}
+	return t
+}
+
+// buildTree returns the tree routes of g's switches of tier >= 1 (tier gives every node's tier)
+// with the given attachments, or nil and the reason when the network does not qualify (see
+// treeRoutes).
+func buildTree(g *Graph, atts []treeAttachment, tier []int32) (*treeRoutes, string) {
 	r := &treeRoutes{node: make([]treeNode, len(g.Nodes)), setStart: []uint32{0, 0}}
 	T := 0
 	for i := range g.Nodes {
 		r.node[i].group = -1
-		if n := &g.Nodes[i]; n.Kind == Switch && n.Tier >= 1 {
-			T = max(T, n.Tier)
+		if g.Nodes[i].Kind == Switch && tier[i] >= 1 {
+			T = max(T, int(tier[i]))
 		}
 	}
 	if T == 0 {
 		return nil, "no switch has a tier"
 	}
 	r.tiers = T
-	inTree := func(id NodeID) bool { n := &g.Nodes[id]; return n.Kind == Switch && n.Tier >= 1 }
+	inTree := func(id NodeID) bool { return g.Nodes[id].Kind == Switch && tier[id] >= 1 }
 	// Attachments: the child index of each among its leaf's, in port order.
 	attOf := map[[2]int32]int32{} // (leaf, port) -> attachment
 	for a, x := range atts {
-		if !inTree(x.leaf) || g.Nodes[x.leaf].Tier != 1 {
+		if !inTree(x.leaf) || tier[x.leaf] != 1 {
 			return nil, g.Nodes[x.leaf].Name + " has an attachment but is not a tier-1 switch"
 		}
 		attOf[[2]int32{int32(x.leaf), x.port}] = int32(a)
@@ -104,10 +138,10 @@ func buildTree(g *Graph, atts []treeAttachment) (*treeRoutes, string) {
 			continue
 		}
 		n := &g.Nodes[i]
-		byTier[n.Tier] = append(byTier[n.Tier], id)
+		byTier[tier[i]] = append(byTier[tier[i]], id)
 		for pi, p := range n.Ports {
 			if inTree(p.Peer) {
-				if d := g.Nodes[p.Peer].Tier - n.Tier; d != 1 && d != -1 {
+				if d := tier[p.Peer] - tier[i]; d != 1 && d != -1 {
 					return nil, "link " + n.Name + "-" + g.Nodes[p.Peer].Name + " does not join adjacent tiers"
 				}
 			} else if _, ok := attOf[[2]int32{int32(i), int32(pi)}]; !ok {
@@ -146,7 +180,7 @@ func buildTree(g *Graph, atts []treeAttachment) (*treeRoutes, string) {
 		for _, id := range byTier[t] {
 			var kids []int32
 			for _, p := range g.Nodes[id].Ports {
-				if inTree(p.Peer) && g.Nodes[p.Peer].Tier == t-1 {
+				if inTree(p.Peer) && int(tier[p.Peer]) == t-1 {
 					kids = append(kids, r.node[p.Peer].group)
 				}
 			}
@@ -221,7 +255,7 @@ func buildTree(g *Graph, atts []treeAttachment) (*treeRoutes, string) {
 				for _, c := range children[nd.group] {
 					buf = buf[:0]
 					for pi, p := range n.Ports {
-						if inTree(p.Peer) && g.Nodes[p.Peer].Tier == t-1 && r.node[p.Peer].group == c {
+						if inTree(p.Peer) && int(tier[p.Peer]) == t-1 && r.node[p.Peer].group == c {
 							buf = append(buf, int32(pi))
 						}
 					}
@@ -230,7 +264,7 @@ func buildTree(g *Graph, atts []treeAttachment) (*treeRoutes, string) {
 			}
 			buf = buf[:0]
 			for pi, p := range n.Ports {
-				if inTree(p.Peer) && g.Nodes[p.Peer].Tier == t+1 {
+				if inTree(p.Peer) && int(tier[p.Peer]) == t+1 {
 					if r.node[p.Peer].group != parent[nd.group] {
 						return nil, n.Name + "'s up-links reach more than one group (not up-uniform)"
 					}

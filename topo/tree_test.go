@@ -70,7 +70,7 @@ func TestTreeRoutesMatchTable(t *testing.T) {
 
 func TestTreeRoutesRejectNonTrees(t *testing.T) {
 	// Shapes the tree form must leave to the table: switches on one tier joined to each other,
-	// a link that skips a tier, and spines whose leaf sets overlap (leaf 1 under both).
+	// and spines whose leaf sets overlap (leaf 1 under both).
 	pair := &Graph{Name: "pair"}
 	s0, s1 := pair.AddNode(Switch, "s0", 1), pair.AddNode(Switch, "s1", 1)
 	h0, h1 := pair.AddNode(Host, "h0", 0), pair.AddNode(Host, "h1", 0)
@@ -101,7 +101,19 @@ func TestTreeRoutesRejectNonTrees(t *testing.T) {
 	overlap.Connect(leaves[1], sp1, 1e9, 0)
 	overlap.Connect(leaves[2], sp1, 1e9, 0)
 
-	for _, g := range []*Graph{pair, skip, overlap} {
+	// A link that skips a tier is a tree once the tiers are inferred from the hosts (as for
+	// imported topologies, whose switches all have tier 1).
+	rt, err := ComputeRoutes(skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, _ := ComputeTableRoutes(skip)
+	if rt.Form() != "tree" {
+		t.Fatalf("skip: routed as %s, want a tree of inferred tiers", rt.Form())
+	}
+	sameRoutes(t, skip, rt, tab)
+
+	for _, g := range []*Graph{pair, overlap} {
 		rt, err := ComputeRoutes(g)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +121,7 @@ func TestTreeRoutesRejectNonTrees(t *testing.T) {
 		if rt.Form() != "table" {
 			t.Fatalf("%s: routed as %s, want the table", g.Name, rt.Form())
 		}
-		if tr, why := buildTree(g, hostAttachments(g)); tr != nil || why == "" {
+		if tr := buildTreeTiers(g, hostAttachments(g)); tr != nil {
 			t.Fatalf("%s: buildTree accepted it", g.Name)
 		}
 	}
