@@ -62,14 +62,65 @@ func (s *Scenario) railSpec(rate units.Rate) topo.RailSpec {
 	}
 }
 
-// Topology is the cluster as built for the bill of materials: NIC links at the link rate.
-func (s *Scenario) Topology() (*topo.Graph, error) {
-	g, err := topo.RailOptimized(s.railSpec(s.Cluster.LinkRate))
+// closSpec is the cluster as a topo.Clos with NIC links at rate: the shape of clusters that
+// two tiers do not hold, or that ask for tiers, scalable units or planes.
+func (s *Scenario) closSpec(rate units.Rate) topo.ClosSpec {
+	c := &s.Cluster
+	cs := topo.ClosSpec{
+		Servers: c.Servers, NICsPerServer: c.GPUsPerServer, PortsPerNIC: c.NICPorts, RailPlanes: c.RailPlanes,
+		RailOptimized: true, Tiers: c.Tiers, Radix: c.Radix, ServersPerSU: c.ServersPerSU,
+		Oversubscription: []float64{c.Oversubscription, c.SpineOversubscription},
+		NIC:              topo.LinkSpec{Rate: rate, Latency: c.LinkLatency},
+		LeafSpine:        topo.LinkSpec{Rate: c.LinkRate, Latency: c.SpineLatency},
+		SpineCore:        topo.LinkSpec{Rate: c.LinkRate, Latency: c.SpineLatency},
+		Spines:           c.Spines,
+	}
+	if c.SpineLinkRate > 0 {
+		cs.LeafSpine.Rate, cs.SpineCore.Rate = c.SpineLinkRate, c.SpineLinkRate
+	}
+	if c.CoreLinkRate > 0 {
+		cs.SpineCore.Rate = c.CoreLinkRate
+	}
+	if c.CoreLatency > 0 {
+		cs.SpineCore.Latency = c.CoreLatency
+	}
+	return cs
+}
+
+// useClos says whether the cluster is built by topo.Clos rather than topo.RailOptimized (which
+// builds the same two tiers, port for port, and keeps the graph's name): when a key of the
+// multi-tier shape is set, or two tiers do not hold the cluster.
+func (s *Scenario) useClos() bool {
+	c := &s.Cluster
+	if c.Tiers != 0 || c.ServersPerSU != 0 || c.SpineOversubscription != 0 || c.NICPorts > 1 || c.RailPlanes ||
+		c.SpineLinkRate != 0 || c.CoreLinkRate != 0 || c.CoreLatency != 0 {
+		return true
+	}
+	_, err := topo.PlanRail(s.railSpec(c.LinkRate))
+	if err == nil {
+		return false
+	}
+	p, err := topo.PlanClos(s.closSpec(c.LinkRate))
+	return err == nil && p.Tiers == 3
+}
+
+// build builds the cluster with NIC links at rate.
+func (s *Scenario) build(rate units.Rate) (*topo.Graph, error) {
+	var g *topo.Graph
+	var err error
+	if s.useClos() {
+		g, err = topo.Clos(s.closSpec(rate))
+	} else {
+		g, err = topo.RailOptimized(s.railSpec(rate))
+	}
 	if err != nil {
 		return nil, s.d.At("cluster", "%v", err)
 	}
 	return g, nil
 }
+
+// Topology is the cluster as built for the bill of materials: NIC links at the link rate.
+func (s *Scenario) Topology() (*topo.Graph, error) { return s.build(s.Cluster.LinkRate) }
 
 // simRate is the NIC link rate simulated for fabric c: the link rate, or lower where the data
 // path cannot feed the NIC at its payload rate. The GPU-NIC path, not the wire, then limits what
@@ -83,13 +134,7 @@ func (s *Scenario) simRate(c fabric.Config) units.Rate {
 }
 
 // simTopology is the simulated cluster with NIC links at rate.
-func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) {
-	g, err := topo.RailOptimized(s.railSpec(rate))
-	if err != nil {
-		return nil, s.d.At("cluster", "%v", err)
-	}
-	return g, nil
-}
+func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) { return s.build(rate) }
 
 // serverOf is the server of GPU rank r: Megatron's rank order puts consecutive ranks in one
 // server, and GPU g of server s is NIC (host) s x GPUsPerServer + g, so rank r is host r.
