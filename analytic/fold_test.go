@@ -129,7 +129,7 @@ func TestFoldable(t *testing.T) {
 	}{
 		{collective.Spec{Op: collective.AllReduce, Ranks: ranks, Bytes: 8 * units.MiB, Channels: 2, ChunkBytes: 512 * units.KiB}, 2, true},
 		{collective.Spec{Op: collective.AllReduce, Ranks: ranks, Bytes: 8*units.MiB + 8, Channels: 2, ChunkBytes: 512 * units.KiB}, 2, false}, // the last loop's 4 bytes per channel split over 8 ranks
-		{collective.Spec{Op: collective.AllReduce, Ranks: ranks, Bytes: 8 * units.MiB, Channels: 2}, 3, false},                               // 8 ranks, period 3
+		{collective.Spec{Op: collective.AllReduce, Ranks: ranks, Bytes: 8 * units.MiB, Channels: 2}, 3, false},                                // 8 ranks, period 3
 		{collective.Spec{Op: collective.AllToAll, Ranks: ranks, Bytes: 8 * units.MiB}, 1, false},
 		{collective.Spec{Op: collective.AllReduce, Algo: collective.Tree, Ranks: ranks, Bytes: 8 * units.MiB}, 1, false},
 		{collective.Spec{Op: collective.AllGather, Ranks: ranks, Bytes: 64}, 8, true},
