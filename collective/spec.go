@@ -186,3 +186,24 @@ func (s Spec) validate(g *msggraph.Graph) (Algo, error) {
 	}
 	return algo, nil
 }
+
+// RingBlocks is the size of the block each position of a flat ring sends per step, in each
+// pipelining loop of one channel of s (Channels is taken as 1: the caller splits channels): the
+// largest of the loop's blocks when they differ by a byte.
+func RingBlocks(s Spec) []int64 {
+	n := len(s.Ranks)
+	if n < 2 || s.Bytes <= 0 {
+		return nil
+	}
+	c := int64(s.ChunkBytes) * int64(n)
+	d := int64(s.Bytes)
+	var out []int64
+	if c <= 0 || d <= c {
+		return []int64{(d + int64(n) - 1) / int64(n)}
+	}
+	for ; d > 0; d -= c {
+		l := min(c, d)
+		out = append(out, (l+int64(n)-1)/int64(n))
+	}
+	return out
+}

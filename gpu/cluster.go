@@ -138,6 +138,16 @@ func Build(spec Spec) (*Cluster, error) {
 			rs.Spines = topo.NoSpines
 		}
 		net, err = topo.RailOptimized(rs)
+		if err != nil && rs.Spines == 0 {
+			// Too large for two tiers: the same fabric with a core tier (topo.Clos), if it holds.
+			cs := topo.ClosSpec{Servers: rs.Servers, NICsPerServer: rs.NICsPerServer, RailOptimized: true, Radix: rs.Radix, NIC: rs.NIC}
+			if rs.Oversubscription > 0 {
+				cs.Oversubscription = []float64{rs.Oversubscription}
+			}
+			if p, perr := topo.PlanClos(cs); perr == nil && p.Tiers == 3 {
+				net, err = topo.Clos(cs)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster network: %w", err)
 		}

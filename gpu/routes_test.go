@@ -74,3 +74,30 @@ func equal32(a, b []int32) bool {
 	}
 	return true
 }
+
+// TestClusterFirstPath: the cluster form's first path (computed without the memo) is the table's.
+func TestClusterFirstPath(t *testing.T) {
+	for _, net := range []Network{{}, {Kind: "clos", Clos: topo.ClosSpec{RailOptimized: true, PortsPerNIC: 2, Radix: 8}}} {
+		srv, _ := Preset("h100")
+		srv.GPUs, srv.NICs = 4, 4
+		cl, err := Build(Spec{Servers: 6, Server: srv, Net: net})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, _ := topo.ComputeRoutes(cl.Graph)
+		tab, _ := topo.ComputeTableRoutes(cl.Graph)
+		for s := range cl.Graph.Hosts {
+			for d := range cl.Graph.Hosts {
+				a, b := rt.FirstPath(s, d), tab.FirstPath(s, d)
+				if len(a) != len(b) {
+					t.Fatalf("%d -> %d: %v vs table %v", s, d, a, b)
+				}
+				for i := range a {
+					if a[i] != b[i] {
+						t.Fatalf("%d -> %d: %v vs table %v", s, d, a, b)
+					}
+				}
+			}
+		}
+	}
+}

@@ -259,7 +259,7 @@ func PlanClos(spec ClosSpec) (ClosPlan, error) {
 		if d2max == 0 {
 			return ClosPlan{}, fmt.Errorf("clos: at spine oversubscription %v a radix-%d spine cannot hold even one leaf link and its uplinks; lower the oversubscription or raise the radix", o2, K)
 		}
-		if s.RailOptimized {
+		if s.RailOptimized && p.RailsPerPlane > 1 {
 			p.LeavesPerPod = p.RailsPerPlane
 			p.Pods = ceilDiv(s.Servers, p.ServersPerSU)
 			for p.SpinesPerPod = max(1, ceilDiv(p.LeavesPerPod*p.UpPerLeaf, d2max)); p.SpinesPerPod <= p.UpPerLeaf; p.SpinesPerPod++ {
@@ -317,7 +317,8 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 //	             which needs S <= U1 so that every leaf reaches every spine
 //	three tiers: a pod (an SU when rail-optimized) of P leaves shares its own spines: P = the
 //	             rails, each leaf spreading its U1 uplinks over the SU's spines round robin;
-//	             otherwise P = D2 leaves with one link to each of U1 spines; a spine has
+//	             otherwise (and on a plane of one rail) P = D2 leaves with one link to each of
+//	             U1 spines; a spine has
 //	             D2 = P*ceil(U1/spines per pod) leaf links and U2 = ceil(D2*u1/(o2*u2)) uplinks,
 //	             uplink m of spine i of pod q goes to core (q*U2+m) mod C of group i, with
 //	             C = ceil(pods*U2/R) <= U2 cores per group.
@@ -438,7 +439,7 @@ func Clos(spec ClosSpec) (*Graph, error) {
 			}
 		case 3:
 			podOf := func(l int) int {
-				if s.RailOptimized {
+				if s.RailOptimized && p.RailsPerPlane > 1 {
 					return l % sus
 				}
 				return l / p.LeavesPerPod

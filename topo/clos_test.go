@@ -216,8 +216,9 @@ func TestClosShapes(t *testing.T) {
 		{"fat-2048-r32", ClosSpec{Servers: 2048, Radix: 32, NIC: link400}, 3, 16, 16, 128, 128, 64},
 		// Spines at 2:1 toward the cores: 32 leaf links and 16 uplinks per spine on 48 ports.
 		{"spine-2to1", ClosSpec{Servers: 512, NICsPerServer: 8, RailOptimized: true, Radix: 48, Oversubscription: []float64{1, 2}, NIC: link400, Tiers: 3}, 3, 24, 24, 176, 132, 48},
-		// One NIC per server, SUs of 16 servers.
-		{"su16", ClosSpec{Servers: 64, NICsPerServer: 1, RailOptimized: true, ServersPerSU: 16, Tiers: 3, NIC: link400}, 3, 16, 16, 4, 4, 1},
+		// One NIC per server, SUs of 16 servers: a plane of one rail groups its leaves into pods
+		// as a fat tree does (4 leaves, 16 spines with a link to each, 16 groups of 1 core).
+		{"su16", ClosSpec{Servers: 64, NICsPerServer: 1, RailOptimized: true, ServersPerSU: 16, Tiers: 3, NIC: link400}, 3, 16, 16, 4, 16, 16}, // one rail: pods as in a fat tree
 	} {
 		p, err := PlanClos(c.spec)
 		if err != nil {
@@ -301,5 +302,21 @@ func TestClosErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+func TestClosRailPlanes131k(t *testing.T) {
+	// 16,384 eight-GPU servers with every rail on a plane of its own: eight planes of 16,384 NIC
+	// ports, each a three-tier fat tree of radix 64 (32 servers per leaf, pods of 32 leaves and
+	// 32 spines, 16 pods, 32 groups of ceil(16*32/64) = 8 cores).
+	p, err := PlanClos(ClosSpec{Servers: 16384, RailOptimized: true, RailPlanes: true, NIC: link400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Planes != 8 || p.Tiers != 3 || p.Leaves != 512 || p.Pods != 16 || p.LeavesPerPod != 32 || p.Spines != 512 || p.Cores != 256 {
+		t.Fatalf("plan %+v", p)
+	}
+	if p.Switches != 8*1280 || p.Links != 8*(16384+512*32+512*32) {
+		t.Fatalf("%d switches, %d links", p.Switches, p.Links)
 	}
 }

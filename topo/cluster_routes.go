@@ -422,3 +422,57 @@ func (c *clusterRoutes) bytes() int64 {
 	}
 	return b
 }
+
+// firstPath is Routes.FirstPath without the memo: the exit costs of the source server and of
+// the destination's are computed once for the whole path, and each node takes its lowest port
+// one link closer. Linear in the path, and it stores nothing (a ring over 100,000 GPUs asks for
+// a million paths once each).
+func (c *clusterRoutes) firstPath(src, dst int) []NodeID {
+	g := c.g
+	sd, beta := c.dest(dst)
+	E := len(c.exits)
+	ecs := map[int][]int32{}
+	ecOf := func(s int) []int32 {
+		if ec, ok := ecs[s]; ok {
+			return ec
+		}
+		ec := c.exitCosts(make([]int32, E), s, sd, beta)
+		ecs[s] = ec
+		return ec
+	}
+	dist := func(n NodeID) int32 {
+		if c.block[n] < 0 {
+			return c.netDist(n, sd, beta)
+		}
+		s := int(c.block[n])
+		return c.blockDist(int(c.local[n]), s, sd, beta, ecOf(s))
+	}
+	n := g.Hosts[src]
+	h := dist(n)
+	if h >= inf {
+		return nil
+	}
+	path := make([]NodeID, 0, h+1)
+	path = append(path, n)
+	dn := g.Hosts[dst]
+	for n != dn {
+		next := NodeID(-1)
+		if g.Nodes[n].Kind == Host {
+			next = g.Nodes[n].Ports[0].Peer
+		} else {
+			for _, pt := range g.Nodes[n].Ports {
+				m := pt.Peer
+				if m == dn || (g.Nodes[m].Kind == Switch && dist(m) == h-1) {
+					next = m
+					break
+				}
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		n, h = next, h-1
+		path = append(path, n)
+	}
+	return path
+}

@@ -113,6 +113,9 @@ func (rt *Routes) ShortestPathHops(srcHost, dstHost int) int {
 // lowest-numbered next-hop port (what a deterministic linear forwarding table without spreading
 // would do); nil when unreachable. For tests and reports.
 func (rt *Routes) FirstPath(srcHost, dstHost int) []NodeID {
+	if c := rt.clus; c != nil {
+		return c.firstPath(srcHost, dstHost)
+	}
 	n := rt.g.Hosts[srcHost]
 	h := rt.Hops(n, dstHost)
 	if h < 0 {

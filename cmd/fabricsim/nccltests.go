@@ -48,6 +48,11 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
   --packet-scale K      merge K packets into one (1 = real packets; default: automatic above a
                         million packets, at most 8, 4 on infiniband; see docs/gpu.md)
   --radix R, --oversubscription X, --spines S   rail-optimized network shape
+  --tiers T, --servers-per-su N, --nic-ports P, --rail-planes, --spine-oversubscription X
+                        a rail-optimized Clos of T (2 or 3) tiers: scalable units of N servers
+                        with their own spines and a core tier between them, P ports per NIC each
+                        on its own plane, or every rail on planes of its own (topo.Clos,
+                        docs/topologies.md); a cluster two tiers do not hold gets three anyway
 `
 
 // ncclFlags are the fabricsim-side options of the nccl-tests command.
@@ -68,6 +73,11 @@ type ncclFlags struct {
 	radix       int
 	oversub     float64
 	spines      int
+	tiers       int
+	su          int
+	nicPorts    int
+	railPlanes  bool
+	spineOver   float64
 	set         map[string]bool
 }
 
@@ -102,19 +112,30 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 	}
 	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
 	opts := map[string]opt{
-		"cluster":       {str(&f.cluster)},
-		"nodes":         {intv("nodes", &f.nodes, 1)},
-		"gpus-per-node": {intv("gpus-per-node", &f.gpusPerNode, 1)},
-		"gpus":          {intv("gpus", &f.gpus, 1)},
-		"server":        {str(&f.server)},
-		"fabric":        {str(&f.fabric)},
-		"backend":       {str(&f.backend)},
-		"data-path":     {str(&f.dataPath)},
-		"algo":          {str(&f.algo)},
-		"channels":      {intv("channels", &f.channels, 1)},
-		"packet-scale":  {intv("packet-scale", &f.packetScale, 1)},
-		"radix":         {intv("radix", &f.radix, 2)},
-		"spines":        {intv("spines", &f.spines, 1)},
+		"cluster":        {str(&f.cluster)},
+		"nodes":          {intv("nodes", &f.nodes, 1)},
+		"gpus-per-node":  {intv("gpus-per-node", &f.gpusPerNode, 1)},
+		"gpus":           {intv("gpus", &f.gpus, 1)},
+		"server":         {str(&f.server)},
+		"fabric":         {str(&f.fabric)},
+		"backend":        {str(&f.backend)},
+		"data-path":      {str(&f.dataPath)},
+		"algo":           {str(&f.algo)},
+		"channels":       {intv("channels", &f.channels, 1)},
+		"packet-scale":   {intv("packet-scale", &f.packetScale, 1)},
+		"radix":          {intv("radix", &f.radix, 2)},
+		"spines":         {intv("spines", &f.spines, 1)},
+		"tiers":          {intv("tiers", &f.tiers, 1)},
+		"servers-per-su": {intv("servers-per-su", &f.su, 1)},
+		"nic-ports":      {intv("nic-ports", &f.nicPorts, 1)},
+		"spine-oversubscription": {func(v string) error {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x > 0) {
+				return fmt.Errorf("--spine-oversubscription %q: want a positive ratio such as 1 or 2", v)
+			}
+			f.spineOver = x
+			return nil
+		}},
 		"chunk": {func(v string) error {
 			s, err := units.ParseSize(v)
 			if err != nil || s <= 0 {
@@ -136,6 +157,10 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 		a := args[i]
 		if a == "--pxn" {
 			f.pxn = true
+			continue
+		}
+		if a == "--rail-planes" {
+			f.railPlanes = true
 			continue
 		}
 		if !strings.HasPrefix(a, "--") {
@@ -255,6 +280,13 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	}
 	spec := gpu.Spec{Servers: nodes, Server: srv, Framing: gpu.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead},
 		Net: gpu.Network{Radix: f.radix, Oversubscription: f.oversub, Spines: f.spines}}
+	if f.tiers > 0 || f.su > 0 || f.nicPorts > 0 || f.railPlanes || f.spineOver > 0 {
+		spec.Net.Kind = "clos"
+		spec.Net.Clos = topo.ClosSpec{RailOptimized: true, Tiers: f.tiers, ServersPerSU: f.su, PortsPerNIC: f.nicPorts, RailPlanes: f.railPlanes}
+		if f.spineOver > 0 {
+			spec.Net.Clos.Oversubscription = []float64{f.oversub, f.spineOver}
+		}
+	}
 	if net != nil {
 		spec.Net = gpu.Network{Kind: "graph", Graph: net}
 	}
@@ -272,10 +304,26 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	}
 	cache := map[key]units.Time{}
 	var lastScale int
+	modelled := false
 	runner := func(op collective.Op, b units.Size, _ bool) (units.Time, error) {
 		k := key{int64(b), copts.Root}
 		if t, ok := cache[k]; ok {
 			return t, nil
+		}
+		// A flat ring too large for its message graph: the ring pipeline model (gpu/ring.go).
+		if f.backend == gpu.BackendAnalytic && mode == datapath.GPUDirect && cl.RingMessages(op, b, copts) > gpu.RingModelMessages {
+			t, ok, err := cl.RingTime(op, b, copts, cfg.SwitchLatency)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				if !modelled {
+					fmt.Fprintf(stderr, "fabricsim: rings of more than %d messages (%d bytes and up here) computed with the ring pipeline model (docs/architecture.md)\n", gpu.RingModelMessages, b)
+					modelled = true
+				}
+				cache[k] = t
+				return t, nil
+			}
 		}
 		g, err := cl.Compile(op, b, copts)
 		if err != nil {
