@@ -2,6 +2,7 @@ package compare
 
 import (
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -139,3 +140,35 @@ func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) { return s.
 // serverOf is the server of GPU rank r: Megatron's rank order puts consecutive ranks in one
 // server, and GPU g of server s is NIC (host) s x GPUsPerServer + g, so rank r is host r.
 func (s *Scenario) serverOf(rank int) int { return rank / s.Cluster.GPUsPerServer }
+
+// checkLIDs refuses a cluster whose InfiniBand subnet (one per plane) needs more unicast LIDs
+// than one subnet holds, when one of the variants runs InfiniBand: every NIC port and every
+// switch of a plane takes a LID (ibsm.CheckLIDs, on the plan instead of a built graph).
+func (s *Scenario) checkLIDs(variants []*Variant) error {
+	ib := false
+	for _, v := range variants {
+		ib = ib || v.Fabric.Kind == "infiniband"
+	}
+	if !ib {
+		return nil
+	}
+	var ports, switches int
+	if s.useClos() {
+		p, err := topo.PlanClos(s.closSpec(s.Cluster.LinkRate))
+		if err != nil {
+			return s.d.At("cluster", "%v", err)
+		}
+		ports, switches = p.HostsPerPlane, p.Leaves+p.Spines+p.Cores
+	} else {
+		p, err := topo.PlanRail(s.railSpec(s.Cluster.LinkRate))
+		if err != nil {
+			return s.d.At("cluster", "%v", err)
+		}
+		ports, switches = p.Hosts, p.Switches
+	}
+	if ports+switches > ibsm.MaxUnicastLIDs {
+		return s.d.At("cluster", "an InfiniBand subnet of %d NIC ports and %d switches needs %d LIDs, more than the %d unicast LIDs one subnet holds (IBA vol. 1, 4.1.3); split the fabric into planes, each its own subnet: nic_ports: 2 (two ports per NIC on two planes) or rail_planes: true (a plane per rail)",
+			ports, switches, ports+switches, ibsm.MaxUnicastLIDs)
+	}
+	return nil
+}

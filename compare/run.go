@@ -112,6 +112,9 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 			variants = append(variants, v)
 		}
 	}
+	if err := s.checkLIDs(variants); err != nil {
+		return nil, err
+	}
 	cfg := *s.Workload
 	plan, err := training.Build(&cfg)
 	if err != nil {

@@ -91,7 +91,7 @@ func TestBadInput(t *testing.T) {
 		line             int
 	}{
 		{"unknown top-level key", good + "colour: blue\n", "colour: unknown key", 12},
-		{"unknown nested key", sub("k: 4", "k: 4\n  radix: 4"), "topology.radix: unknown key (valid keys here:", 6},
+		{"unknown nested key", sub("k: 4", "k: 4\n  ports: 4"), "topology.ports: unknown key (valid keys here:", 6},
 		{"zero rate", sub("rate: 100Gbps", "rate: 0Gbps"), "topology.link.rate: rate \"0Gbps\" must be positive", 6},
 		{"negative rate", sub("rate: 100Gbps", "rate: -100Gbps"), "must be positive", 6},
 		{"unit typo", sub("rate: 100Gbps", "rate: 100Gbs"), `unknown unit "Gbs"`, 6},

@@ -163,3 +163,20 @@ func buildTreeTiers(g *Graph, atts []treeAttachment) *treeRoutes {
 	t, _ := buildTree(g, atts, inferTiers(g, atts))
 	return t
 }
+
+// SameSetRank returns, for routes of the tree form, the number of destination hosts below
+// dstHost that switch n forwards over the same next-hop set as dstHost, and true; false for the
+// other forms and for hosts. A subnet manager that spreads destinations over equal ports in
+// host order (OpenSM's min-hop balancing: each destination takes the least-loaded candidate,
+// the lowest port on ties) gives dstHost the candidate at this rank modulo the set's size, since
+// in a tree two sets at a switch are equal or share no port: package ibsm computes linear
+// forwarding table entries from it on demand.
+func (rt *Routes) SameSetRank(n NodeID, dstHost int) (int, bool) {
+	if rt.tree == nil || rt.tree.node[n].group < 0 {
+		return 0, false
+	}
+	return rt.tree.sameSetRank(n, dstHost), true
+}
+
+// Tree says whether the routes are of the tree form (computed from a layered tree's regularity).
+func (rt *Routes) Tree() bool { return rt.tree != nil }

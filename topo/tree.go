@@ -44,6 +44,11 @@ type treeRoutes struct {
 
 	setStart []uint32 // port set i is ports[setStart[i]:setStart[i+1]]; set 0 is empty
 	ports    []int32
+
+	// desc[descStart[g]:descStart[g+1]] lists the attachments below group g, ascending (for
+	// SameSetRank; hosts x tiers entries in all).
+	descStart []int32
+	desc      []int32
 }
 
 type treeNode struct {
@@ -277,6 +282,25 @@ func buildTree(g *Graph, atts []treeAttachment, tier []int32) (*treeRoutes, stri
 			nd.up = set(buf)
 		}
 	}
+	// Descendant lists, bottom up: a leaf's attachments, then each group's children merged.
+	lists := make([][]int32, nGroups)
+	for a, x := range atts {
+		grp := r.node[x.leaf].group
+		lists[grp] = append(lists[grp], int32(a))
+	}
+	for gi := int32(0); gi < nGroups; gi++ {
+		if children[gi] != nil {
+			for _, c := range children[gi] {
+				lists[gi] = append(lists[gi], lists[c]...)
+			}
+		}
+		slices.Sort(lists[gi])
+	}
+	r.descStart = make([]int32, nGroups+1)
+	for gi, l := range lists {
+		r.desc = append(r.desc, l...)
+		r.descStart[gi+1] = int32(len(r.desc))
+	}
 	r.att = make([]treeAtt, len(atts)*T)
 	r.root = make([]int32, len(atts))
 	r.leaf = make([]NodeID, len(atts))
@@ -336,7 +360,34 @@ func (r *treeRoutes) hops(n NodeID, a int) int {
 	return -1
 }
 
+// below returns how many attachments below group g have an index below a.
+func (r *treeRoutes) below(g int32, a int) int {
+	l := r.desc[r.descStart[g]:r.descStart[g+1]]
+	i, _ := slices.BinarySearch(l, int32(a))
+	return i
+}
+
+// sameSetRank is the number of attachments below a that tree switch n forwards over the same
+// next-hop set as a (see Routes.SameSetRank).
+func (r *treeRoutes) sameSetRank(n NodeID, a int) int {
+	nd := &r.node[n]
+	at := r.att[a*r.tiers+int(nd.tier)-1]
+	switch {
+	case at.group == nd.group:
+		if nd.tier == 1 {
+			return 0 // the port to the attachment itself
+		}
+		// Down into the child group holding a: the attachments below that group.
+		return r.below(r.att[a*r.tiers+int(nd.tier)-2].group, a)
+	case r.root[a] == nd.root:
+		// Up: every attachment of the same top group that is not below n's group.
+		return r.below(nd.root, a) - r.below(nd.group, a)
+	}
+	return 0
+}
+
 func (r *treeRoutes) bytes() int64 {
 	return int64(len(r.node))*int64(unsafe.Sizeof(treeNode{})) + int64(len(r.att))*8 + int64(len(r.root))*4 + int64(len(r.leaf))*4 +
-		int64(len(r.parent))*4 + int64(len(r.down))*4 + int64(len(r.setStart))*4 + int64(len(r.ports))*4
+		int64(len(r.parent))*4 + int64(len(r.down))*4 + int64(len(r.setStart))*4 + int64(len(r.ports))*4 +
+		int64(len(r.descStart))*4 + int64(len(r.desc))*4
 }

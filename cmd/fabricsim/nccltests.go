@@ -16,6 +16,7 @@ import (
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/nccltests"
 	"github.com/fabricsim/fabricsim/scenario"
@@ -293,6 +294,11 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	cl, err := gpu.Build(spec)
 	if err != nil {
 		return usageErr(err)
+	}
+	if cfg.Kind == "infiniband" {
+		if err := ibsm.CheckLIDs(cl.Graph); err != nil {
+			return usageErr(err)
+		}
 	}
 	copts := gpu.CollectiveOptions{Algo: algo, Channels: f.channels, ChunkBytes: f.chunk, Root: o.Root, PXN: f.pxn}
 	if o.Root < 0 {
