@@ -48,7 +48,8 @@ type Framing struct {
 
 // Network is the cluster network between the servers' NICs.
 type Network struct {
-	// Kind is "rail" (rail-optimized, the default), or "graph" to use Graph as it is.
+	// Kind is "rail" (two-tier rail-optimized, the default), "clos" (topo.Clos: one to three
+	// tiers, scalable units, planes) or "graph" to use Graph as it is.
 	Kind string
 	// Rail-optimized: leaf radix, leaf oversubscription, spine count (topo.RailSpec) and the
 	// latency of the NIC and spine links.
@@ -56,9 +57,14 @@ type Network struct {
 	Oversubscription float64
 	Spines           int
 	LinkLatency      units.Time
-	// Graph, for Kind "graph", is a network whose hosts are the NICs: host s*NICs+k is NIC k of
-	// server s (a scenario's leaf-spine, fat tree or HPCC topology).
+	// Graph, for Kind "graph", is a network whose hosts are the NICs' ports: host
+	// (s*NICs+k)*P+p is port p of NIC k of server s, P the ports per NIC (a scenario's
+	// leaf-spine, fat tree or HPCC topology, with P = 1).
 	Graph *topo.Graph
+	// Clos, for Kind "clos", shapes the network (topo.ClosSpec); Build fills in the servers, the
+	// NICs per server and, where zero, the NIC link (the server's NIC rate and LinkLatency) and
+	// the radix, oversubscription and spine count above.
+	Clos topo.ClosSpec
 }
 
 // Spec is a whole cluster.
@@ -169,16 +175,52 @@ func Build(spec Spec) (*Cluster, error) {
 			rs.Spines = topo.NoSpines
 		}
 		net, err = topo.RailOptimized(rs)
+		if err != nil && rs.Spines == 0 {
+			// Too large for two tiers: the same fabric with a core tier (topo.Clos), if it holds.
+			cs := topo.ClosSpec{Servers: rs.Servers, NICsPerServer: rs.NICsPerServer, RailOptimized: true, Radix: rs.Radix, NIC: rs.NIC}
+			if rs.Oversubscription > 0 {
+				cs.Oversubscription = []float64{rs.Oversubscription}
+			}
+			if p, perr := topo.PlanClos(cs); perr == nil && p.Tiers == 3 {
+				net, err = topo.Clos(cs)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster network: %w", err)
 		}
+	} else if spec.Net.Kind == "clos" {
+		cs := spec.Net.Clos
+		cs.Servers, cs.NICsPerServer = spec.Servers, srv.NICs
+		if cs.NIC.Rate == 0 {
+			cs.NIC.Rate = srv.NICRate
+		}
+		if cs.NIC.Latency == 0 {
+			cs.NIC.Latency = spec.Net.LinkLatency
+			if cs.NIC.Latency == 0 {
+				cs.NIC.Latency = 500 * units.Nanosecond // as for "rail"
+			}
+		}
+		if cs.Radix == 0 {
+			cs.Radix = spec.Net.Radix
+		}
+		if len(cs.Oversubscription) == 0 && spec.Net.Oversubscription != 0 {
+			cs.Oversubscription = []float64{spec.Net.Oversubscription}
+		}
+		if cs.Spines == 0 {
+			cs.Spines = spec.Net.Spines
+		}
+		if net, err = topo.Clos(cs); err != nil {
+			return nil, fmt.Errorf("cluster network: %w", err)
+		}
 	} else if spec.Net.Kind != "graph" || net == nil {
-		return nil, fmt.Errorf("cluster network kind %q: want rail, or graph with a Graph", spec.Net.Kind)
+		return nil, fmt.Errorf("cluster network kind %q: want rail, clos, or graph with a Graph", spec.Net.Kind)
 	}
-	if len(net.Hosts) != spec.Servers*srv.NICs {
-		return nil, fmt.Errorf("cluster network %s has %d NIC ports, but %d servers x %d NICs need %d",
-			net.Name, len(net.Hosts), spec.Servers, srv.NICs, spec.Servers*srv.NICs)
+	nicPorts := spec.Servers * srv.NICs
+	if len(net.Hosts) == 0 || len(net.Hosts)%nicPorts != 0 {
+		return nil, fmt.Errorf("cluster network %s has %d NIC ports, but %d servers x %d NICs need %d (or a multiple: ports per NIC)",
+			net.Name, len(net.Hosts), spec.Servers, srv.NICs, nicPorts)
 	}
+	portsPerNIC := len(net.Hosts) / nicPorts
 	G := srv.GPUs
 	N := spec.Servers
 	scale := func(r units.Rate) units.Rate {
@@ -204,27 +246,36 @@ func Build(spec Spec) (*Cluster, error) {
 	}
 	c.mem = len(g.Hosts)
 	endpoints("hostmem")
-	// The network's switches keep their names, tiers and rails; its hosts become NIC nodes.
+	// The network's switches keep their names, tiers, rails and planes; its hosts (NIC ports)
+	// become NIC nodes, one per NIC with a link per port.
 	netNode := make([]topo.NodeID, len(net.Nodes))
+	nicNode := make([]topo.NodeID, nicPorts)
+	for i := range nicNode {
+		nicNode[i] = -1
+	}
 	for i := range net.Nodes {
 		n := &net.Nodes[i]
 		if n.Kind == topo.Host {
-			s, k := int(n.Host)/srv.NICs, int(n.Host)%srv.NICs
-			id := g.AddNode(topo.Switch, fmt.Sprintf("srv%d_nic%d", s, k), 0)
-			g.Nodes[id].Server, g.Nodes[id].Rail = int32(s), int32(k)
-			g.Nodes[id].Latency = orNone(srv.NICLatency)
-			netNode[i] = id
+			nic := int(n.Host) / portsPerNIC
+			if nicNode[nic] < 0 {
+				s, k := nic/srv.NICs, nic%srv.NICs
+				id := g.AddNode(topo.Switch, fmt.Sprintf("srv%d_nic%d", s, k), 0)
+				g.Nodes[id].Server, g.Nodes[id].Rail = int32(s), int32(k)
+				g.Nodes[id].Latency = orNone(srv.NICLatency)
+				nicNode[nic] = id
+			}
+			netNode[i] = nicNode[nic]
 			continue
 		}
 		id := g.AddNode(topo.Switch, n.Name, n.Tier)
-		g.Nodes[id].Rail = n.Rail
+		g.Nodes[id].Rail, g.Nodes[id].Plane = n.Rail, n.Plane
 		g.Nodes[id].Latency = n.Latency
 		netNode[i] = id
 	}
 	for i := range net.Links {
 		l := &net.Links[i]
 		id := g.Connect(netNode[l.A], netNode[l.B], l.Rate, l.Latency)
-		g.Links[id].ErrorRate, g.Links[id].LengthM = l.ErrorRate, l.LengthM
+		g.Links[id].ErrorRate, g.Links[id].LengthM, g.Links[id].Reach = l.ErrorRate, l.LengthM, l.Reach
 	}
 	sw := func(name string, s int, lat units.Time) topo.NodeID {
 		id := g.AddNode(topo.Switch, fmt.Sprintf("srv%d_%s", s, name), 0)
@@ -252,8 +303,7 @@ func Build(spec Spec) (*Cluster, error) {
 			}
 			g.Connect(g.Hosts[c.DMA(r)], psw, scale(srv.P2PRate()), srv.PCIe.Latency)
 			if k := srv.NICOf(i); k >= 0 {
-				nic := netNode[net.Hosts[s*srv.NICs+k]]
-				g.Connect(psw, nic, scale(srv.PCIe.Rate), srv.PCIe.Latency)
+				g.Connect(psw, nicNode[s*srv.NICs+k], scale(srv.PCIe.Rate), srv.PCIe.Latency)
 			}
 			rp := sw(fmt.Sprintf("rootport%d", i), s, srv.RootComplexLatency)
 			g.Connect(psw, rp, scale(srv.PCIe.Rate), srv.PCIe.Latency)

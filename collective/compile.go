@@ -32,7 +32,7 @@ func Compile(g *msggraph.Graph, s Spec) (done []msggraph.ID, err error) {
 	// Growing a graph of a million messages one append at a time spends most of Compile
 	// copying; reserve the estimate up front.
 	g.Msgs = slices.Grow(g.Msgs, int(s.estimate(algo)))
-	b := &builder{g: g, s: &s, n: len(s.Ranks), base: msggraph.ID(orig), tag: s.tag(), rb: s.ReduceBandwidth,
+	b := &builder{g: g, s: &s, n: len(s.Ranks), fold: s.Fold, base: msggraph.ID(orig), tag: s.tag(), rb: s.ReduceBandwidth,
 		rankOf: make(map[int32]int, len(s.Ranks)), hasDependent: make([]bool, 0, int(s.estimate(algo)))}
 	for r, ep := range s.Ranks {
 		b.rankOf[ep] = r
@@ -101,6 +101,8 @@ func (s Spec) estimate(algo Algo) float64 {
 		return n*c*loops(perCh, 1) + 2*n
 	case s.Op == Broadcast || s.Op == Reduce:
 		return c*loops(perCh, 1)*n + 2*n
+	case s.Fold > 0:
+		return c*loops(perCh, n)*float64(s.Fold)*2*n + 2*n
 	default:
 		return c*loops(perCh, n)*n*2*n + 2*n
 	}
@@ -110,6 +112,7 @@ type builder struct {
 	g            *msggraph.Graph
 	s            *Spec
 	n            int
+	fold         int // Spec.Fold: positions compiled per ring (0: all)
 	base         msggraph.ID
 	entry        []msggraph.ID
 	hasDependent []bool // indexed by ID - base
@@ -157,8 +160,12 @@ func (b *builder) reduceNode(r int, bytes int64, deps []msggraph.ID, label strin
 	b.g.Msgs[len(b.g.Msgs)-1].Delay = b.rb.TransmitTime(units.Size(bytes))
 }
 
-// finish appends one done node per rank depending on every sink message that touches the rank.
+// finish appends one done node per rank depending on every sink message that touches the rank
+// (with a fold, per compiled rank; the others share their representative's).
 func (b *builder) finish() []msggraph.ID {
+	if b.fold > 0 && b.s.Bytes > 0 && b.n > 1 {
+		return b.finishFolded()
+	}
 	per := make([][]msggraph.ID, b.n)
 	end := msggraph.ID(len(b.g.Msgs))
 	for id := b.base; id < end; id++ {
@@ -183,6 +190,44 @@ func (b *builder) finish() []msggraph.ID {
 		}
 		ep := b.s.Ranks[r]
 		done[r] = b.g.Add(msggraph.Message{Src: ep, Dst: ep, Start: b.s.Start, Deps: deps, Tag: fmt.Sprintf("%s/done/r%d", b.tag, r)})
+	}
+	return done
+}
+
+// finishFolded is finish for a folded ring: positions 0..fold-1 hold every message; a sink
+// message's destination at position fold counts for position 0, which stands for it.
+func (b *builder) finishFolded() []msggraph.ID {
+	P := b.fold
+	per := make([][]msggraph.ID, P)
+	end := msggraph.ID(len(b.g.Msgs))
+	for id := b.base; id < end; id++ {
+		if b.hasDependent[id-b.base] {
+			continue
+		}
+		m := &b.g.Msgs[id]
+		rs, okS := b.rankOf[m.Src]
+		rd, okD := b.rankOf[m.Dst]
+		if okS && rs < b.n {
+			rs %= P
+			per[rs] = append(per[rs], id)
+		}
+		if okD {
+			if rd %= P; !okS || rd != rs%P {
+				per[rd] = append(per[rd], id)
+			}
+		}
+	}
+	done := make([]msggraph.ID, b.n)
+	for r := 0; r < P; r++ {
+		deps := per[r]
+		if len(deps) == 0 {
+			deps = b.entry
+		}
+		ep := b.s.Ranks[r]
+		done[r] = b.g.Add(msggraph.Message{Src: ep, Dst: ep, Start: b.s.Start, Deps: deps, Tag: fmt.Sprintf("%s/done/r%d", b.tag, r)})
+	}
+	for r := P; r < b.n; r++ {
+		done[r] = done[r%P]
 	}
 	return done
 }
@@ -243,12 +288,19 @@ type ring struct {
 
 // run appends the ring's messages and returns msgs[s][p], the message position p sends at
 // step s. The message that arrives at position p at step s is msgs[s][p-1].
+//
+// With a fold (Spec.Fold) only positions 0..fold-1 are compiled: msgs[s] has fold entries, and
+// position 0 waits on position fold-1, which stands for position n-1.
 func (b *builder) run(rg ring) [][]msggraph.ID {
 	n := len(rg.members)
+	m := n
+	if b.fold > 0 && n == b.n {
+		m = b.fold
+	}
 	msgs := make([][]msggraph.ID, rg.steps)
 	for s := 0; s < rg.steps; s++ {
-		msgs[s] = make([]msggraph.ID, n)
-		for p := 0; p < n; p++ {
+		msgs[s] = make([]msggraph.ID, m)
+		for p := 0; p < m; p++ {
 			var deps []msggraph.ID
 			var own []msggraph.ID
 			if rg.own != nil {
@@ -258,7 +310,7 @@ func (b *builder) run(rg ring) [][]msggraph.ID {
 				deps = own
 			} else {
 				deps = make([]msggraph.ID, 0, 1+len(own))
-				deps = append(deps, msgs[s-1][mod(p-1, n)])
+				deps = append(deps, msgs[s-1][mod(p-1, m)])
 				if s < rg.ownSteps {
 					deps = append(deps, own...)
 				}
@@ -312,8 +364,9 @@ func (b *builder) ringReduceScatter() {
 			msgs := b.run(ring{members: allRanks(n), blocks: blocks, conn: b.conn(ch), steps: n - 1,
 				blockOf: rsBlock(n), reduce: func(s int) bool { return s >= 1 },
 				label: fmt.Sprintf("ring/c%d/k%d", ch, k)})
-			for p := 0; p < n; p++ {
-				b.reduceNode(p, blocks[p], []msggraph.ID{msgs[n-2][mod(p-1, n)]}, fmt.Sprintf("ring/c%d/k%d/reduce", ch, k))
+			m := len(msgs[n-2])
+			for p := 0; p < m; p++ {
+				b.reduceNode(p, blocks[p], []msggraph.ID{msgs[n-2][mod(p-1, m)]}, fmt.Sprintf("ring/c%d/k%d/reduce", ch, k))
 			}
 		}
 	}

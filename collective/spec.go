@@ -66,6 +66,47 @@ type Spec struct {
 	// ReduceBandwidth is the rate at which a rank reduces data (bits per second); 0 models
 	// reduction as free.
 	ReduceBandwidth units.Rate
+	// Fold, when > 0, compiles a ring all-reduce, all-gather or reduce-scatter folded by its
+	// symmetry: only the first Fold positions of the ring, position Fold-1 sending to the rank
+	// at position Fold, and position 0 waiting where the full ring waits for position n-1 on
+	// position Fold-1. The caller asserts that the ring is periodic with period Fold: a backend
+	// sees rank p+k*Fold's messages as it sees rank p's (same latencies, bandwidths and, rank by
+	// rank, no resource shared with another rank's copy); then the folded messages complete
+	// exactly when their counterparts in the full ring do, and a ring over n ranks costs
+	// O(Fold x steps) messages instead of O(n x steps). Foldable says when the ring itself
+	// allows it (every block of every step the same size). Compile's done nodes of ranks at or
+	// beyond Fold are those of their representative, rank r mod Fold.
+	Fold int
+}
+
+// Foldable reports whether the collective can be compiled with Spec.Fold = p: a flat ring
+// all-reduce, all-gather or reduce-scatter over a multiple of p ranks whose blocks are all the
+// same size in every channel and pipelining loop (so that rank p+k*Fold sends exactly what
+// rank p sends).
+func (s Spec) Foldable(p int) bool {
+	algo, err := s.Algo.resolve(s.Op)
+	n := len(s.Ranks)
+	if err != nil || algo != Ring || p < 1 || n < 2 || n%p != 0 || s.Bytes <= 0 {
+		return false
+	}
+	switch s.Op {
+	case AllReduce, AllGather, ReduceScatter:
+	default:
+		return false
+	}
+	for _, d := range split(int64(s.Bytes), s.channels()) {
+		c := int64(s.ChunkBytes) * int64(n)
+		if c <= 0 || d <= c {
+			if d%int64(n) != 0 {
+				return false
+			}
+			continue
+		}
+		if c%int64(n) != 0 || (d%c)%int64(n) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // maxMessages bounds the size of one compiled collective, so that a tiny ChunkBytes on a huge
@@ -140,5 +181,29 @@ func (s Spec) validate(g *msggraph.Graph) (Algo, error) {
 	if algo == Hierarchical && s.ServerOf == nil {
 		return 0, fmt.Errorf("%s: hierarchical algorithm needs ServerOf", s.Op)
 	}
+	if s.Fold < 0 || (s.Fold > 0 && !s.Foldable(s.Fold)) {
+		return 0, fmt.Errorf("%s %s on %d ranks of %d bytes cannot be folded by %d (a flat ring over a multiple of the fold, every block the same size)", s.Op, algo, n, s.Bytes, s.Fold)
+	}
 	return algo, nil
+}
+
+// RingBlocks is the size of the block each position of a flat ring sends per step, in each
+// pipelining loop of one channel of s (Channels is taken as 1: the caller splits channels): the
+// largest of the loop's blocks when they differ by a byte.
+func RingBlocks(s Spec) []int64 {
+	n := len(s.Ranks)
+	if n < 2 || s.Bytes <= 0 {
+		return nil
+	}
+	c := int64(s.ChunkBytes) * int64(n)
+	d := int64(s.Bytes)
+	var out []int64
+	if c <= 0 || d <= c {
+		return []int64{(d + int64(n) - 1) / int64(n)}
+	}
+	for ; d > 0; d -= c {
+		l := min(c, d)
+		out = append(out, (l+int64(n)-1)/int64(n))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -62,14 +63,65 @@ func (s *Scenario) railSpec(rate units.Rate) topo.RailSpec {
 	}
 }
 
-// Topology is the cluster as built for the bill of materials: NIC links at the link rate.
-func (s *Scenario) Topology() (*topo.Graph, error) {
-	g, err := topo.RailOptimized(s.railSpec(s.Cluster.LinkRate))
+// closSpec is the cluster as a topo.Clos with NIC links at rate: the shape of clusters that
+// two tiers do not hold, or that ask for tiers, scalable units or planes.
+func (s *Scenario) closSpec(rate units.Rate) topo.ClosSpec {
+	c := &s.Cluster
+	cs := topo.ClosSpec{
+		Servers: c.Servers, NICsPerServer: c.GPUsPerServer, PortsPerNIC: c.NICPorts, RailPlanes: c.RailPlanes,
+		RailOptimized: true, Tiers: c.Tiers, Radix: c.Radix, ServersPerSU: c.ServersPerSU,
+		Oversubscription: []float64{c.Oversubscription, c.SpineOversubscription},
+		NIC:              topo.LinkSpec{Rate: rate, Latency: c.LinkLatency},
+		LeafSpine:        topo.LinkSpec{Rate: c.LinkRate, Latency: c.SpineLatency},
+		SpineCore:        topo.LinkSpec{Rate: c.LinkRate, Latency: c.SpineLatency},
+		Spines:           c.Spines,
+	}
+	if c.SpineLinkRate > 0 {
+		cs.LeafSpine.Rate, cs.SpineCore.Rate = c.SpineLinkRate, c.SpineLinkRate
+	}
+	if c.CoreLinkRate > 0 {
+		cs.SpineCore.Rate = c.CoreLinkRate
+	}
+	if c.CoreLatency > 0 {
+		cs.SpineCore.Latency = c.CoreLatency
+	}
+	return cs
+}
+
+// useClos says whether the cluster is built by topo.Clos rather than topo.RailOptimized (which
+// builds the same two tiers, port for port, and keeps the graph's name): when a key of the
+// multi-tier shape is set, or two tiers do not hold the cluster.
+func (s *Scenario) useClos() bool {
+	c := &s.Cluster
+	if c.Tiers != 0 || c.ServersPerSU != 0 || c.SpineOversubscription != 0 || c.NICPorts > 1 || c.RailPlanes ||
+		c.SpineLinkRate != 0 || c.CoreLinkRate != 0 || c.CoreLatency != 0 {
+		return true
+	}
+	_, err := topo.PlanRail(s.railSpec(c.LinkRate))
+	if err == nil {
+		return false
+	}
+	p, err := topo.PlanClos(s.closSpec(c.LinkRate))
+	return err == nil && p.Tiers == 3
+}
+
+// build builds the cluster with NIC links at rate.
+func (s *Scenario) build(rate units.Rate) (*topo.Graph, error) {
+	var g *topo.Graph
+	var err error
+	if s.useClos() {
+		g, err = topo.Clos(s.closSpec(rate))
+	} else {
+		g, err = topo.RailOptimized(s.railSpec(rate))
+	}
 	if err != nil {
 		return nil, s.d.At("cluster", "%v", err)
 	}
 	return g, nil
 }
+
+// Topology is the cluster as built for the bill of materials: NIC links at the link rate.
+func (s *Scenario) Topology() (*topo.Graph, error) { return s.build(s.Cluster.LinkRate) }
 
 // simRate is the NIC link rate simulated for fabric c: the link rate, or lower where the data
 // path cannot feed the NIC at its payload rate. The GPU-NIC path, not the wire, then limits what
@@ -83,14 +135,40 @@ func (s *Scenario) simRate(c fabric.Config) units.Rate {
 }
 
 // simTopology is the simulated cluster with NIC links at rate.
-func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) {
-	g, err := topo.RailOptimized(s.railSpec(rate))
-	if err != nil {
-		return nil, s.d.At("cluster", "%v", err)
-	}
-	return g, nil
-}
+func (s *Scenario) simTopology(rate units.Rate) (*topo.Graph, error) { return s.build(rate) }
 
 // serverOf is the server of GPU rank r: Megatron's rank order puts consecutive ranks in one
 // server, and GPU g of server s is NIC (host) s x GPUsPerServer + g, so rank r is host r.
 func (s *Scenario) serverOf(rank int) int { return rank / s.Cluster.GPUsPerServer }
+
+// checkLIDs refuses a cluster whose InfiniBand subnet (one per plane) needs more unicast LIDs
+// than one subnet holds, when one of the variants runs InfiniBand: every NIC port and every
+// switch of a plane takes a LID (ibsm.CheckLIDs, on the plan instead of a built graph).
+func (s *Scenario) checkLIDs(variants []*Variant) error {
+	ib := false
+	for _, v := range variants {
+		ib = ib || v.Fabric.Kind == "infiniband"
+	}
+	if !ib {
+		return nil
+	}
+	var ports, switches int
+	if s.useClos() {
+		p, err := topo.PlanClos(s.closSpec(s.Cluster.LinkRate))
+		if err != nil {
+			return s.d.At("cluster", "%v", err)
+		}
+		ports, switches = p.HostsPerPlane, p.Leaves+p.Spines+p.Cores
+	} else {
+		p, err := topo.PlanRail(s.railSpec(s.Cluster.LinkRate))
+		if err != nil {
+			return s.d.At("cluster", "%v", err)
+		}
+		ports, switches = p.Hosts, p.Switches
+	}
+	if ports+switches > ibsm.MaxUnicastLIDs {
+		return s.d.At("cluster", "an InfiniBand subnet of %d NIC ports and %d switches needs %d LIDs, more than the %d unicast LIDs one subnet holds (IBA vol. 1, 4.1.3); split the fabric into planes, each its own subnet: nic_ports: 2 (two ports per NIC on two planes) or rail_planes: true (a plane per rail)",
+			ports, switches, ports+switches, ibsm.MaxUnicastLIDs)
+	}
+	return nil
+}

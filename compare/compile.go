@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/msggraph"
@@ -173,7 +175,7 @@ func (s *Scenario) compileClass(c *class) (*msggraph.Graph, [][]msggraph.ID, err
 	g := &msggraph.Graph{Endpoints: s.Cluster.Servers * s.Cluster.GPUsPerServer}
 	done := make([][]msggraph.ID, len(c.Groups))
 	for gi, o := range c.example {
-		d, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi))
+		d, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), false)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compiling %s: %w", c.Key, err)
 		}
@@ -190,6 +192,12 @@ func (s *Scenario) compileClass(c *class) (*msggraph.Graph, [][]msggraph.ID, err
 // plan op, the node that completes with it; an op's duration in the run is that node's
 // completion minus the latest completion among its dependencies.
 func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID, error) {
+	return s.compileStep(p, false)
+}
+
+// compileStep is CompileStep; with fold (the analytic backend) flat rings are folded
+// (compileOp).
+func (s *Scenario) compileStep(p *training.Plan, fold bool) (*msggraph.Graph, []msggraph.ID, error) {
 	g := &msggraph.Graph{Endpoints: p.GPUs}
 	opDone := make([]msggraph.ID, len(p.Ops))
 	for i := range p.Ops {
@@ -208,7 +216,7 @@ func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID
 		default:
 			after := deps
 			for rep := 0; rep < max(1, o.Repeat); rep++ {
-				d, err := s.compileOp(g, o, after, o.Tag)
+				d, err := s.compileOp(g, o, after, o.Tag, fold)
 				if err != nil {
 					return nil, nil, fmt.Errorf("op %d (%s): %w", i, o.Tag, err)
 				}
@@ -227,7 +235,13 @@ func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID
 // the cluster (NVLink hops as delay nodes), and returns each rank's done node. A pipeline
 // send-recv is one message from Ranks[0] to Ranks[1] (collective.SendRecv would exchange both
 // ways).
-func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph.ID, tag string) ([]msggraph.ID, error) {
+//
+// With fold (the analytic backend, whose network is Uniform: every pair of GPUs alike, a
+// transmit and a receive port per GPU), a flat ring over ranks on distinct servers is compiled
+// folded to one position (collective.Spec.Fold): every position of such a ring sees the same
+// latency, bandwidth and ports, so the folded ring's times are the whole ring's
+// (analytic.TestFoldedRingIsExact) at 2(n-1) messages per channel instead of 2n(n-1).
+func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph.ID, tag string, fold bool) ([]msggraph.ID, error) {
 	from := len(g.Msgs)
 	var done []msggraph.ID
 	if o.Kind == training.SendRecv {
@@ -236,6 +250,9 @@ func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph
 	} else {
 		sp := s.collSpec(o)
 		sp.After, sp.Tag = after, tag
+		if fold && sp.Algo != collective.Hierarchical && s.onDistinctServers(o.Ranks) && sp.Foldable(1) {
+			sp.Fold = 1
+		}
 		var err error
 		if done, err = collective.Compile(g, sp); err != nil {
 			return nil, err
@@ -243,6 +260,65 @@ func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph
 	}
 	s.lowerToCluster(g, from)
 	return done, nil
+}
+
+// onDistinctServers says whether no two ranks share a server.
+func (s *Scenario) onDistinctServers(ranks []int) bool {
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		sv := s.serverOf(r)
+		if seen[sv] {
+			return false
+		}
+		seen[sv] = true
+	}
+	return true
+}
+
+// groupReps returns, for each group of class c, the group whose analytic run stands for it:
+// itself, or an earlier group of the same shape (collective, size, rank count and the pattern of
+// ranks sharing servers) when every group of the class uses its own GPUs. On the analytic
+// backend's Uniform network such groups are independent (no port in common) and identical up to
+// renaming the GPUs, so their completion times are equal: one run serves all of them (the DP
+// rings of the eight rails of an 8-GPU server, say, or the pipeline sends of every replica).
+func (s *Scenario) groupReps(c *class) []int {
+	rep := make([]int, len(c.Groups))
+	used := map[int]bool{}
+	disjoint := true
+	for _, gr := range c.Groups {
+		for _, r := range gr {
+			if used[r] {
+				disjoint = false
+			}
+			used[r] = true
+		}
+	}
+	first := map[string]int{}
+	var key strings.Builder
+	for gi, gr := range c.Groups {
+		rep[gi] = gi
+		if !disjoint {
+			continue
+		}
+		key.Reset()
+		label := map[int]int{}
+		for _, r := range gr {
+			sv := s.serverOf(r)
+			l, ok := label[sv]
+			if !ok {
+				l = len(label)
+				label[sv] = l
+			}
+			key.WriteString(strconv.Itoa(l))
+			key.WriteByte(',')
+		}
+		if r, ok := first[key.String()]; ok {
+			rep[gi] = r
+		} else {
+			first[key.String()] = gi
+		}
+	}
+	return rep
 }
 
 func dedup(ids []msggraph.ID) []msggraph.ID {

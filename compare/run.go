@@ -137,6 +137,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			variants = append(variants, v)
 		}
 	}
+	if err := s.checkLIDs(variants); err != nil {
+		return nil, err
+	}
 	cfg := *s.Workload
 	plan, err := training.Build(&cfg)
 	if err != nil {
@@ -177,7 +180,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	var opDone []msggraph.ID
 	if full {
 		// The whole step as one graph, one run per variant and step.
-		g, done, err := s.CompileStep(plan)
+		g, done, err := s.compileStep(plan, backendName == backend.Analytic)
 		if err != nil {
 			return nil, err
 		}
@@ -188,9 +191,17 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			break
 		}
 		g := &msggraph.Graph{Endpoints: plan.GPUs}
+		var rep []int
+		if backendName == backend.Analytic {
+			rep = s.groupReps(c) // groups that share one run (compile.go)
+		}
 		for gi, o := range c.example {
+			if rep != nil && rep[gi] != gi {
+				ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
+				continue
+			}
 			from := len(g.Msgs)
-			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi)); err != nil {
+			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
 				return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
 			}
 			ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
@@ -375,17 +386,22 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, v *V
 	return out, nil
 }
 
-// analyticNet is compare's fluid stand-in of a fabric for the analytic backend: every NIC at its
-// link rate times the framing efficiency of a full packet, and the latency of a path through a
-// leaf and a spine.
+// analyticNet is the fluid stand-in of a fabric: every NIC at its link rate times the framing
+// efficiency of a full packet, and the latency of the longest path (through a leaf and a spine
+// on two tiers, and a core on three).
 func analyticNet(g *topo.Graph, c fabric.Config) analytic.Network {
 	rate := g.Links[g.Nodes[g.Hosts[0]].Ports[0].Link].Rate
 	var lat units.Time
 	for _, l := range g.Links {
 		lat = max(lat, l.Latency)
 	}
+	// The longest path climbs to the top tier and back: 2 x tiers links, 2 x tiers - 1 switches.
+	tiers := 1
+	for i := range g.Nodes {
+		tiers = max(tiers, g.Nodes[i].Tier)
+	}
 	eff := float64(c.MTU) / float64(int(c.MTU)+c.HeaderBytes+c.L1Overhead)
-	return analytic.Uniform{Lat: 4*lat + 3*c.SwitchLatency, BW: units.Rate(float64(rate) * eff)}
+	return analytic.Uniform{Lat: units.Time(2*tiers)*lat + units.Time(2*tiers-1)*c.SwitchLatency, BW: units.Rate(float64(rate) * eff)}
 }
 
 // addCounters adds a run's counters and its loss totals (declared in package result) to m.

@@ -61,6 +61,23 @@ type Cluster struct {
 	// Oversubscription is leaf downlink : uplink capacity (1 = non-blocking, 3 = 3:1).
 	Oversubscription float64 `yaml:"oversubscription" json:"oversubscription"`
 	Spines           int     `yaml:"spines" json:"spines"`
+	// Tiers is the number of switch tiers (2 or 3); 0 takes two when they hold the cluster, else
+	// three (topo.Clos: scalable units of ServersPerSU servers with their own spines, a core
+	// tier between the units).
+	Tiers        int `yaml:"tiers" json:"tiers,omitempty"`
+	ServersPerSU int `yaml:"servers_per_su" json:"servers_per_su,omitempty"`
+	// SpineOversubscription is spine downlink : uplink capacity toward the cores (three tiers).
+	SpineOversubscription float64 `yaml:"spine_oversubscription" json:"spine_oversubscription,omitempty"`
+	// NICPorts puts port p of every NIC on plane p (2: a dual-plane fabric of independent
+	// planes); RailPlanes gives every rail planes of its own. Each port runs at LinkRate.
+	NICPorts   int  `yaml:"nic_ports" json:"nic_ports,omitempty"`
+	RailPlanes bool `yaml:"rail_planes" json:"rail_planes,omitempty"`
+	// SpineLinkRate and CoreLinkRate are the leaf-spine and spine-core link rates (default
+	// LinkRate, e.g. 800Gbps uplinks over 400G NICs); CoreLatency the spine-core propagation
+	// (default SpineLatency).
+	SpineLinkRate units.Rate `yaml:"spine_link_rate" json:"spine_link_rate,omitempty"`
+	CoreLinkRate  units.Rate `yaml:"core_link_rate" json:"core_link_rate,omitempty"`
+	CoreLatency   units.Time `yaml:"core_latency" json:"core_latency,omitempty"`
 	// NVLink is the per-GPU, per-direction NVLink bandwidth a ring collective achieves inside a
 	// server, and NVLinkLatency the per-step latency.
 	NVLink        units.Rate `yaml:"nvlink_rate" json:"nvlink_rate"`
@@ -272,6 +289,16 @@ func (s *Scenario) validate() error {
 		return s.d.At("cluster.nvlink_rate", "must be positive, e.g. 2960Gbps (370 GB/s); server %s has no NVLink", c.Server)
 	case math.IsNaN(c.Oversubscription) || c.Oversubscription <= 0:
 		return s.d.At("cluster.oversubscription", "%v: want a positive ratio such as 1 or 3", c.Oversubscription)
+	case c.Tiers != 0 && (c.Tiers < 2 || c.Tiers > 3):
+		return s.d.At("cluster.tiers", "%d: want 2 or 3 switch tiers (0 or absent: the fewest that hold the cluster)", c.Tiers)
+	case c.ServersPerSU < 0:
+		return s.d.At("cluster.servers_per_su", "%d: must not be negative", c.ServersPerSU)
+	case math.IsNaN(c.SpineOversubscription) || c.SpineOversubscription < 0 || (s.has("cluster.spine_oversubscription") && c.SpineOversubscription == 0):
+		return s.d.At("cluster.spine_oversubscription", "%v: want a positive ratio such as 1 or 2", c.SpineOversubscription)
+	case c.NICPorts < 0 || c.NICPorts > 8:
+		return s.d.At("cluster.nic_ports", "%d: want 1..8 ports per NIC, each on its own plane (2: dual-plane)", c.NICPorts)
+	case c.SpineLinkRate < 0 || c.CoreLinkRate < 0 || c.CoreLatency < 0:
+		return s.d.At("cluster", "spine and core link rates and latency must not be negative")
 	case s.Collective.Channels < 1 || s.Collective.Channels > 64:
 		return s.d.At("collective.channels", "%d: want 1..64", s.Collective.Channels)
 	case s.Collective.Chunk < 0:

@@ -35,29 +35,74 @@ import (
 var Engines = []string{"minhop", "dmodk", "updown"}
 
 // Tables are the forwarding tables of every switch of one graph.
+//
+// They are stored (switches x hosts entries of 6 bytes) or, for a tree too large for that
+// (more than StoredEntries entries: a fat tree or Clos of tens of thousands of hosts), computed
+// on demand from the tree's regularity (topo.Routes of the tree form): the candidate set of an
+// entry is the tree's next-hop set, and the engine's pick follows from it in closed form (min-hop
+// balancing and up*/down* hand the destinations of one candidate set out round robin in host
+// order: topo.Routes.SameSetRank; D-mod-K divides). The entries are the same either way
+// (TestOnDemandMatchesStored); memory is then linear in the fabric.
 type Tables struct {
 	Engine string
 	g      *topo.Graph
 	hosts  int
-	row    []int32  // node -> switch row, -1 for hosts
-	lft    []int16  // [row*hosts+dst] -> output port, -1 if unreachable (16 bits: half the cache footprint of 32)
-	group  []uint32 // [row*hosts+dst] -> AR port set id
-	start  []uint32 // set i is ports[start[i]:start[i+1]]
-	ports  []int32
+	// rt is set for tables computed on demand; div holds D-mod-K's divisors by tier.
+	rt    *topo.Routes
+	div   map[int]int
+	row   []int32  // node -> switch row, -1 for hosts
+	lft   []int16  // [row*hosts+dst] -> output port, -1 if unreachable (16 bits: half the cache footprint of 32)
+	group []uint32 // [row*hosts+dst] -> AR port set id
+	start []uint32 // set i is ports[start[i]:start[i+1]]
+	ports []int32
 	// Rank is, for updown, each node's distance from the root set (hosts: -1); nil otherwise.
 	Rank []int32
 }
 
 // Port returns the LFT entry of switch sw for destination host dst (-1 when unreachable).
 func (t *Tables) Port(sw topo.NodeID, dst int) int32 {
+	if t.rt != nil {
+		return t.onDemand(sw, dst)
+	}
 	return int32(t.lft[int(t.row[sw])*t.hosts+dst])
 }
 
 // Group returns the adaptive-routing group of switch sw for destination dst: the ports it may
 // use for that destination, in ascending order; it contains Port(sw, dst). Shared: do not modify.
 func (t *Tables) Group(sw topo.NodeID, dst int) []int32 {
+	if t.rt != nil {
+		return t.rt.NextHops(sw, dst)
+	}
 	s := t.group[int(t.row[sw])*t.hosts+dst]
 	return t.ports[t.start[s]:t.start[s+1]]
+}
+
+// OnDemand says whether the tables are computed on demand rather than stored.
+func (t *Tables) OnDemand() bool { return t.rt != nil }
+
+// StoredEntries is the most switch x host entries Compute stores; larger trees get tables
+// computed on demand (at 6 bytes an entry, 2^24 entries are 96 MiB: a k=16 fat tree has 0.33 M).
+var StoredEntries int64 = 1 << 24
+
+// onDemand is the LFT entry of a tree switch computed from the tree (see Tables).
+func (t *Tables) onDemand(sw topo.NodeID, dst int) int32 {
+	cand := t.rt.NextHops(sw, dst)
+	switch len(cand) {
+	case 0:
+		return -1
+	case 1:
+		return cand[0]
+	}
+	g := t.g
+	n := &g.Nodes[sw]
+	if t.Engine == "dmodk" {
+		if up := g.Nodes[n.Ports[cand[0]].Peer]; up.Kind == topo.Switch && up.Tier > n.Tier {
+			return cand[(dst/t.div[n.Tier])%len(cand)]
+		}
+		return cand[0]
+	}
+	r, _ := t.rt.SameSetRank(sw, dst)
+	return cand[r%len(cand)]
 }
 
 // Compute runs routing engine engine ("minhop", "dmodk" or "updown") over g.
@@ -65,6 +110,60 @@ func Compute(g *topo.Graph, engine string) (*Tables, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("subnet manager: %w", err)
 	}
+	switch engine {
+	case "minhop", "dmodk", "updown":
+	default:
+		return nil, fmt.Errorf("subnet manager: routing engine %q unknown (valid: minhop, dmodk, updown)", engine)
+	}
+	if err := CheckLIDs(g); err != nil {
+		return nil, err
+	}
+	switches := g.NumSwitches()
+	if float64(switches)*float64(len(g.Hosts)) > float64(StoredEntries) {
+		if t, err := computeOnDemand(g, engine); t != nil || err != nil {
+			return t, err
+		}
+	}
+	return computeStored(g, engine)
+}
+
+// computeOnDemand returns on-demand tables for a tree, or nil when g is not one.
+func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil || !rt.Tree() {
+		return nil, err
+	}
+	t := &Tables{Engine: engine, g: g, hosts: len(g.Hosts), rt: rt}
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind == topo.Switch && len(g.Nodes[i].Ports) > math.MaxInt16 {
+			return nil, fmt.Errorf("subnet manager: switch %s has %d ports; forwarding tables hold at most %d", g.Nodes[i].Name, len(g.Nodes[i].Ports), math.MaxInt16)
+		}
+	}
+	switch engine {
+	case "dmodk":
+		t.div = upDivisors(g)
+	case "updown":
+		// Ranks as up*/down* numbers them: distance from the highest tier's switches.
+		var roots []topo.NodeID
+		maxT := 0
+		for i := range g.Nodes {
+			if g.Nodes[i].Kind == topo.Switch {
+				maxT = max(maxT, g.Nodes[i].Tier)
+			}
+		}
+		for i := range g.Nodes {
+			if g.Nodes[i].Kind == topo.Switch && g.Nodes[i].Tier == maxT {
+				roots = append(roots, topo.NodeID(i))
+			}
+		}
+		t.Rank = make([]int32, len(g.Nodes))
+		switchBFS(g, roots, t.Rank, nil)
+	}
+	return t, nil
+}
+
+// computeStored runs the engine over every destination and stores the tables.
+func computeStored(g *topo.Graph, engine string) (*Tables, error) {
 	t := &Tables{Engine: engine, g: g, hosts: len(g.Hosts), row: make([]int32, len(g.Nodes))}
 	rows := 0
 	for i := range g.Nodes {
@@ -95,8 +194,6 @@ func Compute(g *topo.Graph, engine string) (*Tables, error) {
 		err = b.minHop(true)
 	case "updown":
 		err = b.upDown()
-	default:
-		return nil, fmt.Errorf("subnet manager: routing engine %q unknown (valid: minhop, dmodk, updown)", engine)
 	}
 	if err != nil {
 		return nil, err
@@ -412,13 +509,13 @@ func (t *Tables) Path(srcHost, dstHost int) ([]topo.NodeID, error) {
 	return path, nil
 }
 
-// Verify checks that every host reaches every other host through the LFTs without a loop, and
-// that every adaptive-routing group holds its LFT port.
+// Verify checks that every host reaches every other host of its subnet through the LFTs without
+// a loop, and that every adaptive-routing group holds its LFT port.
 func (t *Tables) Verify() error {
 	for s := 0; s < t.hosts; s++ {
 		for d := 0; d < t.hosts; d++ {
-			if s == d {
-				continue
+			if s == d || (t.rt != nil && t.rt.ShortestPathHops(s, d) < 0) {
+				continue // the same host, or another plane's (another subnet)
 			}
 			if _, err := t.Path(s, d); err != nil {
 				return err
@@ -426,7 +523,7 @@ func (t *Tables) Verify() error {
 		}
 	}
 	for i := range t.g.Nodes {
-		if t.row[i] < 0 {
+		if t.g.Nodes[i].Kind != topo.Switch {
 			continue
 		}
 		for d := 0; d < t.hosts; d++ {
@@ -470,7 +567,7 @@ func (t *Tables) DependencyCycle(adaptive bool) []string {
 	for d := 0; d < t.hosts; d++ {
 		for i := range g.Nodes {
 			s := topo.NodeID(i)
-			if t.row[s] < 0 {
+			if g.Nodes[s].Kind != topo.Switch {
 				continue
 			}
 			next := outs(s, d)
@@ -550,4 +647,50 @@ func keys(m map[int]bool) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// MaxUnicastLIDs is the number of unicast LIDs of one subnet: 0x0001-0xBFFF (InfiniBand
+// Architecture Specification vol. 1, 4.1.3 "Local identifiers"); every HCA port and every switch
+// (its management port 0) takes one at LMC 0.
+const MaxUnicastLIDs = 0xBFFF
+
+// CheckLIDs returns an error when a subnet of g needs more unicast LIDs than one subnet holds. A
+// subnet is a connected set of network switches (Tier >= 1; an imported graph's switches all
+// are) with the ports that hang off it: a host's NIC port, or in a GPU cluster a NIC's network
+// port. Planes that share no switch (topo.Clos PortsPerNIC, RailPlanes) are separate subnets,
+// each with its own subnet manager.
+func CheckLIDs(g *topo.Graph) error {
+	seen := make([]bool, len(g.Nodes))
+	net := func(id topo.NodeID) bool { n := &g.Nodes[id]; return n.Kind == topo.Switch && n.Tier >= 1 }
+	var queue []topo.NodeID
+	for i := range g.Nodes {
+		if seen[i] || !net(topo.NodeID(i)) {
+			continue
+		}
+		switches, ports := 0, 0
+		seen[i] = true
+		queue = append(queue[:0], topo.NodeID(i))
+		for qi := 0; qi < len(queue); qi++ {
+			n := queue[qi]
+			switches++
+			for _, p := range g.Nodes[n].Ports {
+				switch {
+				case !net(p.Peer):
+					ports++ // an HCA port: a host, or a GPU server's NIC
+				case !seen[p.Peer]:
+					seen[p.Peer] = true
+					queue = append(queue, p.Peer)
+				}
+			}
+		}
+		if switches+ports > MaxUnicastLIDs {
+			plane := ""
+			if pl := g.Nodes[i].Plane; pl >= 0 {
+				plane = fmt.Sprintf(" (plane %d)", pl)
+			}
+			return fmt.Errorf("infiniband: the subnet of %s%s needs %d LIDs (%d HCA ports and %d switches), more than the %d unicast LIDs one subnet holds (IBA vol. 1, 4.1.3); split the fabric into planes, each its own subnet: two ports per NIC on two planes (nic_ports: 2, --nic-ports 2) or a plane per rail (rail_planes, --rail-planes)",
+				g.Nodes[i].Name, plane, switches+ports, ports, switches, MaxUnicastLIDs)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
@@ -49,6 +50,19 @@ func (s *Scenario) BuildTopology() (*topo.Graph, error) {
 			Uplink:           topo.LinkSpec{Rate: t.SpineLink.Rate, Latency: t.SpineLink.Latency},
 			Oversubscription: t.Oversubscription,
 		})
+		if err != nil {
+			return nil, s.errf("topology", "%v", err)
+		}
+		return g, nil
+	case "clos":
+		p, err := topo.PlanClos(t.closSpec())
+		if err != nil {
+			return nil, s.errf("topology", "%v", err)
+		}
+		if err := topo.CheckMemory("this clos", p.Hosts, p.Switches, p.Links, MemoryLimit); err != nil {
+			return nil, s.errf("topology", "%v", err)
+		}
+		g, err := topo.Clos(t.closSpec())
 		if err != nil {
 			return nil, s.errf("topology", "%v", err)
 		}
@@ -177,6 +191,11 @@ func (s *Scenario) Build() (*Built, error) {
 	if err := g.Validate(); err != nil {
 		return nil, s.errf("topology", "%v", err)
 	}
+	if s.Fabric.Kind == "infiniband" {
+		if err := ibsm.CheckLIDs(g); err != nil {
+			return nil, s.errf("topology", "%v", err)
+		}
+	}
 	w, err := s.BuildTraffic(g)
 	if err != nil {
 		return nil, err
@@ -196,4 +215,17 @@ func (s *Scenario) Build() (*Built, error) {
 func IsUserError(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// closSpec is the clos topology's topo.ClosSpec.
+func (t *Topology) closSpec() topo.ClosSpec {
+	return topo.ClosSpec{
+		Servers: t.Servers, NICsPerServer: t.NICsPerServer, PortsPerNIC: t.NICPorts, RailPlanes: t.RailPlanes,
+		RailOptimized: t.RailOptimized, Tiers: t.Tiers, Radix: t.Radix, ServersPerSU: t.ServersPerSU,
+		Oversubscription: []float64{t.Oversubscription, t.SpineOversubscription},
+		NIC:              topo.LinkSpec{Rate: t.HostLink.Rate, Latency: t.HostLink.Latency},
+		LeafSpine:        topo.LinkSpec{Rate: t.SpineLink.Rate, Latency: t.SpineLink.Latency},
+		SpineCore:        topo.LinkSpec{Rate: t.CoreLink.Rate, Latency: t.CoreLink.Latency},
+		Spines:           t.Spines,
+	}
 }

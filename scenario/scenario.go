@@ -46,7 +46,7 @@ type Link struct {
 
 // Topology selects and sizes the network.
 type Topology struct {
-	// Kind is fat-tree, leaf-spine or hpcc.
+	// Kind is fat-tree, leaf-spine, clos or hpcc.
 	Kind string `yaml:"kind"`
 	// fat-tree
 	K    int  `yaml:"k"`
@@ -58,6 +58,17 @@ type Topology struct {
 	HostLink         Link    `yaml:"host_link"`
 	SpineLink        Link    `yaml:"spine_link"`
 	Oversubscription float64 `yaml:"oversubscription"`
+	// clos (topo.Clos; also spines, host_link, spine_link, oversubscription above)
+	Servers               int     `yaml:"servers"`
+	NICsPerServer         int     `yaml:"nics_per_server"`
+	NICPorts              int     `yaml:"nic_ports"`
+	RailPlanes            bool    `yaml:"rail_planes"`
+	RailOptimized         bool    `yaml:"rail_optimized"`
+	Tiers                 int     `yaml:"tiers"`
+	Radix                 int     `yaml:"radix"`
+	ServersPerSU          int     `yaml:"servers_per_su"`
+	SpineOversubscription float64 `yaml:"spine_oversubscription"`
+	CoreLink              Link    `yaml:"core_link"`
 	// hpcc
 	File string `yaml:"file"`
 }

@@ -91,7 +91,7 @@ func TestBadInput(t *testing.T) {
 		line             int
 	}{
 		{"unknown top-level key", good + "colour: blue\n", "colour: unknown key", 12},
-		{"unknown nested key", sub("k: 4", "k: 4\n  radix: 4"), "topology.radix: unknown key (valid keys here:", 6},
+		{"unknown nested key", sub("k: 4", "k: 4\n  ports: 4"), "topology.ports: unknown key (valid keys here:", 6},
 		{"zero rate", sub("rate: 100Gbps", "rate: 0Gbps"), "topology.link.rate: rate \"0Gbps\" must be positive", 6},
 		{"negative rate", sub("rate: 100Gbps", "rate: -100Gbps"), "must be positive", 6},
 		{"unit typo", sub("rate: 100Gbps", "rate: 100Gbs"), `unknown unit "Gbs"`, 6},
@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 		{"negative latency", sub("latency: 1us", "latency: -1us"), "topology.link.latency: duration \"-1us\" must not be negative", 6},
 		{"odd k", sub("k: 4", "k: 5"), "topology.k: a k-ary fat tree needs an even k >= 2, got 5", 5},
 		{"k not a number", sub("k: 4", "k: eight"), `topology.k: "eight" is not a whole number`, 5},
-		{"k too large", sub("k: 4", "k: 128"), "topology.k: a k=128 fat tree", 5},
+		{"k too large", sub("k: 4", "k: 256"), "topology.k: a k=256 fat tree", 5},
 		{"missing topology kind", sub("  kind: fat-tree\n", ""), "topology.kind: missing", 0},
 		{"unknown topology kind", sub("kind: fat-tree", "kind: torus"), `"torus" is not a topology kind`, 4},
 		{"unknown fabric kind", sub("kind: ethernet", "kind: token-ring"), `fabric.kind: "token-ring" is not a fabric kind`, 8},

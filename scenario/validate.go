@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -52,6 +53,20 @@ func (s *Scenario) applyDefaults() {
 	if t.Kind == "leaf-spine" && t.Spines > 0 && !s.Has("topology.oversubscription") && !s.Has("topology.spine_link.rate") {
 		t.Oversubscription = 1
 	}
+	if t.Kind == "clos" {
+		if !s.Has("topology.rail_optimized") {
+			t.RailOptimized = true
+		}
+		if !s.Has("topology.spine_link.rate") {
+			t.SpineLink.Rate = t.HostLink.Rate
+		}
+		if !s.Has("topology.core_link.rate") {
+			t.CoreLink.Rate = t.SpineLink.Rate
+		}
+		if !s.Has("topology.core_link.latency") {
+			t.CoreLink.Latency = t.SpineLink.Latency
+		}
+	}
 	if s.Fabric.Kind == "infiniband" {
 		s.defaultsInfiniBand()
 	}
@@ -84,9 +99,16 @@ func (s *Scenario) validate() error {
 		return s.errf("backend", "%v", err)
 	}
 	t := &s.Topology
+	if t.Kind != "clos" {
+		for _, k := range []string{"servers", "nics_per_server", "nic_ports", "rail_planes", "rail_optimized", "tiers", "radix", "servers_per_su", "spine_oversubscription", "core_link"} {
+			if s.Has("topology." + k) {
+				return s.errf("topology."+k, "applies to kind clos only (this topology is %s)", t.Kind)
+			}
+		}
+	}
 	switch t.Kind {
 	case "":
-		return s.errf("topology.kind", "missing (valid: fat-tree, leaf-spine, hpcc)")
+		return s.errf("topology.kind", "missing (valid: fat-tree, leaf-spine, clos, hpcc)")
 	case "fat-tree":
 		if t.K < 2 || t.K%2 != 0 {
 			return s.errf("topology.k", "a k-ary fat tree needs an even k >= 2, got %d", t.K)
@@ -104,12 +126,26 @@ func (s *Scenario) validate() error {
 		if t.Oversubscription < 0 || (s.Has("topology.oversubscription") && t.Oversubscription == 0) {
 			return s.errf("topology.oversubscription", "must be positive (downlink:uplink capacity, e.g. 2 for 2:1), got %g", t.Oversubscription)
 		}
+	case "clos":
+		switch {
+		case t.Servers < 1:
+			return s.errf("topology.servers", "need at least 1 server, got %d", t.Servers)
+		case t.Tiers < 0 || t.Tiers > 3:
+			return s.errf("topology.tiers", "want 1, 2 or 3 switch tiers (0 or absent: the fewest that hold the servers), got %d", t.Tiers)
+		case t.Oversubscription < 0 || (s.Has("topology.oversubscription") && t.Oversubscription == 0):
+			return s.errf("topology.oversubscription", "must be positive (leaf downlink:uplink capacity, e.g. 2 for 2:1), got %g", t.Oversubscription)
+		case t.SpineOversubscription < 0 || (s.Has("topology.spine_oversubscription") && t.SpineOversubscription == 0):
+			return s.errf("topology.spine_oversubscription", "must be positive (spine downlink:uplink capacity), got %g", t.SpineOversubscription)
+		}
+		if _, err := topo.PlanClos(t.closSpec()); err != nil {
+			return s.errf("topology", "%v", err)
+		}
 	case "hpcc":
 		if t.File == "" {
 			return s.errf("topology.file", "missing: kind hpcc reads an HPCC ns-3 topology.txt named by file")
 		}
 	default:
-		return s.errf("topology.kind", "%q is not a topology kind (valid: fat-tree, leaf-spine, hpcc)", t.Kind)
+		return s.errf("topology.kind", "%q is not a topology kind (valid: fat-tree, leaf-spine, clos, hpcc)", t.Kind)
 	}
 	if err := s.validateFabric(); err != nil { // fabric.go
 		return err

@@ -400,16 +400,22 @@ func TestRailErrors(t *testing.T) {
 func TestEstimateMemory(t *testing.T) {
 	h, s, l := FatTreeSize(16)
 	est := EstimateMemory(h, s, l)
-	// Dominant terms: 320*1024 routing entries * 64 B + 6144 ports * 2 KiB = 33.55 MB; the graph
+	// Dominant terms: 6144 ports * 2 KiB + 1024 hosts * 40 B of routes = 12.62 MB; the graph
 	// adds under 1 MB.
-	lo := int64(320*1024*64 + 6144*2048)
+	lo := int64(6144*2048 + 1024*40)
 	if est < lo || est > lo+1<<20 {
 		t.Fatalf("EstimateMemory(k=16) = %d, want within 1 MiB above %d", est, lo)
 	}
+	// Linear: k=64 has 64x the ports of k=16 (393,216) and fits in 16 GiB; k=256 (25.2 M ports,
+	// 51.5 GB of port state) does not.
 	h, s, l = FatTreeSize(64)
-	err := CheckMemory("fat tree k=64", h, s, l, 16<<30)
-	if err == nil || !strings.Contains(err.Error(), "estimated memory 20.8 GiB") || !strings.Contains(err.Error(), "limit of 16.0 GiB") {
-		t.Fatalf("CheckMemory(k=64, 16 GiB) = %v; want the 20.8 GiB estimate and the limit", err)
+	if err := CheckMemory("fat tree k=64", h, s, l, 16<<30); err != nil {
+		t.Fatal(err)
+	}
+	h, s, l = FatTreeSize(256)
+	err := CheckMemory("fat tree k=256", h, s, l, 16<<30)
+	if err == nil || !strings.Contains(err.Error(), "estimated memory 49.6 GiB") || !strings.Contains(err.Error(), "limit of 16.0 GiB") {
+		t.Fatalf("CheckMemory(k=256, 16 GiB) = %v; want the 49.6 GiB estimate and the limit", err)
 	}
 	h, s, l = FatTreeSize(16)
 	if err := CheckMemory("fat tree k=16", h, s, l, 1<<30); err != nil {

@@ -53,7 +53,11 @@ type Node struct {
 	// Imported topologies without tiers use 1 for every switch.
 	Tier int
 	// Host is the dense host index for hosts, -1 for switches.
-	Host  int32
+	Host int32
+	// Plane is the independent network plane a node belongs to in a multi-plane fabric (each
+	// NIC port, or each rail, on a fabric of its own; 0 in a single-plane Clos), -1 where it
+	// does not apply (graphs not built by Clos, server internals).
+	Plane int32
 	Ports []Port
 	// Server is the GPU server a host (NIC) belongs to in a rail-optimized cluster, and Rail the
 	// rail (NIC index within the server, and the rail a leaf switch serves). Both are -1 where
@@ -82,6 +86,38 @@ type Link struct {
 	// LengthM is the cable length in metres where known (cost and PFC headroom use it); 0 means
 	// unknown, in which case Latency / 5 ns per metre is a fair estimate for fibre.
 	LengthM float64
+	// Reach is the cable's length class (in rack, in row, across the hall), which decides the
+	// medium a bill of materials prices (DAC, AOC, transceivers and fibre); ReachUnknown where
+	// the generator does not know.
+	Reach Reach
+}
+
+// Reach is a cable length class.
+type Reach uint8
+
+const (
+	// ReachUnknown: not set (imported topologies, hand-built graphs).
+	ReachUnknown Reach = iota
+	// ReachRack: both ends in one rack, a few metres: passive copper (DAC) reaches.
+	ReachRack
+	// ReachRow: between racks of one row or neighbouring rows, up to some 30 m: active optical
+	// cables or short-reach transceivers.
+	ReachRow
+	// ReachHall: across the data hall to a central network row, 50-500 m: transceivers and
+	// structured fibre.
+	ReachHall
+)
+
+func (r Reach) String() string {
+	switch r {
+	case ReachRack:
+		return "rack"
+	case ReachRow:
+		return "row"
+	case ReachHall:
+		return "hall"
+	}
+	return "unknown"
 }
 
 // Graph is a whole network.
@@ -96,7 +132,7 @@ type Graph struct {
 // AddNode appends a node and returns its ID.
 func (g *Graph) AddNode(kind Kind, name string, tier int) NodeID {
 	id := NodeID(len(g.Nodes))
-	n := Node{ID: id, Kind: kind, Name: name, Tier: tier, Host: -1, Server: -1, Rail: -1}
+	n := Node{ID: id, Kind: kind, Name: name, Tier: tier, Host: -1, Server: -1, Rail: -1, Plane: -1}
 	if kind == Host {
 		n.Host = int32(len(g.Hosts))
 		g.Hosts = append(g.Hosts, id)

@@ -7,18 +7,20 @@ import (
 )
 
 // Planning constants for EstimateMemory (est.): what the packet backend keeps per switch or NIC
-// port (queues per traffic class, PFC/credit counters, ECN state, link event slots) and per
-// forwarding-table entry of a switch (destination, next-hop set, adaptive-routing state).
+// port (queues per traffic class, PFC/credit counters, ECN state, link event slots, the port's
+// share of the routes' per-switch port sets), and what the tree routes keep per host (a group and
+// a child index per tier, up to four tiers, its leaf and its top group).
 const (
-	BytesPerPort       = 2048
-	BytesPerRouteEntry = 64
+	BytesPerPort      = 2048
+	BytesPerHostRoute = 40
 )
 
 // EstimateMemory estimates the bytes a run needs for a fabric of this size: the graph itself
-// (nodes, both ends of every link, link records), a routing table with one entry per switch per
-// destination host (switches*hosts*BytesPerRouteEntry), and the simulator's per-port state
-// (2*links*BytesPerPort). It saturates at math.MaxInt64 instead of overflowing. Callers check it
-// before building: a k=64 fat tree needs about 21 GiB, dominated by the routing table.
+// (nodes, both ends of every link, link records), the routes of a generated (tree) fabric
+// (hosts*BytesPerHostRoute; Routes), and the simulator's per-port state (2*links*BytesPerPort).
+// Every term is linear in the fabric. It saturates at math.MaxInt64 instead of overflowing.
+// Callers check it before building: a k=64 fat tree needs about 0.8 GiB, dominated by the
+// per-port state.
 func EstimateMemory(hosts, switches, links int) int64 {
 	if hosts < 0 || switches < 0 || links < 0 {
 		return 0
@@ -29,7 +31,7 @@ func EstimateMemory(hosts, switches, links int) int64 {
 		ports*float64(unsafe.Sizeof(Port{})) +
 		float64(links)*float64(unsafe.Sizeof(Link{})) +
 		float64(hosts)*float64(unsafe.Sizeof(NodeID(0)))
-	total := graph + float64(switches)*float64(hosts)*BytesPerRouteEntry + ports*BytesPerPort
+	total := graph + float64(hosts)*BytesPerHostRoute + ports*BytesPerPort
 	if total >= math.MaxInt64 {
 		return math.MaxInt64
 	}
@@ -44,8 +46,8 @@ func CheckMemory(what string, hosts, switches, links int, limit int64) error {
 	if est <= limit {
 		return nil
 	}
-	return fmt.Errorf("%s: estimated memory %s (%d hosts, %d switches, %d links; %d B per port, %d B per routing entry) exceeds the limit of %s; choose a smaller fabric or raise the limit",
-		what, humanBytes(est), hosts, switches, links, BytesPerPort, BytesPerRouteEntry, humanBytes(limit))
+	return fmt.Errorf("%s: estimated memory %s (%d hosts, %d switches, %d links; %d B per port, %d B of routes per host) exceeds the limit of %s; choose a smaller fabric or raise the limit",
+		what, humanBytes(est), hosts, switches, links, BytesPerPort, BytesPerHostRoute, humanBytes(limit))
 }
 
 // humanBytes prints n in the largest binary unit that keeps one decimal meaningful.

@@ -6,17 +6,16 @@ import (
 	"unsafe"
 )
 
-// Routes holds, for every node and every destination host, the ports that lie on a shortest
-// (minimum-hop) path toward that host: the candidate set an ECMP hash, a linear forwarding table
-// or adaptive routing chooses from.
+// tableRoutes is the stored form of Routes: for every switch and every destination host, the
+// next-hop port set, found by one breadth-first search per destination.
 //
-// Layout (compact, because the table is nodes x hosts): only switches have rows; a host's only
+// Layout (compact, because the table is switches x hosts): only switches have rows; a host's only
 // choice is its single NIC port. Row entry (switch, destination) is a uint32 index into a pool of
 // distinct port sets, interned across the whole table (in a fat tree a handful of sets such as
 // "all uplinks" or "down port 3" cover every entry), plus a uint16 hop count. That is 6 bytes
 // per switch per destination host: about 2 MB for the k=16 fat tree (320 switches x 1,024
-// hosts).
-type Routes struct {
+// hosts), and quadratic in the size of the network: what Routes avoids for regular trees.
+type tableRoutes struct {
 	g       *Graph
 	hosts   int
 	swIndex []int32  // node -> row, -1 for hosts
@@ -35,16 +34,14 @@ const unreachableHops = ^uint16(0)
 // hostPort is the next-hop set of a host: its only port.
 var hostPort = []int32{0}
 
-// ComputeRoutes finds, for every destination host, the minimum-hop next hops of every node by
+// computeTable finds, for every destination host, the minimum-hop next hops of every node by
 // one breadth-first search from that host. As in HPCC's ns-3 routing (CalculateRoute in
 // scratch/third.cc), paths never pass through a host: only switches forward. g must pass
-// Validate (every host has exactly one port). Cost: O(hosts * (nodes + ports)) time.
-func ComputeRoutes(g *Graph) (*Routes, error) {
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("routes: %w", err)
-	}
+// Validate (every host has exactly one port). Cost: O(hosts * (nodes + ports)) time and
+// O(switches * hosts) memory.
+func computeTable(g *Graph) (*tableRoutes, error) {
 	H := len(g.Hosts)
-	rt := &Routes{g: g, hosts: H, swIndex: make([]int32, len(g.Nodes))}
+	rt := &tableRoutes{g: g, hosts: H, swIndex: make([]int32, len(g.Nodes))}
 	rows := 0
 	for i := range g.Nodes {
 		if g.Nodes[i].Kind == Switch {
@@ -125,9 +122,7 @@ func ComputeRoutes(g *Graph) (*Routes, error) {
 	return rt, nil
 }
 
-// NextHops returns the ports of node n on shortest paths to host dstHost; empty when n is that
-// host or cannot reach it. The slice is shared: do not modify it.
-func (rt *Routes) NextHops(n NodeID, dstHost int) []int32 {
+func (rt *tableRoutes) nextHops(n NodeID, dstHost int) []int32 {
 	if row := rt.swIndex[n]; row >= 0 {
 		e := int(row)*rt.hosts + dstHost
 		var s uint32
@@ -138,15 +133,13 @@ func (rt *Routes) NextHops(n NodeID, dstHost int) []int32 {
 		}
 		return rt.ports[rt.setStart[s]:rt.setStart[s+1]]
 	}
-	if rt.Hops(n, dstHost) <= 0 {
+	if rt.hopsTo(n, dstHost) <= 0 {
 		return nil
 	}
 	return hostPort
 }
 
-// Hops returns the number of links on a shortest path from node n to host dstHost: 0 at the host
-// itself, -1 when unreachable.
-func (rt *Routes) Hops(n NodeID, dstHost int) int {
+func (rt *tableRoutes) hopsTo(n NodeID, dstHost int) int {
 	if row := rt.swIndex[n]; row >= 0 {
 		h := rt.hops[int(row)*rt.hosts+dstHost]
 		if h == unreachableHops {
@@ -164,41 +157,15 @@ func (rt *Routes) Hops(n NodeID, dstHost int) int {
 	if rt.swIndex[peer] < 0 {
 		return -1
 	}
-	if h := rt.Hops(peer, dstHost); h >= 0 {
+	if h := rt.hopsTo(peer, dstHost); h >= 0 {
 		return h + 1
 	}
 	return -1
 }
 
-// ShortestPathHops returns the number of links on a shortest path between two hosts, or -1.
-func (rt *Routes) ShortestPathHops(srcHost, dstHost int) int {
-	return rt.Hops(rt.g.Hosts[srcHost], dstHost)
-}
+func (rt *tableRoutes) distinctPortSets() int { return len(rt.setStart) - 1 }
 
-// FirstPath returns the nodes of one shortest path from srcHost to dstHost, always taking the
-// lowest-numbered next-hop port (what a deterministic linear forwarding table without spreading
-// would do); nil when unreachable. For tests and reports.
-func (rt *Routes) FirstPath(srcHost, dstHost int) []NodeID {
-	n := rt.g.Hosts[srcHost]
-	h := rt.Hops(n, dstHost)
-	if h < 0 {
-		return nil
-	}
-	path := make([]NodeID, 0, h+1)
-	path = append(path, n)
-	for n != rt.g.Hosts[dstHost] {
-		nh := rt.NextHops(n, dstHost)
-		n = rt.g.Nodes[n].Ports[nh[0]].Peer
-		path = append(path, n)
-	}
-	return path
-}
-
-// DistinctPortSets is the number of distinct next-hop sets in the table (the empty set included).
-func (rt *Routes) DistinctPortSets() int { return len(rt.setStart) - 1 }
-
-// Bytes is the memory held by the table (excluding the graph).
-func (rt *Routes) Bytes() int64 {
+func (rt *tableRoutes) bytes() int64 {
 	return int64(len(rt.swIndex))*4 + int64(len(rt.set))*4 + int64(len(rt.set16))*2 + int64(len(rt.hops))*int64(unsafe.Sizeof(uint16(0))) +
 		int64(len(rt.setStart))*4 + int64(len(rt.ports))*4
 }

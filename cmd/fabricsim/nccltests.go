@@ -20,6 +20,7 @@ import (
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/internal/progress"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/nccl"
@@ -56,6 +57,11 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
                         Merged runs are labelled: their busbw can differ from real packets by
                         several per cent (docs/gpu.md)
   --radix R, --oversubscription X, --spines S   rail-optimized network shape
+  --tiers T, --servers-per-su N, --nic-ports P, --rail-planes, --spine-oversubscription X
+                        a rail-optimized Clos of T (2 or 3) tiers: scalable units of N servers
+                        with their own spines and a core tier between them, P ports per NIC each
+                        on its own plane, or every rail on planes of its own (topo.Clos,
+                        docs/topologies.md); a cluster two tiers do not hold gets three anyway
   --quiet               print no progress on stderr (default: a bar on a terminal, otherwise
                         a line every few seconds)
 
@@ -82,6 +88,11 @@ type ncclFlags struct {
 	spines      int
 	quiet       bool
 	every       time.Duration
+	tiers       int
+	su          int
+	nicPorts    int
+	railPlanes  bool
+	spineOver   float64
 	set         map[string]bool
 }
 
@@ -147,8 +158,19 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 			f.packetScale = x
 			return nil
 		}},
-		"radix":  {intv("radix", &f.radix, 2)},
-		"spines": {intv("spines", &f.spines, 1)},
+		"radix":          {intv("radix", &f.radix, 2)},
+		"spines":         {intv("spines", &f.spines, 1)},
+		"tiers":          {intv("tiers", &f.tiers, 1)},
+		"servers-per-su": {intv("servers-per-su", &f.su, 1)},
+		"nic-ports":      {intv("nic-ports", &f.nicPorts, 1)},
+		"spine-oversubscription": {func(v string) error {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x > 0) {
+				return fmt.Errorf("--spine-oversubscription %q: want a positive ratio such as 1 or 2", v)
+			}
+			f.spineOver = x
+			return nil
+		}},
 		"chunk": {func(v string) error {
 			s, err := units.ParseSize(v)
 			if err != nil || s <= 0 {
@@ -182,6 +204,10 @@ func splitNCCLArgs(args []string) (*ncclFlags, []string, error) {
 		}
 		if a == "--quiet" {
 			f.quiet = true
+			continue
+		}
+		if a == "--rail-planes" {
+			f.railPlanes = true
 			continue
 		}
 		if !strings.HasPrefix(a, "--") {
@@ -301,12 +327,24 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	spec := cluster.Spec{Servers: nodes, Server: srv, Framing: cluster.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead},
 		Net: cluster.Network{Radix: f.radix, Oversubscription: f.oversub, Spines: f.spines}}
+	if f.tiers > 0 || f.su > 0 || f.nicPorts > 0 || f.railPlanes || f.spineOver > 0 {
+		spec.Net.Kind = "clos"
+		spec.Net.Clos = topo.ClosSpec{RailOptimized: true, Tiers: f.tiers, ServersPerSU: f.su, PortsPerNIC: f.nicPorts, RailPlanes: f.railPlanes}
+		if f.spineOver > 0 {
+			spec.Net.Clos.Oversubscription = []float64{f.oversub, f.spineOver}
+		}
+	}
 	if net != nil {
 		spec.Net = cluster.Network{Kind: "graph", Graph: net}
 	}
 	cl, err := cluster.Build(spec)
 	if err != nil {
 		return usageErr(err)
+	}
+	if cfg.Kind == "infiniband" {
+		if err := ibsm.CheckLIDs(cl.Graph); err != nil {
+			return usageErr(err)
+		}
 	}
 	copts := nccl.Options{Algo: algo, Channels: f.channels, ChunkBytes: f.chunk, Root: o.Root, PXN: f.pxn}
 	if o.Root < 0 {
@@ -319,10 +357,26 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cache := map[key]units.Time{}
 	var lastScale int
 	var merged []string // "from SIZE: K-fold", for the table's label
+	modelled := false
 	runner := func(op collective.Op, b units.Size, _ bool) (units.Time, error) {
 		k := key{int64(b), copts.Root}
 		if t, ok := cache[k]; ok {
 			return t, nil
+		}
+		// A flat ring too large for its message graph: the ring pipeline model (nccl/ring.go).
+		if f.backend == backend.Analytic && mode == datapath.GPUDirect && nccl.RingMessages(cl, op, b, copts) > nccl.RingModelMessages {
+			t, ok, err := nccl.RingTime(cl, op, b, copts, cfg)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				if !modelled {
+					fmt.Fprintf(stderr, "fabricsim: rings of more than %d messages (%d bytes and up here) computed with the ring pipeline model (docs/architecture.md)\n", nccl.RingModelMessages, b)
+					modelled = true
+				}
+				cache[k] = t
+				return t, nil
+			}
 		}
 		g, err := nccl.Compile(cl, op, b, copts)
 		if err != nil {
