@@ -69,7 +69,7 @@ type Config struct {
 	// keeps out-of-order packets in a bitmap and NAKs each gap with a SACK, the sender resends
 	// only the lost packets and caps its in-flight bytes at IRNBDPCap; Mittal et al. SIGCOMM'18)
 	// or "ooo" (go-back-N sender, but the receiver accepts out-of-order packets without NAKing,
-	// as HCAs do under adaptive routing on a lossless fabric; ibooo.go).
+	// as HCAs do under adaptive routing on a lossless fabric; transport/rc).
 	Transport string
 	// IRNBDPCap caps a flow's unacknowledged bytes under IRN; 0 derives one bandwidth-delay
 	// product from the topology (host link rate x the longest base round trip).

@@ -290,10 +290,6 @@ func (n *Network) installInfiniBand() error {
 	if err := ib.validate(&n.cfg); err != nil {
 		return err
 	}
-	if ib.Adaptive && n.cfg.Transport == "" {
-		// Adaptive routing reorders packets; HCAs accept them in any order (DOMAIN.md §3).
-		n.cfg.Transport = "ooo"
-	}
 	tables, err := ibsm.Compute(n.g, ib.Routing)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/rc"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -53,6 +54,9 @@ type Network struct {
 	g      *topo.Graph
 	routes *topo.Routes
 	sim    *sim.Sim
+	// rc is the reliable transport's settings, every flow's (transport/rc), resolved once from
+	// cfg in New (the in-flight cap of selective repeat when the first graph runs).
+	rc rc.Params
 
 	Switches []*Switch // indexed by node ID (nil for hosts)
 	NICs     []*NIC    // indexed by host index
@@ -168,7 +172,26 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.rc = transportParams(&n.cfg)
 	return n, nil
+}
+
+// transportParams maps the transport settings of c to the RC state machines' parameters.
+func transportParams(c *Config) rc.Params {
+	p := rc.Params{Mode: rc.GoBackN, MTU: int64(c.MTU), AckEvery: c.AckEvery, RTO: c.RTO,
+		RTOLow: c.IRNRTOLow, RTOHigh: c.IRNRTOHigh, LowThreshold: int64(c.IRNLowThreshold), Cap: int64(c.IRNBDPCap)}
+	switch c.Transport {
+	case "irn":
+		p.Mode = rc.Selective
+	case "ooo":
+		p.Mode = rc.Reorder
+	case "":
+		if c.Kind == "infiniband" && c.IB.Adaptive {
+			// Adaptive routing reorders packets; HCAs accept them in any order (docs/infiniband.md).
+			p.Mode = rc.Reorder
+		}
+	}
+	return p
 }
 
 // Sim exposes the event kernel (for progress reporting and extensions).
@@ -254,10 +277,10 @@ func (n *Network) checkEnd() error {
 		if f == nil {
 			continue
 		}
-		if !f.received {
-			return fmt.Errorf("invariant violated at end: message %d incomplete with no events left (%d of %d B delivered)", i, f.rcvNxt, f.size)
+		if !f.rcv.Complete() {
+			return fmt.Errorf("invariant violated at end: message %d incomplete with no events left (%d of %d B delivered)", i, f.rcv.Next(), f.snd.Size())
 		}
-		want += f.size
+		want += f.snd.Size()
 	}
 	if n.stats.BytesDelivered != want {
 		return fmt.Errorf("invariant violated at end: delivered %d B, messages total %d B", n.stats.BytesDelivered, want)
