@@ -45,6 +45,7 @@ type Marker interface {
 // SetLinkFlowControl installs a link-level flow-control policy; call before Run.
 func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 	n.fc = fc
+	n.adm, _ = fc.(Admitter)
 	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits directly
 }
 

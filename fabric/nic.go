@@ -176,10 +176,8 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := (*Packet)(ev.P)
-		if f := c.net.ibfc; f != nil && pkt.Kind != LinkCtrl {
-			f.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
-		} else if c.net.hostRx != nil && pkt.Kind != LinkCtrl {
-			c.net.hostRx.HostArrived(c.Port, pkt)
+		if pkt.Kind != LinkCtrl {
+			c.net.hostArrived(c.Port, pkt)
 		}
 		switch pkt.Kind {
 		case Data:
