@@ -225,7 +225,7 @@ func (c *Capture) bth(pkt *Packet) (wire.BTH, *wire.RETH, *wire.AETH, int) {
 	case Data:
 		size := int64(0)
 		if f := n.flows[pkt.Flow]; f != nil {
-			size = f.size
+			size = f.snd.Size()
 		}
 		first, last := pkt.Seq == 0, pkt.Seq+int64(pkt.Payload) >= size
 		switch {

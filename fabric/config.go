@@ -79,7 +79,8 @@ type Config struct {
 	// Transport is the reliable transport's loss recovery: go-back-N (TransportGoBackN, or
 	// TransportDefault), IRN selective repeat (TransportIRN: in-flight bytes capped at
 	// IRNBDPCap; Mittal et al. SIGCOMM'18) or the reorder-tolerant receiver (TransportReorder,
-	// which InfiniBand adaptive routing selects; ibooo.go).
+	// which InfiniBand adaptive routing selects); resolved once into transport/rc's modes (network.go,
+	// transportParams).
 	Transport Transport `yaml:"transport" fabric:"roce"`
 	// IRNBDPCap caps a flow's unacknowledged bytes under IRN; 0 derives one bandwidth-delay
 	// product from the topology (host link rate x the longest base round trip).

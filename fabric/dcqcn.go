@@ -96,7 +96,7 @@ func (d *dcqcnCC) apply(f *Flow, a dcqcn.Action, kick bool) {
 // Handle fires an RP's increase timer.
 func (d *dcqcnCC) Handle(ev *sim.Event) {
 	f := d.n.flows[ev.I]
-	if f.senderDone {
+	if f.snd.Done() {
 		return
 	}
 	a := d.rp[ev.I].OnTimer(d.n.sim.Now())

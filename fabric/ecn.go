@@ -23,10 +23,11 @@ type ecnRED struct {
 
 func newECN(r *roce) *ecnRED {
 	c := r.cfg
-	np := len(r.ports)
+	np := len(r.n.ports)
 	e := &ecnRED{roce: r, kmin: make([]int64, np), kmax: make([]int64, np), pmax: make([]float64, np),
 		rng: sim.RNG(r.n.cfg.Seed, "ecn"), marks: make([]int64, np)}
-	for g, p := range r.ports {
+	for g := range r.n.ports {
+		p := &r.n.ports[g]
 		e.pmax[g] = c.Pmax
 		switch {
 		case c.Kmin > 0 || c.Kmax > 0:
@@ -58,7 +59,7 @@ func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
 	if pkt.Kind != Data || pkt.ECN == ECNNotECT {
 		return
 	}
-	g := e.gp(out)
+	g := out.gidx
 	q := out.q[pkt.Prio].bytes
 	if q <= e.kmin[g] {
 		return

@@ -169,16 +169,22 @@ func TestPortLayout(t *testing.T) {
 	}
 }
 
-// TestFlowLayout pins Flow's layout: the sender's per-packet fields in the first line, the whole
-// struct in whole lines (a size class of whole lines keeps each flow's lines its own).
+// TestFlowLayout pins Flow's layout: what the source NIC's round robin reads for every flow it
+// visits (identity, pacing deadline, the sender's flags, size and next byte) in the first line,
+// the receiver on a line of its own, the whole struct in whole lines (a size class of whole lines
+// keeps each flow's lines its own).
 func TestFlowLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("layout is pinned for 64-bit platforms")
 	}
-	if off := unsafe.Offsetof(Flow{}.sr); off+8 != 64 {
-		t.Errorf("Flow's first line ends at byte %d, want 64", off+8)
+	// rc.Sender: done, armed, then size, next byte, highest byte sent: 32 bytes.
+	if off := unsafe.Offsetof(Flow{}.snd); off+32 != 64 {
+		t.Errorf("the sender's first 32 bytes end at byte %d of Flow, want 64", off+32)
 	}
-	if s := unsafe.Sizeof(Flow{}); s%64 != 0 {
-		t.Errorf("Flow is %d bytes, not a whole number of 64-byte lines: adjust its padding", s)
+	if off := unsafe.Offsetof(Flow{}.rcv); off != 128 {
+		t.Errorf("Flow.rcv at byte %d, want 128 (the third line)", off)
+	}
+	if s := unsafe.Sizeof(Flow{}); s%64 != 0 || unsafe.Sizeof(Flow{}.rcv) > 64 {
+		t.Errorf("Flow is %d bytes, its receiver %d: want whole 64-byte lines, the receiver within one", s, unsafe.Sizeof(Flow{}.rcv))
 	}
 }

@@ -45,6 +45,7 @@ type Marker interface {
 // SetLinkFlowControl installs a link-level flow-control policy; call before Run.
 func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 	n.fc = fc
+	n.adm, _ = fc.(Admitter)
 	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits directly
 }
 
@@ -84,14 +85,14 @@ func (n *Network) SetCongestionControl(cc CongestionControl) { n.cc = cc }
 func (f *Flow) Msg() int32              { return f.msg }
 func (f *Flow) Src() int32              { return f.src }
 func (f *Flow) Dst() int32              { return f.dst }
-func (f *Flow) Size() int64             { return f.size }
+func (f *Flow) Size() int64             { return f.snd.Size() }
 func (f *Flow) Prio() uint8             { return f.prio }
-func (f *Flow) Done() bool              { return f.senderDone }
-func (f *Flow) Remaining() int64        { return f.size - f.sndUna }
+func (f *Flow) Done() bool              { return f.snd.Done() }
+func (f *Flow) Remaining() int64        { return f.snd.Size() - f.snd.Unacked() }
 func (n *Network) Flow(msg int32) *Flow { return n.flows[msg] }
 
 // SendCNP sends a congestion notification for flow f from this (receiving) NIC to its sender.
-func (c *NIC) SendCNP(f *Flow) { c.sendControl(f, CNP, 0) }
+func (c *NIC) SendCNP(f *Flow) { c.sendCtl(f, CNP, 0, 0) }
 
 // Scheduler chooses which priority queue of a port sends next (ETS/DWRR on Ethernet, VL
 // arbitration on InfiniBand). Pick returns a priority for which Port.Eligible is true, or -1.

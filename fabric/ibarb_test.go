@@ -34,7 +34,7 @@ func TestWRRMatchesScan(t *testing.T) {
 			tab[i] = VLWeight{VL: uint8(rng.IntN(vls)), Weight: uint8(rng.IntN(4) * rng.IntN(80))}
 		}
 		fc := &blockRecorder{block: uint16(rng.Uint32())}
-		n := &Network{fc: fc}
+		n := &Network{policies: policies{fc: fc}}
 		p := &Port{net: n, nprio: uint8(vls), Paused: uint8(rng.Uint32() & rng.Uint32())}
 		for vl := 0; vl < vls; vl++ {
 			if rng.IntN(3) == 0 {

@@ -115,8 +115,7 @@ type fcArrival struct {
 type ibCredits struct {
 	n     *Network
 	vls   int
-	base  []int32 // node -> index of its port 0 in ports
-	ports []ibPort
+	ports []ibPort // by Port.gidx
 	check bool
 
 	fcSent   int64
@@ -135,19 +134,15 @@ const (
 )
 
 func newIBCredits(n *Network) *ibCredits {
-	f := &ibCredits{n: n, vls: n.cfg.IB.VLs, check: n.cfg.Check, base: make([]int32, len(n.g.Nodes)+1)}
-	for i := range n.g.Nodes {
-		f.base[i+1] = f.base[i] + int32(len(n.g.Nodes[i].Ports))
-	}
-	f.ports = make([]ibPort, f.base[len(n.g.Nodes)])
+	f := &ibCredits{n: n, vls: n.cfg.IB.VLs, check: n.cfg.Check, ports: make([]ibPort, len(n.ports))}
 	sw := int64(n.cfg.IB.VLBuffer) / IBBlock
 	hca := int64(n.cfg.IB.HCABuffer) / IBBlock
 	for i := range n.g.Nodes {
 		node := &n.g.Nodes[i]
 		for p := range node.Ports {
-			st := &f.ports[f.base[i]+int32(p)]
-			st.idx = f.base[i] + int32(p)
-			st.port = n.portOf(node.ID, int32(p))
+			port := n.portOf(node.ID, int32(p))
+			st := &f.ports[port.gidx]
+			st.idx, st.port = port.gidx, port
 			st.up = n.portOf(node.Ports[p].Peer, node.Ports[p].PeerPort)
 			st.fcWire = int64(IBFCPacketBytes + n.cfg.L1Overhead)
 			st.fcSer = st.port.Rate.TransmitTime(units.Size(st.fcWire))

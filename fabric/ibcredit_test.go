@@ -27,7 +27,8 @@ func runIBFC(t *testing.T, g *topo.Graph, cfg Config, mg *msggraph.Graph, packet
 
 // portTotals sums every port's transmit counters.
 func portTotals(n *Network) (pkts, bytes int64, busy units.Time) {
-	for _, p := range n.allPorts() {
+	for g := range n.ports {
+		p := &n.ports[g]
 		pkts += p.TxPackets
 		bytes += p.TxBytes
 		busy += p.BusyTime
@@ -231,22 +232,23 @@ func TestIBHooksReplaceable(t *testing.T) {
 	}
 }
 
-// TestPortIndexFindsIBState: a port's gidx finds its own credit state, and so does the
-// per-node base the prefetcher uses.
+// TestPortIndexFindsIBState: one index finds a port everywhere: its gidx is its place in the
+// network's port array, node by node from portBase, and finds its own credit state.
 func TestPortIndexFindsIBState(t *testing.T) {
 	n := newNet(t, fatTreeK(t, 4, 100*units.Gbps, units.Microsecond), ibConfig(t, "hdr"))
 	f := n.ibfc
 	count := 0
 	for i := range n.g.Nodes {
 		for p := range n.g.Nodes[i].Ports {
-			port := n.portOf(topo.NodeID(i), int32(p))
-			if f.state(port).port != port || f.ports[f.base[i]+int32(p)].port != port {
-				t.Fatalf("%s port %d: gidx %d does not find its own credit state", n.g.Nodes[i].Name, p, port.gidx)
+			port := n.Ports(int32(i))[p]
+			if port.Owner != topo.NodeID(i) || port.Index != int32(p) || port.gidx != n.portBase[i]+int32(p) ||
+				n.port(port.gidx) != port || n.portOf(topo.NodeID(i), int32(p)) != port || f.state(port).port != port {
+				t.Fatalf("%s port %d: gidx %d does not find it (or its credit state)", n.g.Nodes[i].Name, p, port.gidx)
 			}
 			count++
 		}
 	}
-	if count != len(f.ports) {
-		t.Fatalf("%d ports, %d credit states", count, len(f.ports))
+	if count != len(f.ports) || count != len(n.ports) {
+		t.Fatalf("%d ports, %d in the array, %d credit states", count, len(n.ports), len(f.ports))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/rc"
 )
 
 // ibRouter forwards by the subnet manager's linear forwarding tables (package ibsm) and, with
@@ -73,8 +74,8 @@ func (r *ibRouter) predict(s *Switch, pkt *Packet) int32 { return r.t.Port(s.Nod
 func (r *ibRouter) Report(res *result.Run) {
 	res.Counters["ib_ar_decisions"] = float64(r.decisions)
 	res.Counters["ib_ar_deviations"] = float64(r.deviations)
-	if r.n.cfg.Transport == "ooo" {
-		// Packets the out-of-order receiver accepted ahead of a gap (ibooo.go).
+	if r.n.rc.Mode == rc.Reorder {
+		// Packets the reorder-tolerant receiver held ahead of a gap (transport/rc).
 		res.Counters["ib_reordered_packets"] = float64(r.n.stats.OutOfOrder)
 	}
 }

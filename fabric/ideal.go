@@ -57,13 +57,6 @@ func (c *idealCache) path(src, dst int32) []hop {
 	}
 }
 
-func (n *Network) portOf(node topo.NodeID, p int32) *Port {
-	if sw := n.Switches[node]; sw != nil {
-		return sw.Ports[p]
-	}
-	return n.NICs[n.g.Nodes[node].Host].Port
-}
-
 func (c *idealCache) fct(src, dst int32, bytes int64) units.Time {
 	hops := c.path(src, dst)
 	if hops == nil {

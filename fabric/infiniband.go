@@ -232,12 +232,11 @@ func (n *Network) installInfiniBand() error {
 		return err
 	}
 	sl2vl := ib.SL2VL // one table shared by every port
-	for _, ps := range n.allPorts() {
-		ps.SL2VL = &sl2vl
+	for g := range n.ports {
+		n.ports[g].SL2VL = &sl2vl
 	}
 	fc := newIBCredits(n)
 	n.SetLinkFlowControl(fc)
-	n.hostRx = fc
 	n.SetScheduler(newIBArbiter(n, fc))
 	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})
 	if ib.CC.Enabled {
@@ -254,20 +253,6 @@ func (n *Network) installInfiniBand() error {
 	}
 	n.cfg.Buffer = units.Size(most)
 	return nil
-}
-
-// allPorts lists every port of the network, switch ports by node then host ports.
-func (n *Network) allPorts() []*Port {
-	var out []*Port
-	for _, s := range n.Switches {
-		if s != nil {
-			out = append(out, s.Ports...)
-		}
-	}
-	for _, c := range n.NICs {
-		out = append(out, c.Port)
-	}
-	return out
 }
 
 // VLOf returns the VL service level sl uses on this port's link (its SL2VL table; identity when

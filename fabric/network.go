@@ -2,13 +2,16 @@
 // NICs segment messages into MTU packets and pace them at line rate; links add serialization
 // and propagation; switches queue packets per egress port and priority in a shared buffer and
 // route them over equal-cost shortest paths. Fabric variants (PFC, ECN/DCQCN, InfiniBand
-// credits) plug in at the marked extension points: Port.Paused gates priorities, Network.route
-// is the routing policy, and the NIC owns the transport.
+// credits, VL arbitration, subnet-manager routing) are policies (hooks.go) that the per-hop path
+// calls from one place (dispatch.go); the reliable transport is transport/rc's state machines,
+// which the NIC drives.
 //
-// A packet's life: NIC.nextData builds it -> Port.kick starts serialization -> Port.Handle
-// (opTxDone) sends it across the link -> Switch.Handle (opArrive) routes and queues it -> ...
-// -> NIC.Handle (opArrive) delivers it and ACKs. Two events per packet per hop; InfiniBand
-// credit updates travel without events of their own (ibcredit.go).
+// A packet's life: NIC.nextData builds it (rc.Sender) -> Port.kick starts serialization ->
+// Port.Handle (opTxDone) sends it across the link -> Switch.Handle (opArrive) routes and queues
+// it -> ... -> NIC.Handle (opArrive) delivers it (rc.Receiver) and ACKs -> ... -> NIC.Handle
+// hands the ACK to rc.Sender. Two events per packet per hop; InfiniBand credit updates travel
+// without events of their own (ibcredit.go). docs/architecture.md follows one packet file by
+// file.
 package fabric
 
 import (
@@ -19,6 +22,7 @@ import (
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/rc"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -53,30 +57,22 @@ type Network struct {
 	g      *topo.Graph
 	routes *topo.Routes
 	sim    *sim.Sim
+	// rc is the reliable transport's settings, every flow's (transport/rc), resolved once from
+	// cfg in New (the in-flight cap of selective repeat when the first graph runs).
+	rc rc.Params
 
 	Switches []*Switch // indexed by node ID (nil for hosts)
 	NICs     []*NIC    // indexed by host index
 	nodes    []sim.Handler
+	// ports holds every port in one array, nodes in order and each node's ports in order: a
+	// port's index there is its Port.gidx, which also indexes the per-port state policies keep
+	// (PFC, ECN, DWRR, InfiniBand credits). portBase[node] is the gidx of the node's port 0.
+	ports    []Port
+	portBase []int32
 
-	capture *Capture
-	bins    *Bins // binned event counters (bins.go), nil unless EnableBins
-	fc      LinkFlowControl
-	marker  Marker
-	cc      CongestionControl
-	sched   Scheduler
-	router  Router
-	// routerTables: router is a tableRouter (no shortest-path lookup on its behalf).
-	routerTables bool
-	// ibfc is fc when it is InfiniBand's credits (called directly, and prefetched), else nil.
-	ibfc *ibCredits
-	// ibArb and ibRouter are sched and router when they are InfiniBand's (called directly).
-	ibArb    *ibArbiter
-	ibRouter *ibRouter
-	// adm is fc as an Admitter, if it is one (set when Run starts).
-	adm Admitter
-	// hostRx, when set, is told of every packet a host NIC receives (InfiniBand HCAs return
-	// the packet's credits at once).
-	hostRx interface{ HostArrived(in *Port, pkt *Packet) }
+	capture  *Capture
+	bins     *Bins // binned event counters (bins.go), nil unless EnableBins
+	policies       // dispatch.go
 
 	pool  packetPool
 	flows []*Flow // indexed by message ID (nil for delay nodes)
@@ -99,23 +95,23 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 		return nil, err
 	}
 	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}
+	n.spray = cfg.Routing == "spray"
 	n.Switches = make([]*Switch, len(g.Nodes))
 	n.NICs = make([]*NIC, len(g.Hosts))
 	n.nodes = make([]sim.Handler, len(g.Nodes))
 	ports := make([][]*Port, len(g.Nodes))
-	// The ports lie in one array, in gidx order.
-	total := 0
+	n.portBase = make([]int32, len(g.Nodes)+1)
 	for i := range g.Nodes {
-		total += len(g.Nodes[i].Ports)
+		n.portBase[i+1] = n.portBase[i] + int32(len(g.Nodes[i].Ports))
 	}
-	all := make([]Port, total)
-	gidx := int32(0)
+	n.ports = make([]Port, n.portBase[len(g.Nodes)])
 	for i := range g.Nodes {
 		node := &g.Nodes[i]
 		ports[i] = make([]*Port, len(node.Ports))
 		for p := range node.Ports {
 			l := &g.Links[node.Ports[p].Link]
-			port := &all[gidx]
+			gidx := n.portBase[i] + int32(p)
+			port := &n.ports[gidx]
 			*port = Port{
 				net: n, Owner: node.ID, Index: int32(p), gidx: gidx, Link: l.ID, Rate: l.Rate,
 				nprio: uint8(cfg.Priorities),
@@ -139,7 +135,6 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 				}
 			}
 			ports[i][p] = port
-			gidx++
 		}
 		if node.Kind == topo.Switch {
 			sw := &Switch{net: n, Node: node.ID, Name: node.Name, Ports: ports[i], salt: sim.Mix64(cfg.Seed ^ uint64(node.ID)*0x9e3779b97f4a7c15)}
@@ -170,35 +165,36 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.rc = transportParams(&n.cfg)
 	return n, nil
 }
 
+// transportParams maps the transport settings of c to the RC state machines' parameters.
+func transportParams(c *Config) rc.Params {
+	p := rc.Params{Mode: rc.GoBackN, MTU: int64(c.MTU), AckEvery: c.AckEvery, RTO: c.RTO,
+		RTOLow: c.IRNRTOLow, RTOHigh: c.IRNRTOHigh, LowThreshold: int64(c.IRNLowThreshold), Cap: int64(c.IRNBDPCap)}
+	switch c.Transport {
+	case "irn":
+		p.Mode = rc.Selective
+	case "ooo":
+		p.Mode = rc.Reorder
+	case "":
+		if c.Kind == "infiniband" && c.IB.Adaptive {
+			// Adaptive routing reorders packets; HCAs accept them in any order (docs/infiniband.md).
+			p.Mode = rc.Reorder
+		}
+	}
+	return p
+}
+
+// port returns the port with global index g (Port.gidx).
+func (n *Network) port(g int32) *Port { return &n.ports[g] }
+
+// portOf returns port p of node.
+func (n *Network) portOf(node topo.NodeID, p int32) *Port { return &n.ports[n.portBase[node]+p] }
+
 // Sim exposes the event kernel (for progress reporting and extensions).
 func (n *Network) Sim() *sim.Sim { return n.sim }
-
-// route picks the egress port for pkt at switch s: the routing policy's extension point.
-func (n *Network) route(s *Switch, pkt *Packet) int32 {
-	if r := n.ibRouter; r != nil {
-		return r.Route(s, pkt, nil)
-	}
-	if n.routerTables {
-		return n.router.Route(s, pkt, nil)
-	}
-	hops := n.routes.NextHops(s.Node, int(pkt.Dst))
-	if n.router != nil {
-		return n.router.Route(s, pkt, hops)
-	}
-	switch len(hops) {
-	case 0:
-		return -1
-	case 1:
-		return hops[0]
-	}
-	if n.cfg.Routing == "spray" {
-		return hops[int(sim.Mix64(uint64(n.packetHops)^s.salt)%uint64(len(hops)))]
-	}
-	return hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
-}
 
 func (n *Network) drop(pkt *Packet, cause int) {
 	n.stats.Drops[cause]++
@@ -226,7 +222,6 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 	if err := n.makeFlows(mg); err != nil { // qp.go: one flow per message and QP
 		return nil, err
 	}
-	n.adm, _ = n.fc.(Admitter)
 	n.eng.init(n, mg)
 	if n.cfg.NoProgress > 0 {
 		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)
@@ -256,10 +251,10 @@ func (n *Network) checkEnd() error {
 		if f == nil {
 			continue
 		}
-		if !f.received {
-			return fmt.Errorf("invariant violated at end: message %d incomplete with no events left (%d of %d B delivered)", i, f.rcvNxt, f.size)
+		if !f.rcv.Complete() {
+			return fmt.Errorf("invariant violated at end: message %d incomplete with no events left (%d of %d B delivered)", i, f.rcv.Next(), f.snd.Size())
 		}
-		want += f.size
+		want += f.snd.Size()
 	}
 	if n.stats.BytesDelivered != want {
 		return fmt.Errorf("invariant violated at end: delivered %d B, messages total %d B", n.stats.BytesDelivered, want)

@@ -5,61 +5,50 @@ import (
 
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/rc"
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// Flow is the transport state of one message, or of one QP of a message striped over several
-// (qp.go): the sender's half (at the source NIC) and the receiver's half (at the destination NIC).
-// The transport is a reliable connection in the style of RDMA RC with go-back-N by default: the
-// receiver accepts only the next expected byte offset, ACKs cumulatively, NAKs the first gap
-// once, and the sender rewinds on NAK or timeout. Config.Transport "irn" switches to selective
-// repeat (irn.go).
+// Flow is one message, or one QP of a message striped over several (qp.go), as the NICs see
+// it: its identity, the pacing congestion control sets, and the two halves of its reliable
+// connection (transport/rc): the requester at the source NIC, the responder at the destination.
+// Loss recovery is the network's rc.Mode (go-back-N, selective repeat or reorder-tolerant),
+// chosen once in New.
+//
+// A flow is three whole cache lines (TestFlowLayout): the first holds what the source NIC's
+// round robin reads for every flow it visits (identity, pacing deadline, the sender's state
+// flags, size and next byte); the second the rest of the sender and the pacing; the third the
+// receiver, which only the destination NIC touches.
 type Flow struct {
-	// The first line holds what the sender reads and writes for every packet, the second what
-	// it reads for most (pacing, the retransmission timer); the receiver's fields follow. A
-	// flow is three whole lines (TestFlowLayout), so that its lines are its own.
 	id       int32 // index in Network.flows: the message ID for a message's first QP
 	qp       int32 // queue pair of the message's connection (0..QPsPerConn-1)
 	src, dst int32
 	hash     uint32
 	prio     uint8
-	// senderDone: every byte acknowledged; timerPending: a retransmission timer is scheduled.
-	senderDone   bool
-	timerPending bool
-	active       bool // in the NIC's round-robin list
-	size         int64
-	sndNxt       int64
-	maxSent      int64
-	nextSend     units.Time
-	// sr is the selective-repeat (IRN) state, nil under go-back-N (irn.go).
-	sr *selRepeat
+	active   bool // in the source NIC's round robin
+	// nextSend is when pacing (Rate, Gap) lets the flow send its next packet.
+	nextSend units.Time
+	snd      rc.Sender
 
 	// Rate, when positive, paces the flow: after a packet of w wire bytes the next may start
 	// w/Rate later (DCQCN's rate limiter). Gap is added after every packet (InfiniBand CC's
 	// injection delay from the congestion control table). Both are set by the fabric's
 	// congestion control; zero means line rate.
-	Rate        units.Rate
-	Gap         units.Time
-	rtoDeadline units.Time
-	sndUna      int64
-	started     units.Time
-	msg         int32
-	nextQP      int32 // flow ID of the message's next QP, 0 if none
-	qpLeft      int32 // on a message's first QP: QPs not yet fully received
+	Rate    units.Rate
+	Gap     units.Time
+	started units.Time
+	msg     int32
+	nextQP  int32 // flow ID of the message's next QP, 0 if none
+	qpLeft  int32 // on a message's first QP: QPs not yet fully received
 
-	// Receiver.
-	unacked  int
-	rcvNxt   int64
-	nakSent  bool
-	received bool
-	// oooBits marks packets held beyond rcvNxt by the out-of-order receiver (ibooo.go).
-	oooBits []uint64
-	_       [22]byte
+	rcv rc.Receiver
+	_   [8]byte // whole lines
 }
 
 // NIC is a host's network interface: it segments messages into MTU-sized packets, sends them at
-// line rate (round robin across the flows it has data for), acknowledges what it receives, and
-// recovers from loss with go-back-N.
+// line rate (round robin across the flows it has data for), and runs both halves of every
+// flow's reliable connection: it applies what the transport's state machines (transport/rc)
+// return, a packet to send, an ACK or NAK, a timer, a completion.
 type NIC struct {
 	net    *Network
 	Host   int32
@@ -80,7 +69,7 @@ func (c *NIC) startFlow(f *Flow) {
 }
 
 func (c *NIC) activate(f *Flow) {
-	if !f.active && !f.senderDone && f.hasData() {
+	if !f.active && !f.snd.Done() && f.snd.HasData(&c.net.rc) {
 		f.active = true
 		c.active = append(c.active, f.id)
 	}
@@ -90,6 +79,7 @@ func (c *NIC) activate(f *Flow) {
 // their priority is paused, or their pacing rate makes them wait (then a wake-up is scheduled).
 func (c *NIC) nextData() *Packet {
 	n := c.net
+	p := &n.rc
 	now := n.sim.Now()
 	var wake units.Time
 	for tried := 0; tried < len(c.active); {
@@ -97,7 +87,7 @@ func (c *NIC) nextData() *Packet {
 			c.rr = 0
 		}
 		f := n.flows[c.active[c.rr]]
-		if f.senderDone || (f.sr == nil && f.sndNxt >= f.size) {
+		if f.snd.Idle(p) {
 			c.deactivate(c.rr)
 			continue
 		}
@@ -114,18 +104,12 @@ func (c *NIC) nextData() *Packet {
 			tried++
 			continue
 		}
-		seq, retx := f.sndNxt, f.sndNxt < f.maxSent
-		if f.sr != nil {
-			var ok bool
-			if seq, retx, ok = f.sr.pick(f); !ok {
-				// Window full, or nothing to resend: an ACK, NAK or timeout reactivates it.
-				c.deactivate(c.rr)
-				continue
-			}
-		}
-		payload := f.size - seq
-		if mtu := int64(n.cfg.MTU); payload > mtu {
-			payload = mtu
+		seq, payload, retx := f.snd.Next(p)
+		if payload == 0 {
+			// Selective repeat's window is full, or nothing is left to resend: an ACK, NAK or
+			// timeout reactivates the flow.
+			c.deactivate(c.rr)
+			continue
 		}
 		hdr := n.cfg.HeaderBytes
 		if seq == 0 {
@@ -157,25 +141,16 @@ func (c *NIC) nextData() *Packet {
 		if retx {
 			n.stats.BytesRetransmitted += payload
 		}
-		if f.sr == nil {
-			f.sndNxt += payload
-		} else {
-			f.sr.sent(f, seq, payload, retx)
-		}
-		if f.sndNxt > f.maxSent {
-			f.maxSent = f.sndNxt
-		}
+		armAt := f.snd.Sent(p, seq, payload, retx, now)
 		n.stats.BytesSent += payload
 		n.dataInjected += payload
 		if n.cc != nil {
 			n.cc.Sent(f, pkt)
 		}
-		if !f.timerPending {
-			f.rtoDeadline = now + c.rto(f)
-			f.timerPending = true
-			n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
+		if armAt != 0 {
+			n.sim.Schedule(armAt, c, opTimer, f.id, nil)
 		}
-		if !f.hasData() {
+		if !f.snd.HasData(p) {
 			c.deactivate(c.rr)
 		} else {
 			c.rr++
@@ -201,10 +176,8 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := (*Packet)(ev.P)
-		if f := c.net.ibfc; f != nil && pkt.Kind != LinkCtrl {
-			f.HostArrived(c.Port, pkt) // an HCA returns the packet's credits
-		} else if c.net.hostRx != nil && pkt.Kind != LinkCtrl {
-			c.net.hostRx.HostArrived(c.Port, pkt)
+		if pkt.Kind != LinkCtrl {
+			c.net.hostArrived(c.Port, pkt)
 		}
 		switch pkt.Kind {
 		case Data:
@@ -212,7 +185,7 @@ func (c *NIC) Handle(ev *sim.Event) {
 		case Ack, Nak:
 			c.receiveAck(pkt)
 		case CNP:
-			if f := c.net.flows[pkt.Flow]; c.net.cc != nil && !f.senderDone {
+			if f := c.net.flows[pkt.Flow]; c.net.cc != nil && !f.snd.Done() {
 				c.net.cc.Notified(f, pkt)
 			}
 		case LinkCtrl:
@@ -229,6 +202,8 @@ func (c *NIC) Handle(ev *sim.Event) {
 	}
 }
 
+// receiveData hands a data packet to the flow's receiver and applies its verdict: count it,
+// send the ACK or NAK, complete the message.
 func (c *NIC) receiveData(pkt *Packet) {
 	n := c.net
 	f := n.flows[pkt.Flow]
@@ -236,59 +211,41 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if n.cc != nil {
 		n.cc.Received(c, f, pkt)
 	}
-	if f.sr != nil {
-		c.receiveSR(f, pkt)
-		return
-	}
-	if n.cfg.Transport == "ooo" {
-		c.receiveOOO(f, pkt)
-		return
-	}
-	switch {
-	case pkt.Seq == f.rcvNxt && !f.received:
-		f.rcvNxt += int64(pkt.Payload)
-		n.stats.BytesDelivered += int64(pkt.Payload)
+	a := f.rcv.OnData(&n.rc, pkt.Seq, int64(pkt.Payload))
+	switch a.Class {
+	case rc.InOrder:
+		n.stats.BytesDelivered += a.Delivered
 		n.lastDelivery = n.sim.Now()
-		f.nakSent = false
-		f.unacked++
-		if n.cfg.Check && f.rcvNxt > f.size {
-			n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d delivered %d B of a %d B message", f.msg, f.rcvNxt, f.size))
-			return
-		}
-		if f.rcvNxt == f.size {
-			f.received = true
-			c.sendControl(f, Ack, f.rcvNxt)
-			n.delivered(f)
-		} else if f.unacked >= n.cfg.AckEvery {
-			c.sendControl(f, Ack, f.rcvNxt)
-		}
-	case pkt.Seq > f.rcvNxt && !f.received:
-		// A gap: the packet at rcvNxt was lost or overtaken. Go-back-N discards and NAKs once.
+	case rc.OutOfOrder:
 		n.stats.OutOfOrder++
-		if !f.nakSent {
-			f.nakSent = true
-			n.stats.NAKs++
-			c.sendControl(f, Nak, f.rcvNxt)
-		}
-	default:
-		// Duplicate (a retransmission of bytes already delivered). Re-ACK at the end of the
-		// resent window so that a sender whose final ACK was lost can finish.
+	case rc.Duplicate:
 		n.stats.Duplicates++
-		if pkt.Seq+int64(pkt.Payload) >= f.size || f.received {
-			c.sendControl(f, Ack, f.rcvNxt)
-		}
+	case rc.Overrun:
+		n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d (message %d): a packet at %d B of %d B runs past the QP's %d B", f.id, f.msg, pkt.Seq, pkt.Payload, f.snd.Size()))
+		return
+	case rc.BeyondWindow:
+		n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d: packet at %d beyond the receive window at %d", f.id, pkt.Seq, f.rcv.Next()))
+		return
+	}
+	switch a.Reply {
+	case rc.Ack:
+		c.sendCtl(f, Ack, f.rcv.Next(), 0)
+	case rc.Nak:
+		n.stats.NAKs++
+		c.sendCtl(f, Nak, f.rcv.Next(), 0)
+	case rc.NakSack:
+		n.stats.NAKs++
+		c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
+	}
+	if a.Complete {
+		n.delivered(f)
 	}
 }
 
-// sendControl queues an ACK or NAK toward the flow's sender ahead of data.
-func (c *NIC) sendControl(f *Flow, kind PacketKind, seq int64) { c.sendCtl(f, kind, seq, 0) }
-
-// sendCtl is sendControl with a selective-repeat NAK's SACK offset.
+// sendCtl queues an ACK, NAK (with a selective-repeat NAK's SACK offset) or CNP toward the
+// flow's sender, ahead of data.
 func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	n := c.net
-	if kind != CNP {
-		f.unacked = 0
-	}
 	pkt := n.pool.get()
 	pkt.Kind = kind
 	pkt.SL = f.prio
@@ -310,53 +267,28 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	c.Port.kick()
 }
 
+// receiveAck hands an ACK or NAK to the flow's sender; one that lets it send again puts it back
+// in the round robin.
 func (c *NIC) receiveAck(pkt *Packet) {
-	n := c.net
-	f := n.flows[pkt.Flow]
-	if f.senderDone {
-		return
-	}
-	if f.sr != nil {
-		c.receiveAckSR(f, pkt)
-		return
-	}
-	if pkt.Seq > f.sndUna {
-		f.sndUna = pkt.Seq
-		f.rtoDeadline = n.sim.Now() + n.cfg.RTO
-	}
-	if pkt.Kind == Nak && f.sndNxt > pkt.Seq {
-		f.sndNxt = pkt.Seq
+	f := c.net.flows[pkt.Flow]
+	if f.snd.OnAck(&c.net.rc, pkt.Kind == Nak, pkt.Seq, pkt.Sack, c.net.sim.Now()) {
 		c.activate(f)
 		c.Port.kick()
 	}
-	if f.sndUna >= f.size {
-		f.senderDone = true
-	}
 }
 
+// timer runs flow f's retransmission timer.
 func (c *NIC) timer(f *Flow) {
 	n := c.net
-	f.timerPending = false
-	if f.senderDone || (f.sndUna >= f.sndNxt && !f.active) {
-		return
+	at, timedOut := f.snd.OnTimer(&n.rc, n.sim.Now(), f.active)
+	if timedOut {
+		n.stats.Timeouts++
 	}
-	now := n.sim.Now()
-	if now < f.rtoDeadline {
-		f.timerPending = true
-		n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
-		return
+	if at != 0 {
+		n.sim.Schedule(at, c, opTimer, f.id, nil)
 	}
-	// Timeout: go-back-N resends everything from the first unacknowledged byte; selective
-	// repeat resends what is neither acknowledged nor selectively acknowledged.
-	n.stats.Timeouts++
-	if f.sr != nil {
-		f.sr.timeout(f)
-	} else {
-		f.sndNxt = f.sndUna
+	if timedOut {
+		c.activate(f)
+		c.Port.kick()
 	}
-	f.rtoDeadline = now + c.rto(f)
-	f.timerPending = true
-	n.sim.Schedule(f.rtoDeadline, c, opTimer, f.id, nil)
-	c.activate(f)
-	c.Port.kick()
 }

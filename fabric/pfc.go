@@ -63,7 +63,7 @@ type pfc struct {
 func newPFC(r *roce) (*pfc, error) {
 	n := r.n
 	c := r.cfg
-	np := len(r.ports)
+	np := len(n.ports)
 	f := &pfc{roce: r, lossless: uint8(c.Lossless),
 		shared: make([]int64, len(n.g.Nodes)), sharedUsed: make([]int64, len(n.g.Nodes)), room: make([]int64, np),
 		ing: make([]int64, np*8), hdr: make([]int64, np*8), refreshAt: make([]units.Time, np*8),
@@ -72,7 +72,8 @@ func newPFC(r *roce) (*pfc, error) {
 		pausing: make([]uint8, np), pauseDur: make([]units.Time, np), hdrDrops: make([]int64, np*8),
 	}
 	classes := int64(c.Lossless.Len()) // thresholds checked by Config.Validate
-	for g, p := range r.ports {
+	for g := range n.ports {
+		p := &n.ports[g]
 		f.pauseDur[g] = p.Rate.TransmitTime(units.Size(int64(c.PauseQuanta) * 64)) // 512 bit times
 		if c.Headroom > 0 {
 			f.room[g] = int64(c.Headroom)
@@ -86,12 +87,12 @@ func newPFC(r *roce) (*pfc, error) {
 		}
 		var reserved int64
 		for _, p := range sw.Ports {
-			reserved += f.room[r.gp(p)] * classes
+			reserved += f.room[p.gidx] * classes
 		}
 		f.shared[i] = int64(n.cfg.Buffer) - reserved
 		if f.shared[i] < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
 			return nil, fmt.Errorf("switch %s: PFC headroom %v per port and class x %d ports x %d lossless classes leaves no shared buffer in %v (pfc_headroom larger than the buffer)",
-				sw.Name, units.Size(f.room[r.gp(sw.Ports[0])]), len(sw.Ports), classes, n.cfg.Buffer)
+				sw.Name, units.Size(f.room[sw.Ports[0].gidx]), len(sw.Ports), classes, n.cfg.Buffer)
 		}
 	}
 	if h := c.StormHost; h >= 0 {
@@ -124,7 +125,7 @@ func (f *pfc) xon(node topo.NodeID) int64 {
 // Admit decides buffer admission: shared pool below XOFF, then headroom for lossless classes;
 // tail drop (with the dynamic queue threshold, if set) for lossy ones.
 func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
-	g := f.gp(in)
+	g := in.gidx
 	idx := g*8 + int32(pkt.Prio)
 	size := int64(pkt.Size)
 	node := s.Node
@@ -163,7 +164,7 @@ func (f *pfc) Arrived(in *Port, pkt *Packet) {
 	if f.lossless&bit == 0 {
 		return
 	}
-	g := f.gp(in)
+	g := in.gidx
 	if f.pausing[g]&bit != 0 {
 		return
 	}
@@ -175,7 +176,7 @@ func (f *pfc) Arrived(in *Port, pkt *Packet) {
 
 // Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
 func (f *pfc) Departed(in *Port, pkt *Packet) {
-	g := f.gp(in)
+	g := in.gidx
 	idx := g*8 + int32(pkt.Prio)
 	size := int64(pkt.Size)
 	h := min(f.hdr[idx], size)
@@ -199,7 +200,7 @@ func (f *pfc) sendPause(g int32, prio uint8, quanta uint16) {
 	pkt.SetCtrlWord(int(prio), quanta)
 	pkt.Size = pauseFrameBytes
 	pkt.Src, pkt.Dst = -1, -1
-	f.ports[g].SendCtrl(pkt)
+	f.n.port(g).SendCtrl(pkt)
 }
 
 func (f *pfc) refreshEvery(g int32) units.Time {
@@ -231,7 +232,7 @@ func (f *pfc) resume(g int32, prio uint8) {
 
 // Control applies a received PAUSE to the port it arrived on (the egress toward its sender).
 func (f *pfc) Control(in *Port, pkt *Packet) {
-	g := f.gp(in)
+	g := in.gidx
 	now := f.n.sim.Now()
 	for prio := uint8(0); prio < 8; prio++ {
 		bit := uint8(1) << prio
@@ -285,10 +286,10 @@ func (f *pfc) Handle(ev *sim.Event) {
 		f.pause(g, prio)
 	case opPFCExpire:
 		if now >= f.pauseUntil[idx] {
-			f.unpause(f.ports[idx/8], idx)
+			f.unpause(f.n.port(idx/8), idx)
 		}
 	case opPFCWatchdog:
-		p := f.ports[idx/8]
+		p := n.port(idx / 8)
 		bit := uint8(1) << (idx & 7)
 		if p.Paused&bit == 0 || now-f.pausedSince[idx] < f.cfg.Watchdog {
 			return
@@ -305,7 +306,7 @@ func (f *pfc) Handle(ev *sim.Event) {
 		f.ignoreUntil[idx] = now + f.cfg.WatchdogRestore
 		f.unpause(p, idx)
 	case opPFCStorm:
-		g := f.gp(n.NICs[f.cfg.StormHost].Port)
+		g := n.NICs[f.cfg.StormHost].Port.gidx
 		for prio := uint8(0); prio < 8; prio++ {
 			bit := uint8(1) << prio
 			if f.lossless&bit == 0 {
@@ -327,11 +328,11 @@ func (f *pfc) Handle(ev *sim.Event) {
 // dependency; Guo et al. SIGCOMM'16).
 func (f *pfc) ExplainStall() string {
 	n := f.n
-	np := int32(len(f.ports))
+	np := int32(len(n.ports))
 	color := make([]uint8, np*8) // 0 unvisited, 1 on stack, 2 done
 	parent := make([]int32, np*8)
 	next := func(idx int32) []int32 {
-		p := f.ports[idx/8]
+		p := n.port(idx / 8)
 		prio := int(idx & 7)
 		nd := &n.g.Nodes[p.Owner]
 		peer := nd.Ports[p.Index].Peer
@@ -347,7 +348,7 @@ func (f *pfc) ExplainStall() string {
 			}
 			for q := e.q[prio].head; q != nil; q = q.next {
 				if q.InPort == inIdx {
-					out = append(out, f.gp(e)*8+int32(prio))
+					out = append(out, e.gidx*8+int32(prio))
 					break
 				}
 			}
@@ -355,7 +356,7 @@ func (f *pfc) ExplainStall() string {
 		return out
 	}
 	for g := int32(0); g < np; g++ {
-		p := f.ports[g]
+		p := n.port(g)
 		if p.Paused == 0 || p.sw == nil {
 			continue
 		}
@@ -417,7 +418,7 @@ func (f *pfc) Report(res *result.Run) {
 		xon += f.xonSent[idx]
 		rcvd += f.received[idx]
 		paused += f.pausedTime[idx]
-		if p := f.ports[idx/8]; p.Paused&(1<<(idx&7)) != 0 {
+		if p := f.n.port(int32(idx / 8)); p.Paused&(1<<(idx&7)) != 0 {
 			paused += now - f.pausedSince[idx]
 		}
 	}
@@ -452,7 +453,7 @@ func (f *pfc) Report(res *result.Run) {
 		}
 		res.Ports = append(res.Ports, pc)
 	}
-	for g := range f.ports { // ports that marked but never paused, in port order
+	for g := range f.n.ports { // ports that marked but never paused, in port order
 		name := f.portName(int32(g))
 		if m, ok := marks[name]; ok {
 			res.Ports = append(res.Ports, result.PortCounters{Port: name, Prio: int(f.n.cfg.DataPriority), ECNMarks: m})
@@ -481,7 +482,7 @@ func (n *Network) PFCStats() []PFCPortStats {
 	for idx := range f.xoffSent {
 		g := int32(idx / 8)
 		t := f.pausedTime[idx]
-		if f.ports[g].Paused&(1<<(idx&7)) != 0 {
+		if f.n.port(g).Paused&(1<<(idx&7)) != 0 {
 			t += now - f.pausedSince[idx]
 		}
 		hd := f.hdrDrops[idx]

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"unsafe"
 
@@ -146,9 +145,9 @@ func (p *Port) SendCtrl(pkt *Packet) {
 	p.kick()
 }
 
-// next picks the packet to send: link-control frames first, then strict priority, highest
-// class first, skipping classes that are paused or that link-level flow control blocks; a host
-// port then asks its NIC for data.
+// next picks the packet to send: link-control frames first, then the queue the scheduler picks
+// (strict priority when none is installed), skipping classes that are paused or that link-level
+// flow control blocks; a host port then asks its NIC for data.
 func (p *Port) next() *Packet {
 	if p.flags&portCtrl != 0 {
 		pkt := p.ctrl.pop()
@@ -158,40 +157,17 @@ func (p *Port) next() *Packet {
 		return pkt
 	}
 	n := p.net
-	fc := n.fc
-	if a, f := n.ibArb, n.ibfc; a != nil && f != nil {
-		// InfiniBand: arbiter and credits called directly (the hot path; see Switch.Handle).
-		if prio := a.Pick(p); prio >= 0 {
+	if p.qmask != 0 { // (most calls at a host port find its queues empty)
+		if prio := n.pick(p); prio >= 0 {
 			pkt := p.dequeue(prio)
-			f.Sent(p, pkt)
-			return pkt
-		}
-	} else if sch := n.sched; sch != nil {
-		if prio := sch.Pick(p); prio >= 0 {
-			pkt := p.dequeue(prio)
-			if fc != nil {
-				fc.Sent(p, pkt)
-			}
-			return pkt
-		}
-	} else {
-		for m := p.qmask; m != 0; {
-			prio := bits.Len16(m) - 1 // highest class first
-			m &^= 1 << prio
-			if !p.Eligible(prio) {
-				continue
-			}
-			pkt := p.dequeue(prio)
-			if fc != nil {
-				fc.Sent(p, pkt)
-			}
+			n.sent(p, pkt)
 			return pkt
 		}
 	}
 	if p.nic != nil {
 		pkt := p.nic.nextData()
-		if pkt != nil && fc != nil {
-			fc.Sent(p, pkt)
+		if pkt != nil {
+			n.sent(p, pkt)
 		}
 		return pkt
 	}
@@ -283,13 +259,4 @@ func (p *Port) Handle(ev *sim.Event) {
 		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
 	}
 	p.kick()
-}
-
-// blocked asks link-level flow control whether out may not start pkt now (InfiniBand's credits
-// are called directly: on the per-hop path an interface call costs more than the work).
-func (n *Network) blocked(out *Port, pkt *Packet) bool {
-	if f := n.ibfc; f != nil {
-		return f.Blocked(out, pkt)
-	}
-	return n.fc != nil && n.fc.Blocked(out, pkt)
 }

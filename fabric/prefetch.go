@@ -25,7 +25,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		}
 	} else {
 		hops := n.routes.NextHops(s.Node, int(pkt.Dst))
-		if n.router != nil || len(hops) == 0 || n.cfg.Routing == "spray" {
+		if n.router != nil || len(hops) == 0 || n.spray {
 			return uintptr(len(hops))
 		}
 		out = hops[0]
@@ -40,7 +40,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		// InfiniBand: the router sets the VL from the egress port's table; the ingress VL's
 		// receive buffer takes the packet's blocks, the egress VL's credits are checked.
 		vl = int(port.VLOf(pkt.SL))
-		base := f.base[s.Node]
+		base := n.portBase[s.Node]
 		sum += uintptr(f.ports[base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
 		sum += uintptr(s.Ports[ev.I].gidx) // the ingress port, through which the credit state is found
 		st := &f.ports[base+out]

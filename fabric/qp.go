@@ -5,6 +5,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/transport/rc"
 )
 
 // makeFlows creates the transport state of every message: one Flow per queue pair it is striped
@@ -18,9 +19,8 @@ func (n *Network) makeFlows(mg *msggraph.Graph) error {
 		qps = 1
 	}
 	n.flows = make([]*Flow, len(mg.Msgs))
-	var bdpCap int64
-	if n.cfg.Transport == "irn" {
-		bdpCap = n.irnCap()
+	if n.rc.Mode == rc.Selective && n.rc.Cap == 0 {
+		n.rc.Cap = n.irnCap()
 	}
 	mtu := int64(n.cfg.MTU)
 	for i := range mg.Msgs {
@@ -58,8 +58,10 @@ func (n *Network) makeFlows(mg *msggraph.Graph) error {
 			if share <= 0 {
 				break
 			}
-			f := &Flow{msg: int32(i), id: int32(i), qp: int32(q), src: m.Src, dst: m.Dst, size: share, prio: prio,
+			f := &Flow{msg: int32(i), id: int32(i), qp: int32(q), src: m.Src, dst: m.Dst, prio: prio,
 				hash: n.qpHash(int32(i), m, int32(q))}
+			f.snd.Init(&n.rc, share)
+			f.rcv.Init(&n.rc, share)
 			if q > 0 {
 				f.id = int32(len(n.flows))
 				n.flows = append(n.flows, f)
@@ -67,14 +69,34 @@ func (n *Network) makeFlows(mg *msggraph.Graph) error {
 			} else {
 				n.flows[i] = f
 			}
-			if bdpCap > 0 {
-				f.sr = newSelRepeat(bdpCap, mtu)
-			}
 			n.flows[i].qpLeft++
 			prev = f
 		}
 	}
 	return nil
+}
+
+// irnCap is IRN's default in-flight cap: one bandwidth-delay product, the host link rate times
+// the base round trip of the longest path from host 0 (a full packet there, a full packet back).
+func (n *Network) irnCap() int64 {
+	if n.cfg.IRNBDPCap > 0 {
+		return int64(n.cfg.IRNBDPCap)
+	}
+	far, hops := int32(-1), -1
+	for d := 1; d < len(n.g.Hosts); d++ {
+		if h := n.routes.Hops(n.g.Hosts[0], d); h > hops {
+			far, hops = int32(d), h
+		}
+	}
+	if far < 0 {
+		return int64(n.cfg.MTU) * 8
+	}
+	rtt := 2 * newIdealCache(n).fct(0, far, int64(n.cfg.MTU))
+	bdp := int64(n.NICs[0].Port.Rate.BytesIn(rtt))
+	if bdp < int64(n.cfg.MTU) {
+		bdp = int64(n.cfg.MTU)
+	}
+	return bdp
 }
 
 // qpHash is the ECMP entropy of QP q of message i: a hash of the connection (the message itself

@@ -149,19 +149,15 @@ func DefaultRoCE() Config {
 	return c
 }
 
-// roce is the installed RoCEv2 fabric: global port numbering shared by its policies.
+// roce is the installed RoCEv2 fabric: what its policies share. They keep per-port state in
+// arrays indexed by Port.gidx.
 type roce struct {
-	n     *Network
-	cfg   *RoCEConfig
-	base  []int32 // first global port number of each node
-	ports []*Port // by global port number
+	n   *Network
+	cfg *RoCEConfig
 }
 
-// gp is p's global port number.
-func (r *roce) gp(p *Port) int32 { return r.base[p.Owner] + p.Index }
-
 func (r *roce) portName(g int32) string {
-	p := r.ports[g]
+	p := r.n.port(g)
 	nd := &r.n.g.Nodes[p.Owner]
 	peer := &r.n.g.Nodes[nd.Ports[p.Index].Peer]
 	return fmt.Sprintf("%s:%d(->%s)", nd.Name, p.Index, peer.Name)
@@ -171,17 +167,13 @@ func (r *roce) portName(g int32) string {
 // network.
 func (n *Network) installRoCE() error {
 	c := &n.cfg.RoCE // checked by Config.Validate
-	r := &roce{n: n, cfg: c, base: make([]int32, len(n.g.Nodes))}
-	for i := range n.g.Nodes {
-		r.base[i] = int32(len(r.ports))
-		r.ports = append(r.ports, n.Ports(int32(i))...)
-	}
+	r := &roce{n: n, cfg: c}
 	if c.PFC {
 		fc, err := newPFC(r)
 		if err != nil {
 			return err
 		}
-		n.fc = fc
+		n.SetLinkFlowControl(fc)
 	}
 	if c.ECN {
 		n.marker = newECN(r)
@@ -189,7 +181,7 @@ func (n *Network) installRoCE() error {
 	if c.DCQCN {
 		n.cc = newDCQCN(r)
 	}
-	n.sched = newDWRR(r)
+	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {
 		n.SetRandomLoss(c.RandomLoss)
 	}

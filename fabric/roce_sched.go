@@ -14,7 +14,7 @@ type dwrr struct {
 }
 
 func newDWRR(r *roce) *dwrr {
-	s := &dwrr{roce: r, strict: uint8(r.cfg.Strict), deficit: make([]int64, len(r.ports)*8), cur: make([]uint8, len(r.ports))}
+	s := &dwrr{roce: r, strict: uint8(r.cfg.Strict), deficit: make([]int64, len(r.n.ports)*8), cur: make([]uint8, len(r.n.ports))}
 	frame := int64(r.n.cfg.MTU) + int64(r.n.cfg.HeaderBytes+r.n.cfg.FirstHeaderExtra)
 	for i, w := range r.cfg.Weights {
 		if w < 1 {
@@ -39,7 +39,7 @@ func (s *dwrr) Pick(p *Port) int {
 	if elig&(elig-1) == 0 {
 		return bits.TrailingZeros8(elig) // one weighted class active: nothing to share
 	}
-	g := s.gp(p)
+	g := p.gidx
 	for iter := 0; iter < 17; iter++ {
 		prio := int(s.cur[g])
 		d := &s.deficit[g*8+int32(prio)]

@@ -59,7 +59,7 @@ func (s *Series) Handle(*sim.Event) {
 		}
 	}
 	for _, f := range n.flows {
-		if f == nil || f.senderDone || !f.active && f.sndNxt == 0 {
+		if f == nil || f.snd.Done() || !f.active && f.snd.NextNew() == 0 {
 			continue
 		}
 		_, s.err = fmt.Fprintf(s.w, "%.3f,rate,flow%d,%d,%d\n", t, f.id, f.prio, int64(n.FlowRate(f.id)))

@@ -218,7 +218,7 @@ func (s *sampler) Handle(ev *sim.Event) {
 	row := make([]int64, len(s.n.flows))
 	for i, f := range s.n.flows {
 		if f != nil {
-			row[i] = f.rcvNxt
+			row[i] = f.rcv.Next()
 		}
 	}
 	s.rcv = append(s.rcv, row)

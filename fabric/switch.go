@@ -43,35 +43,27 @@ func (s *Switch) Handle(ev *sim.Event) {
 		return
 	}
 	port := s.Ports[out]
-	size := int64(pkt.Size)
-	buf := int64(n.cfg.Buffer)
-	if f := n.ibfc; f != nil {
-		// InfiniBand's credits (called directly here and below: on the per-hop path an
-		// interface call costs more than the work).
-		f.Admit(s, s.Ports[pkt.InPort], port, pkt) // checks only: credits never overrun a buffer
-	} else if adm := n.adm; adm != nil {
-		if cause := adm.Admit(s, s.Ports[pkt.InPort], port, pkt); cause >= 0 {
-			s.Drops++
-			n.drop(pkt, cause)
-			return
-		}
-	} else if !s.sharedBufferAdmits(port, pkt) {
+	in := s.Ports[pkt.InPort]
+	cause := -1
+	if n.adm != nil {
+		cause = n.admit(s, in, port, pkt)
+	} else {
+		cause = s.sharedBufferAdmits(port, pkt)
+	}
+	if cause >= 0 {
 		s.Drops++
-		n.drop(pkt, DropBuffer)
+		n.drop(pkt, cause)
 		return
 	}
-	s.bufUsed += size
+	buf := int64(n.cfg.Buffer)
+	s.bufUsed += int64(pkt.Size)
 	if s.bufUsed > s.MaxBufUsed {
 		s.MaxBufUsed = s.bufUsed
 		if n.cfg.Check && s.bufUsed > buf {
 			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
 		}
 	}
-	if f := n.ibfc; f != nil {
-		f.Arrived(s.Ports[pkt.InPort], pkt)
-	} else if n.fc != nil {
-		n.fc.Arrived(s.Ports[pkt.InPort], pkt)
-	}
+	n.arrived(in, pkt)
 	if n.marker != nil {
 		n.marker.Enqueue(port, pkt)
 	}
@@ -80,27 +72,23 @@ func (s *Switch) Handle(ev *sim.Event) {
 }
 
 // sharedBufferAdmits is the default admission: the packet fits in the shared buffer and, with a
-// dynamic threshold, in its queue's share of the free buffer.
-func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) bool {
+// dynamic threshold, in its queue's share of the free buffer (-1); else DropBuffer.
+func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 	size := int64(pkt.Size)
 	buf := int64(s.net.cfg.Buffer)
 	if s.bufUsed+size > buf {
-		return false
+		return DropBuffer
 	}
 	if a := s.net.cfg.BufferAlpha; a > 0 && float64(port.q[pkt.Prio].bytes+size) > a*float64(buf-s.bufUsed) {
-		return false
+		return DropBuffer
 	}
-	return true
+	return -1
 }
 
 // release returns a departing packet's buffer space.
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
-	if f := s.net.ibfc; f != nil {
-		f.Departed(s.Ports[pkt.InPort], pkt)
-	} else if fc := s.net.fc; fc != nil {
-		fc.Departed(s.Ports[pkt.InPort], pkt)
-	}
+	s.net.departed(s.Ports[pkt.InPort], pkt)
 	if s.net.cfg.Check && s.bufUsed < 0 {
 		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
 	}
