@@ -137,8 +137,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			variants = append(variants, v)
 		}
 	}
-	cfg := *s.Workload
-	plan, err := training.Build(&cfg)
+	plan, err := s.Plan()
 	if err != nil {
 		return nil, err
 	}
