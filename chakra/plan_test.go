@@ -442,3 +442,95 @@ func TestRankFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBuild: any two decodable files, as ranks 0 and 1, build a valid plan or fail with an
+// Error naming a file; nothing panics, and no plan fails training.Plan.Validate.
+func FuzzBuild(f *testing.F) {
+	two := []*Trace{
+		trace(0, Node{ID: 0, Type: MetadataNode, Inputs: &IOInfo{Values: `['[{"pg_name": "1", "ranks": [0, 1]}]']`}},
+			comp(1, 5, 0), collN(2, AllReduce, 64, "1", 1), sendN(3, 1, 2, 8, 2), comp(4, 0, 2, 3)),
+		trace(1, comp(1, 5), collN(2, AllReduce, 64, "1", 1), recvN(3, 0, 2, 8), cpuOp(4, 3, 3)),
+	}
+	f.Add(Encode(two[0]), Encode(two[1]))
+	for _, r := range []string{"0", "8"} {
+		data, err := os.ReadFile("testdata/dp16." + r + ".et")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, data)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ta, err := Decode(a, "f.0.et")
+		if err != nil {
+			return
+		}
+		tb, err := Decode(b, "f.1.et")
+		if err != nil {
+			return
+		}
+		_, _, err = Build([]*Trace{ta, tb}, nil, "")
+		if err == nil {
+			return
+		}
+		if _, ok := err.(*Error); !ok {
+			t.Fatalf("%T: %v", err, err)
+		}
+		if s := err.Error(); !strings.HasPrefix(s, "f.0.et: ") && !strings.HasPrefix(s, "f.1.et: ") {
+			t.Fatalf("error names no file: %v", err)
+		}
+	})
+}
+
+// dpJob is a synthetic data-parallel step on n ranks: per rank, layers forward and backward
+// computes and, every 4 layers of the backward, a gradient all-reduce over all ranks.
+func dpJob(n, layers int) []*Trace {
+	var out []*Trace
+	for r := range n {
+		var nodes []Node
+		id := uint64(0)
+		add := func(nd Node) uint64 {
+			nd.ID = id
+			nodes = append(nodes, nd)
+			id++
+			return nd.ID
+		}
+		last := add(comp(0, 100))
+		for l := 1; l < 2*layers; l++ {
+			last = add(comp(0, 100, last))
+			if l > layers && l%4 == 0 {
+				add(collN(0, AllReduce, 25<<20, "", last))
+			}
+		}
+		out = append(out, trace(r, nodes...))
+	}
+	return out
+}
+
+// BenchmarkBuild: building the plan of a data-parallel step grows linearly with the ranks
+// (per-rank issue order and chains, one op per compute node, collectives matched per group).
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range []int{64, 256} {
+		traces := dpJob(n, 64)
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := Build(traces, nil, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecode: decoding one rank's file of the 256-rank synthetic step (128 compute nodes,
+// 16 all-reduces).
+func BenchmarkDecode(b *testing.B) {
+	data := Encode(dpJob(1, 64)[0])
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data, "b.et"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50) + " / " + seconds(v.CollP99), fmt.Sprintf("%.1f%%", v.Variation*100),
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
-			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.money(v.NetworkTrainUSD)})
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney()})
 	}
 	verdicts := &report.Table{Head: []string{"variant", "label", "verdict"}}
 	for _, v := range r.Variants {

@@ -207,6 +207,14 @@ func (v *VariantResult) trainDays() string {
 	return fmt.Sprintf("%.1f d", v.TrainDays)
 }
 
+// trainMoney prints the network cost to train, "-" when the time to train is unknown.
+func (v *VariantResult) trainMoney() string {
+	if v.TrainSteps == 0 {
+		return "-"
+	}
+	return v.money(v.NetworkTrainUSD)
+}
+
 func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, variants []*Variant, full bool, packets float64) Fidelity {
 	f := Fidelity{Backend: name, Mode: FidelityClasses, StepPackets: packets}
 	if full {

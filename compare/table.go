@@ -48,7 +48,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
-			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.money(v.NetworkTrainUSD))
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

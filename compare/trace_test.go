@@ -153,8 +153,8 @@ func TestTracePacket(t *testing.T) {
 			t.Errorf("%s: packet step %g vs analytic %g", v.Variant.Name, v.StepTime, a)
 		}
 		// Without tokens_per_step the time to train is unknown, not 0 days.
-		if v.TrainSteps != 0 || v.trainDays() != "-" {
-			t.Errorf("%s: %g steps, %q", v.Variant.Name, v.TrainSteps, v.trainDays())
+		if v.TrainSteps != 0 || v.trainDays() != "-" || v.trainMoney() != "-" {
+			t.Errorf("%s: %g steps, %q, %q", v.Variant.Name, v.TrainSteps, v.trainDays(), v.trainMoney())
 		}
 	}
 }
