@@ -226,3 +226,53 @@ func TestTraceBadInput(t *testing.T) {
 		t.Errorf("cluster size: %v", err)
 	}
 }
+
+// TestTraceBroadcastReduce: BROADCAST and REDUCE from a trace run as NCCL's pipelined chains
+// from the group's first rank. On 2 servers x 8 ranks the broadcast chain 0 -> 1 -> ... -> 15
+// crosses the network once (7 -> 8) and the reduce chain 1 -> ... -> 15 -> 0 twice (7 -> 8 and
+// 15 -> 0): a 1 MiB broadcast and a 2 MiB reduce send 1 + 2 x 2 = 5 MiB over the network.
+func TestTraceBroadcastReduce(t *testing.T) {
+	dir := t.TempDir()
+	for r := range 16 {
+		attrs := func(ct chakra.CollectiveType, size int64) []chakra.Attr {
+			return []chakra.Attr{{Name: "comm_type", Type: chakra.Int64Val, Ints: []int64{int64(ct)}},
+				{Name: "comm_size", Type: chakra.Int64Val, Ints: []int64{size}}}
+		}
+		tr := &chakra.Trace{Nodes: []chakra.Node{
+			{ID: 1, Type: chakra.CommCollNode, Attrs: attrs(chakra.Broadcast, 1<<20)},
+			{ID: 2, Type: chakra.CompNode, DurationMicros: 10, DataDeps: []uint64{1}},
+			{ID: 3, Type: chakra.CommCollNode, Attrs: attrs(chakra.Reduce, 2<<20), DataDeps: []uint64{2}},
+		}}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("br.%d.et", r)), chakra.Encode(tr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := strings.Replace(fmt.Sprintf(traceScenario, ""), "../chakra/testdata/dp16", filepath.Join(dir, "br"), 1)
+	s, err := Parse([]byte(src), "t.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := s.CompileStep(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire units.Size
+	for _, m := range g.Msgs {
+		wire += m.Bytes
+	}
+	if wire != 5*units.MiB {
+		t.Errorf("%d bytes over the network, want 5 MiB", wire)
+	}
+	r, err := Run(context.Background(), s, Options{Backend: backend.Analytic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, r)
+	if v := r.Variants[0]; v.StepTime <= 10e-6 || math.Abs(v.Compute-10e-6) > 1e-12 {
+		t.Errorf("step %g, compute %g (want 10 us)", v.StepTime, v.Compute)
+	}
+}
