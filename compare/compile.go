@@ -23,6 +23,10 @@ func collOp(k training.OpKind) collective.Op {
 		return collective.ReduceScatter
 	case training.AllToAll:
 		return collective.AllToAll
+	case training.Broadcast:
+		return collective.Broadcast
+	case training.Reduce:
+		return collective.Reduce
 	}
 	return collective.SendRecv
 }

@@ -21,6 +21,10 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Subtitle: fmt.Sprintf("%s (%.2fB parameters) on %d x %s, TP %d, PP %d, DP %d, ZeRO-%d; %s at %s, data path %s; %s backend, %d simulated step(s)",
 			p.Model, float64(p.Params)/1e9, p.GPUs, p.GPU, p.TP, p.PP, p.DP, p.ZeRO, p.Topology, p.LinkRate, p.DataPath, r.Backend, r.Scenario.Steps),
 	}
+	if p.Trace != "" {
+		page.Subtitle = fmt.Sprintf("%s; %s at %s, data path %s; %s backend, %d simulated step(s)",
+			p.header(), p.Topology, p.LinkRate, p.DataPath, r.Backend, r.Scenario.Steps)
+	}
 	names := make([]string, len(r.Variants))
 	for i, v := range r.Variants {
 		names[i] = v.Variant.Name
@@ -40,7 +44,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50) + " / " + seconds(v.CollP99), fmt.Sprintf("%.1f%%", v.Variation*100),
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
-			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), fmt.Sprintf("%.1f d", v.TrainDays), v.money(v.NetworkTrainUSD)})
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney()})
 	}
 	verdicts := &report.Table{Head: []string{"variant", "label", "verdict"}}
 	for _, v := range r.Variants {
@@ -222,6 +226,15 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		{"memory per GPU", fmt.Sprintf("%.1f GB", p.MemoryGB)},
 		{"plan", p.Ops},
 	}}
+	if p.Trace != "" {
+		wt.Rows = [][]string{
+			{"Chakra trace", p.Trace + ".<rank>.et"},
+			{"GPUs", fmt.Sprintf("%d ranks, one per GPU, in %d servers", p.GPUs, p.Servers)},
+			{"tokens per step", fmt.Sprint(p.TokensPerStep)},
+			{"busiest GPU compute", seconds(p.ComputeSeconds)},
+			{"plan", p.Ops},
+		}
+	}
 	ct := &report.Table{Caption: "Network collective classes", Head: []string{"class", "groups", "ranks", "bytes", "collectives per step"},
 		RightAlign: []bool{false, true, true, true, true}}
 	for _, c := range r.Fidelity.Classes {

@@ -50,6 +50,9 @@ type PlanSummary struct {
 	DataPath       string  `json:"data_path"`
 	LinkRate       string  `json:"link_rate"`
 	Topology       string  `json:"topology"`
+	// Trace is the Chakra traces' path prefix when the step was replayed from them (the model,
+	// parallelism and memory fields are then empty).
+	Trace string `json:"trace,omitempty"`
 }
 
 // Fidelity says what ran at which level of detail.
@@ -173,7 +176,7 @@ func (v *VariantResult) finish() {
 }
 
 func summarizePlan(p *training.Plan, s *Scenario) PlanSummary {
-	return PlanSummary{
+	sum := PlanSummary{
 		Model: p.Model.Name, Params: p.Model.ParamCount().Total, GPU: p.GPU.Name, GPUs: p.GPUs, Servers: s.Cluster.Servers,
 		TP: p.TP, PP: p.PP, DP: p.DP, EP: p.EP, ZeRO: p.ZeRO, MicroBatches: p.MicroBatches,
 		TokensPerStep: p.TokensPerStep, StepFLOPs: p.StepFLOPs, ComputeSeconds: p.ComputeTime.Seconds(),
@@ -181,6 +184,35 @@ func summarizePlan(p *training.Plan, s *Scenario) PlanSummary {
 		LinkRate: s.Cluster.LinkRate.String(),
 		Topology: fmt.Sprintf("rail-optimized, %d servers x %d GPUs, radix %d, %g:1", s.Cluster.Servers, s.Cluster.GPUsPerServer, s.Cluster.Radix, s.Cluster.Oversubscription),
 	}
+	if s.Trace != nil {
+		sum.Model, sum.Params, sum.GPU, sum.MemoryGB, sum.Trace = "", 0, "", 0, s.Trace.Chakra
+		sum.TP, sum.PP, sum.DP, sum.EP, sum.MicroBatches = 0, 0, 0, 0, 0
+	}
+	return sum
+}
+
+// header is the workload part of the table's and report's first line.
+func (p PlanSummary) header() string {
+	if p.Trace != "" {
+		return fmt.Sprintf("Chakra trace %s (%d ranks, %s)", p.Trace, p.GPUs, p.Ops)
+	}
+	return fmt.Sprintf("%s (%.2fB params) on %d x %s, TP %d PP %d DP %d ZeRO-%d", p.Model, float64(p.Params)/1e9, p.GPUs, p.GPU, p.TP, p.PP, p.DP, p.ZeRO)
+}
+
+// trainDays prints the time to train, "-" when unknown (a trace without tokens_per_step).
+func (v *VariantResult) trainDays() string {
+	if v.TrainSteps == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f d", v.TrainDays)
+}
+
+// trainMoney prints the network cost to train, "-" when the time to train is unknown.
+func (v *VariantResult) trainMoney() string {
+	if v.TrainSteps == 0 {
+		return "-"
+	}
+	return v.money(v.NetworkTrainUSD)
 }
 
 func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, variants []*Variant, full bool, packets float64) Fidelity {
@@ -212,7 +244,11 @@ func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, v
 			"Counters (drops, pauses, stalls) are a class run's totals scaled by the class's collectives per step.",
 		}
 	}
-	f.Notes = append(f.Notes, "Compute ops take the step model's durations; collectives inside one server take NCCL's ring time over NVLink ("+s.Cluster.NVLink.String()+" per GPU and direction, "+s.Cluster.NVLinkLatency.String()+" per step).")
+	durations := "the step model's durations"
+	if s.Trace != nil {
+		durations = "the trace's durations (duration_micros; 0 as 1 ns)"
+	}
+	f.Notes = append(f.Notes, "Compute ops take "+durations+"; collectives inside one server take NCCL's ring time over NVLink ("+s.Cluster.NVLink.String()+" per GPU and direction, "+s.Cluster.NVLinkLatency.String()+" per step).")
 	dp := s.dataPath()
 	for _, v := range variants {
 		if r := s.simRate(v.Fabric); r < s.Cluster.LinkRate {

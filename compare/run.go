@@ -140,8 +140,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if err := s.checkLIDs(variants); err != nil {
 		return nil, err
 	}
-	cfg := *s.Workload
-	plan, err := training.Build(&cfg)
+	plan, err := s.Plan()
 	if err != nil {
 		return nil, err
 	}

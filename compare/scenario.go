@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/chakra"
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/training"
@@ -37,6 +38,8 @@ type Scenario struct {
 	Collective  Coll             `yaml:"collective" json:"collective"`
 	Cost        Cost             `yaml:"cost" json:"cost"`
 	Workload    *training.Config `yaml:"workload" json:"workload"`
+	// Trace is a workload replayed from Chakra traces (trace.go); Workload is then nil.
+	Trace *TraceWorkload `yaml:"-" json:"trace,omitempty"`
 	// VariantList is the variants: list as written, Variants the variants it resolves to.
 	VariantList VariantList `yaml:"variants" json:"-"`
 	Variants    []*Variant  `yaml:"-" json:"variants"`
@@ -45,6 +48,7 @@ type Scenario struct {
 	Source      string      `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
 	d           *yamlstrict.Decoder
 	server      gpu.Server
+	trace       *chakra.Job
 }
 
 // Cluster is the GPU cluster: servers of GPUs, one NIC per GPU, on a rail-optimized fabric.
@@ -134,15 +138,24 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, &Error{File: name, Pos: yamlstrict.Pos{Line: top.Line, Col: top.Column}, Msg: "want a mapping with keys name, cluster, workload, variants, cost"}
 	}
 	s := &Scenario{File: name, Dir: dir, Source: string(data), d: yamlstrict.NewDecoder(name)}
-	if err := s.d.Decode(top, reflect.ValueOf(s).Elem(), ""); err != nil {
+	rest, err := s.decodeTrace(top)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Decode(rest, reflect.ValueOf(s).Elem(), ""); err != nil {
 		return nil, err
 	}
 	w := s.Workload
-	if w == nil {
-		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}")
+	if w == nil && s.Trace == nil {
+		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}, or {chakra: traces/step} for Chakra traces")
 	}
-	if w.Kind != "" && w.Kind != "training" {
-		return nil, s.d.At("workload.kind", "%q unknown (valid: training)", w.Kind)
+	if w != nil && w.Kind != "" && w.Kind != "training" {
+		return nil, s.d.At("workload.kind", "%q unknown (valid: training; Chakra traces: workload: {chakra: PREFIX})", w.Kind)
+	}
+	if s.Trace != nil {
+		if err := s.loadTrace(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.defaults(); err != nil {
 		return nil, err
@@ -251,6 +264,13 @@ func (s *Scenario) defaults() error {
 	if s.Cost.AmortizationYears == 0 {
 		s.Cost.AmortizationYears = DefaultAmortizationYears
 	}
+	if s.trace != nil {
+		// A trace's ranks fill the servers, one per GPU, unless cluster.servers says otherwise.
+		if n := s.trace.Plan.GPUs; c.Servers == 0 && n%c.GPUsPerServer == 0 {
+			c.Servers = n / c.GPUsPerServer
+		}
+		return nil
+	}
 	// The workload's GPU count and server size come from the cluster unless it says otherwise.
 	w := s.Workload
 	if w.GPUsPerServer == 0 {
@@ -316,6 +336,12 @@ func (s *Scenario) validate() error {
 		return s.d.At("tokens", "%v", err)
 	}
 	s.TokensCount = n
+	if s.trace != nil {
+		if n := s.trace.Plan.GPUs; n != c.Servers*c.GPUsPerServer {
+			return s.d.At("workload.chakra", "the traces have %d ranks (one per GPU), but the cluster has %d servers x %d = %d GPUs", n, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
+		}
+		return nil
+	}
 	w := s.Workload
 	if w.GPUs != c.Servers*c.GPUsPerServer {
 		return s.d.At("workload.gpus", "%d GPUs, but the cluster has %d servers x %d = %d", w.GPUs, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)

@@ -29,9 +29,8 @@ var Columns = [][2]string{
 // variant, then one verdict line per variant and the variants without a cost.
 func (r *Result) WriteTable(w io.Writer) error {
 	p := r.Plan
-	fmt.Fprintf(w, "%s: %s (%.2fB params) on %d x %s, TP %d PP %d DP %d ZeRO-%d, %d tokens/step; %s, %s, %s; backend %s, %d step(s)\n\n",
-		r.Scenario.Name, p.Model, float64(p.Params)/1e9, p.GPUs, p.GPU, p.TP, p.PP, p.DP, p.ZeRO, p.TokensPerStep,
-		p.Topology, p.LinkRate, p.DataPath, r.Backend, r.Scenario.Steps)
+	fmt.Fprintf(w, "%s: %s, %d tokens/step; %s, %s, %s; backend %s, %d step(s)\n\n",
+		r.Scenario.Name, p.header(), p.TokensPerStep, p.Topology, p.LinkRate, p.DataPath, r.Backend, r.Scenario.Steps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	var head []string
 	for _, c := range Columns {
@@ -45,11 +44,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 				v.Variant.Name, v.money(v.NetworkUSD), v.money(v.PerGPUUSD))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f d\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
-			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.TrainDays, v.money(v.NetworkTrainUSD))
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

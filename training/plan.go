@@ -19,9 +19,13 @@ const (
 	ReduceScatter
 	AllToAll
 	SendRecv
+	// Broadcast and Reduce (from the root, Ranks[0]) come only from imported traces (package
+	// chakra); Build never emits them.
+	Broadcast
+	Reduce
 )
 
-var opKindNames = [...]string{"compute", "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"}
+var opKindNames = [...]string{"compute", "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv", "broadcast", "reduce"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opKindNames) {
@@ -39,7 +43,7 @@ func (k OpKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 // each rank holds (S); all-gather, the gathered output each rank ends with (n shards);
 // reduce-scatter, the input each rank starts with (n shards); all-to-all, the whole send
 // buffer of each rank (n pieces, its own included); send-recv, the message from Ranks[0] to
-// Ranks[1]. An op with Repeat n > 1 stands for n such collectives back to back on the same
+// Ranks[1]; broadcast and reduce, the buffer (root Ranks[0]). An op with Repeat n > 1 stands for n such collectives back to back on the same
 // ranks (the collectives of the layers a block groups), each of Bytes.
 type Op struct {
 	ID    int    `json:"id"`
@@ -117,7 +121,7 @@ func (p *Plan) Count() map[OpKind]int {
 func (p *Plan) Summary() string {
 	n := p.Count()
 	var parts []string
-	for k := Compute; k <= SendRecv; k++ {
+	for k := Compute; int(k) < len(opKindNames); k++ {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 		}

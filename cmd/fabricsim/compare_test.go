@@ -133,3 +133,37 @@ func TestCompareJSONDeterministic(t *testing.T) {
 		t.Error("compare.json differs between two runs of the same scenario")
 	}
 }
+
+// TestCompareBadTraceExitsTwo: a corrupt Chakra trace and a node type fabricsim does not model
+// each end `fabricsim compare` with status 2 and a message naming the scenario's line, the
+// trace file and the node.
+func TestCompareBadTraceExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	for r := range 16 {
+		data, err := os.ReadFile(fmt.Sprintf("../../chakra/testdata/dp16.%d.et", r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		corrupt := append([]byte(nil), data...)
+		if r == 7 {
+			corrupt = corrupt[:len(corrupt)-3] // truncated
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("bad.%d.et", r)), corrupt, 0o644)
+		if r == 4 {
+			i := strings.Index(string(data), "optimizer step")
+			data[i+len("optimizer step")+1] = 3 // the node's type: MEM_STORE_NODE
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("mem.%d.et", r)), data, 0o644)
+	}
+	for _, c := range []struct{ prefix, want string }{
+		{"bad", "s.yaml:4:20: workload.chakra: " + filepath.Join(dir, "bad.7.et") + ": node record 10 at byte 1532: record length: 67 bytes, but only 64 are left in the file: truncated"},
+		{"mem", "s.yaml:4:20: workload.chakra: " + filepath.Join(dir, "mem.4.et") + `: node 9 "optimizer step" (record 9, byte 1450): type: MEM_STORE_NODE is not modelled`},
+	} {
+		p := filepath.Join(dir, "s.yaml")
+		os.WriteFile(p, []byte("name: t\ncluster: {servers: 2}\nvariants: [ib-ndr]\nworkload: {chakra: "+c.prefix+"}\n"), 0o644)
+		code, out := run(t, "compare", p, "--out", "", "--quiet")
+		if code != exitUsage || !strings.Contains(out, strings.Replace(c.want, "s.yaml", p, 1)) {
+			t.Errorf("%s: exit %d, want 2 with\n%s\ngot:\n%s", c.prefix, code, c.want, out)
+		}
+	}
+}
