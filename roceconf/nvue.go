@@ -187,9 +187,11 @@ func (s *schedState) apply(fi *fileImport) {
 	if !s.touched {
 		return
 	}
+	// Only the classes the file names change; the others keep their settings.
 	if len(s.mode) > 0 {
-		var strict fabric.PrioritySet
+		strict := fi.cfg.RoCE.Strict
 		for p, m := range s.mode {
+			strict &^= 1 << p
 			if m == "strict" {
 				strict |= 1 << p
 			}
@@ -200,11 +202,11 @@ func (s *schedState) apply(fi *fileImport) {
 		strict := fi.cfg.RoCE.Strict
 		shares := map[int]int{}
 		for p := range 8 {
-			if strict.Has(uint8(p)) {
+			v, ok := s.share[p]
+			if strict.Has(uint8(p)) || !ok && s.mode[p] != "dwrr" {
 				continue
 			}
-			v, ok := s.share[p]
-			if !ok || v == 0 {
+			if v == 0 {
 				fi.note(s.shareP, "traffic class %d has no bandwidth share (the switch gives it none): fabricsim's smallest weight 1 taken", p)
 			}
 			shares[p] = v
@@ -532,10 +534,21 @@ func (st *nvueState) roceProfile(p Pos, mode string) error {
 		e.setMax(1500000, p)
 		st.ecn[tc] = e
 	}
-	st.sched.mode = map[int]string{6: "strict", 0: "dwrr", 3: "dwrr"}
-	st.sched.share = map[int]int{0: 50, 3: 50}
+	// Traffic class 0's 50 % is shared by six priorities; with a queue per priority the same
+	// split is weight 6 for the data priority against 1 for each of the six.
+	st.sched.mode, st.sched.share = map[int]string{}, map[int]int{}
+	for sp := range 8 {
+		switch sp {
+		case 6:
+			st.sched.mode[sp] = "strict"
+		case 3:
+			st.sched.mode[sp], st.sched.share[sp] = "dwrr", 6
+		default:
+			st.sched.mode[sp], st.sched.share[sp] = "dwrr", 1
+		}
+	}
 	st.sched.modeP, st.sched.shareP, st.sched.touched = p, p, true
-	st.fi.note(p, "RoCE profile: switch priorities 0-2, 4, 5 and 7 share traffic class 0 on the switch; fabricsim gives each priority its own queue (weight 1 where the profile gives none)")
+	st.fi.note(p, "RoCE profile: switch priorities 0-2, 4, 5 and 7 share traffic class 0 (50 %%) on the switch; fabricsim gives each its own queue: weight 1 each against 6 for priority 3")
 	s := fabric.PrioritySet(1 << 3)
 	on := mode != "lossy"
 	st.pfcPrio, st.pfcPos = &s, p

@@ -210,7 +210,7 @@ func (x *exporter) percent(key string, v float64, lo, hi int, what string) int {
 // whole converts a duration to whole units of unit in lo..hi (hi < 0: no upper bound).
 func (x *exporter) whole(key string, v units.Time, unit units.Time, unitName string, lo, hi int64, what string) int64 {
 	n := int64(math.Round(float64(v) / float64(unit)))
-	if n < lo || hi >= 0 && n > hi {
+	if v < units.Time(lo)*unit || hi >= 0 && v > units.Time(hi)*unit {
 		if hi >= 0 {
 			x.fail(key, "%v is outside %s's %d..%d %s", v, what, lo, hi, unitName)
 		} else {

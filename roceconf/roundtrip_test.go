@@ -49,7 +49,7 @@ var presets = []preset{
 		r.DCQCNPreset, r.DCQCNParams = "paper", dcqcn.Paper()
 		r.PFCThreshold, r.XOFF, r.XON, r.Headroom = fabric.PFCStatic, 300*units.KB, 250*units.KB, 160*units.KB
 		r.Kmin, r.Kmax, r.Pmax = 5*units.KB, 200*units.KB, 0.01
-		r.Watchdog, r.WatchdogRestore = time(1000), time(2000)
+		r.Watchdog, r.WatchdogRestore = msec(1000), msec(2000)
 		r.Strict = 1 << 6
 		r.Weights = [8]int{1, 2, 1, 4, 1, 1, 1, 1}
 		c.CNPPriority = 7
@@ -71,7 +71,7 @@ var presets = []preset{
 	}},
 }
 
-func time(ms int64) units.Time { return units.Time(ms) * units.Millisecond }
+func msec(ms int64) units.Time { return units.Time(ms) * units.Millisecond }
 
 // carried are the fabric keys format f writes for configuration c: the round trip must give
 // back each of them, and the import must set no other.

@@ -184,7 +184,16 @@ func parseSonic(file string, data []byte) (*sonicDoc, error) {
 	d := &sonicDoc{file: file, db: sonicDB{}, line: map[string]int{}}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	lineAt := func(off int64) int { return 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n")) }
+	// lineAt counts lines incrementally: offsets only grow as the decoder reads on.
+	lastOff, lastLine := 0, 1
+	lineAt := func(off int64) int {
+		o := min(int(off), len(data))
+		if o >= lastOff {
+			lastLine += bytes.Count(data[lastOff:o], []byte("\n"))
+			lastOff = o
+		}
+		return lastLine
+	}
 	fail := func(format string, args ...any) error {
 		return errAt(Pos{File: file, Line: lineAt(dec.InputOffset())}, format, args...)
 	}
