@@ -32,7 +32,7 @@ func TestImportVendorDefaults(t *testing.T) {
 		name: "nvue lossy profile with overrides", f: NVUE,
 		file: "nv set qos roce mode lossy\nnv set qos congestion-control default-global traffic-class 3 min-threshold 40000\n" +
 			"nv set qos congestion-control default-global traffic-class 3 max-threshold 200000\nnv set qos congestion-control default-global traffic-class 3 probability 80\n" +
-			"nv set qos pfc-watchdog polling-interval 200\nnv set qos pfc-watchdog robustness 5\nnv set interface swp1-32 qos pfc-watchdog state enable\n",
+			"nv set qos pfc-watchdog polling-interval 200\nnv set qos pfc-watchdog robustness 5\nnv set interface swp1-32 qos pfc-watchdog\n",
 		want:  map[string]string{"pfc": "false", "ecn_kmin": "40KB", "ecn_kmax": "200KB", "ecn_pmax": "0.8", "pfc_watchdog": "1s"},
 		notes: 2,
 	}, {

@@ -305,8 +305,16 @@ func (st *nvueState) line(p Pos, w []string) error {
 		}
 		return v, nil
 	}
-	if a[0] == "interface" && len(a) >= 6 && a[2] == "qos" && a[3] == "pfc-watchdog" && a[4] == "state" {
-		st.wdOn = a[5] == "enable" || a[5] == "enabled"
+	if a[0] == "interface" && len(a) >= 4 && a[2] == "qos" && a[3] == "pfc-watchdog" {
+		// `nv set interface swp1 qos pfc-watchdog` or `... pfc-watchdog state enable|disable`.
+		switch {
+		case len(a) == 4:
+			st.wdOn = true
+		case len(a) == 6 && a[4] == "state":
+			st.wdOn = a[5] == "enable" || a[5] == "enabled"
+		default:
+			return bad("want `nv set interface <if> qos pfc-watchdog [state enable|disable]`")
+		}
 		st.wdPos = p
 		return nil
 	}

@@ -148,9 +148,14 @@ func (x *exporter) fail(key, format string, args ...any) {
 	}
 }
 
-// round notes that key's value was rounded to what the format holds.
+// round notes that key's value was rounded to what the format holds ("" = a note about the
+// output as a whole).
 func (x *exporter) round(key, format string, args ...any) {
-	x.notes = append(x.notes, fmt.Sprintf("fabric.%s: %s", key, fmt.Sprintf(format, args...)))
+	msg := fmt.Sprintf(format, args...)
+	if key != "" {
+		msg = "fabric." + key + ": " + msg
+	}
+	x.notes = append(x.notes, msg)
 }
 
 // Export writes the RoCE settings of c (resolved for t) in format f. It returns notes for

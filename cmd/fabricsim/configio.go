@@ -245,7 +245,7 @@ func tuneSource(path string, data []byte, variant string) (fabric.Config, roceco
 			doc.Content = append(doc.Content, scalarNode("variants"), list)
 		}
 		list.Content = append(list.Content, v)
-		out, err := yaml.Marshal(&root)
+		out, err := marshalYAML(&root)
 		if err != nil {
 			return fabric.Config{}, t, err
 		}
@@ -261,13 +261,27 @@ func tuneSource(path string, data []byte, variant string) (fabric.Config, roceco
 		return fabric.Config{}, t, fmt.Errorf("%s: the tuned scenario has no fabric section", sp)
 	}
 	setKeys(fab, best)
-	out, err := yaml.Marshal(&root)
+	out, err := marshalYAML(&root)
 	if err != nil {
 		return fabric.Config{}, t, err
 	}
 	cfg, t, err := scenarioSource(sp, out, "", name)
 	t.Source = fmt.Sprintf("%s tuned (%s)", filepath.Base(sp), filepath.Base(path))
 	return cfg, t, err
+}
+
+// marshalYAML writes a document with the 2-space indent scenarios use.
+func marshalYAML(root *yaml.Node) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 func scalarNode(s string) *yaml.Node {
@@ -482,7 +496,7 @@ func mergeImported(base string, im *roceconf.Imported, paths []string) ([]byte, 
 	default:
 		return nil, fmt.Errorf("--base %s: a %s; give a run or compare scenario", base, kind)
 	}
-	out, err := yaml.Marshal(&root)
+	out, err := marshalYAML(&root)
 	if err != nil {
 		return nil, err
 	}
