@@ -353,6 +353,24 @@ func (st *cxState) line(p Pos, l string) error {
 	return nil
 }
 
+// cxKnobLine reports whether l writes a DCQCN parameter by its name (`echo V > $CC/rp_ai_rate`).
+func cxKnobLine(l string) bool {
+	w := strings.Fields(l)
+	if len(w) != 4 || w[0] != "echo" || w[2] != ">" {
+		return false
+	}
+	name := path.Base(strings.Trim(w[3], `"'`))
+	if _, ok := cxAlias[name]; ok {
+		return true
+	}
+	for _, k := range cxKnobs {
+		if k.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func isAssignment(s string) bool {
 	name, _, ok := strings.Cut(s, "=")
 	return ok && name != "" && !strings.ContainsAny(name, "/$")

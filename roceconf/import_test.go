@@ -113,6 +113,7 @@ func TestImportBadInput(t *testing.T) {
 		want string // substring of the error: file:line, key and what is wrong
 	}{
 		{"unknown dialect", "", "interface ge-0/0/0 {\n  unit 0;\n}\n", "cfg: not a configuration format fabricsim reads (valid: nvue"},
+		{"no nvue in it", NVUE, "hostname leaf01\n", "cfg: holds no nvue configuration: not a configuration format fabricsim reads"},
 		{"json given as nvue", NVUE, `{"WRED_PROFILE": {}}`, "cfg: reads as sonic, not nvue"},
 		{"nvue probability 150", NVUE, "nv set qos congestion-control default-global traffic-class 3 probability 150\n", "cfg:1: nv set qos congestion-control default-global traffic-class 3 probability 150: \"150\" is not a whole number 1..100"},
 		{"nvue bad alpha", NVUE, "nv set qos advance-buffer-config default-global ingress-lossless-buffer shared-alpha alpha_3\n", "cfg:1:"},

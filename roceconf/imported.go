@@ -174,7 +174,9 @@ func Import(f Format, files []File) (*Imported, error) {
 			if ff, err = Detect(file.Name, file.Data); err != nil {
 				return nil, err
 			}
-		} else if d, err := Detect(file.Name, file.Data); err == nil && d != ff {
+		} else if d, err := Detect(file.Name, file.Data); err != nil {
+			return nil, errAt(Pos{File: file.Name}, "holds no %s configuration: %s", ff, err.(*Error).Msg)
+		} else if d != ff {
 			return nil, errAt(Pos{File: file.Name}, "reads as %s, not %s: give --format %s, or leave --format out to detect each file's format", d, ff, d)
 		}
 		fi := im.file(file.Name)
@@ -235,7 +237,7 @@ func Detect(name string, data []byte) (Format, error) {
 		case strings.HasPrefix(l, "nv set ") || strings.HasPrefix(l, "nv unset ") || l == "nv config apply":
 			nvue++
 		case strings.HasPrefix(l, "mlnx_qos ") || strings.Contains(l, "cc_params/") || strings.Contains(l, "/ecn/roce_") ||
-			strings.HasPrefix(l, "ip link set ") || strings.HasPrefix(l, "export NCCL_"):
+			strings.HasPrefix(l, "ip link set ") || strings.HasPrefix(l, "export NCCL_") || cxKnobLine(l):
 			cx++
 		case eosLine(l):
 			eos++
