@@ -28,24 +28,30 @@ func newECN(r *roce) *ecnRED {
 		rng: sim.RNG(r.n.cfg.Seed, "ecn"), marks: make([]int64, np)}
 	for g := range r.n.ports {
 		p := &r.n.ports[g]
-		e.pmax[g] = c.Pmax
-		switch {
-		case c.Kmin > 0 || c.Kmax > 0:
-			e.kmin[g], e.kmax[g] = int64(c.Kmin), int64(c.Kmax)
-		case len(c.ECNMap) > 0:
-			best := c.ECNMap[0]
-			for _, t := range c.ECNMap {
-				if absRate(t.Rate-p.Rate) < absRate(best.Rate-p.Rate) {
-					best = t
-				}
-			}
-			scale := float64(p.Rate) / float64(best.Rate)
-			e.kmin[g], e.kmax[g], e.pmax[g] = int64(float64(best.Kmin)*scale), int64(float64(best.Kmax)*scale), best.Pmax
-		default:
-			e.kmin[g], e.kmax[g] = ECNDefaults(p.Rate)
-		}
+		e.kmin[g], e.kmax[g], e.pmax[g] = c.ECNThresholds(p.Rate)
 	}
 	return e
+}
+
+// ECNThresholds are the RED thresholds of a port of the given rate: Kmin, Kmax and Pmax as
+// written, or from ECNMap (the nearest rate's entry scaled by the port's rate), or when neither
+// is given ECNDefaults for the rate.
+func (c *RoCEConfig) ECNThresholds(rate units.Rate) (kmin, kmax int64, pmax float64) {
+	switch {
+	case c.Kmin > 0 || c.Kmax > 0:
+		return int64(c.Kmin), int64(c.Kmax), c.Pmax
+	case len(c.ECNMap) > 0:
+		best := c.ECNMap[0]
+		for _, t := range c.ECNMap {
+			if absRate(t.Rate-rate) < absRate(best.Rate-rate) {
+				best = t
+			}
+		}
+		scale := float64(rate) / float64(best.Rate)
+		return int64(float64(best.Kmin) * scale), int64(float64(best.Kmax) * scale), best.Pmax
+	}
+	kmin, kmax = ECNDefaults(rate)
+	return kmin, kmax, c.Pmax
 }
 
 // ECNDefaults are HPCC's ns-3 thresholds for a link rate: Kmin 100 KB and Kmax 400 KB per

@@ -221,12 +221,18 @@ func (qpAwareRouter) Route(s *Switch, pkt *Packet, hops []int32) int32 {
 	return hops[int((sim.Mix64(uint64(conn)^s.salt)+uint64(pkt.QP))%uint64(len(hops)))]
 }
 
-// autoHeadroom is the headroom reserved at port p per lossless class when none is configured:
-// the larger of the mlx5 formula and the IEEE-style breakdown for its link, rounded up.
+// autoHeadroom is the headroom reserved at port p per lossless class when none is configured.
 func autoHeadroom(n *Network, p *Port) int64 {
-	lat := n.g.Links[p.Link].Latency
-	cable := float64(lat) / float64(units.Nanosecond) / headroom.FibreNsPerMetre
-	frame := int(n.cfg.MTU) + n.cfg.HeaderBytes + n.cfg.FirstHeaderExtra + n.cfg.L1Overhead
-	h := headroom.Headroom(headroom.Input{Rate: p.Rate, CableMetres: cable, MTU: frame, Response: n.cfg.SwitchLatency})
+	return AutoHeadroom(&n.cfg, p.Rate, n.g.Links[p.Link].Latency)
+}
+
+// AutoHeadroom is the headroom a port of the given rate and link latency reserves per lossless
+// class when pfc_headroom is 0: the larger of the mlx5 formula and the IEEE-style breakdown
+// (package headroom) for its cable (latency at 5 ns per m), a full frame and the switch latency
+// as the response delay, rounded up.
+func AutoHeadroom(c *Config, rate units.Rate, latency units.Time) int64 {
+	cable := float64(latency) / float64(units.Nanosecond) / headroom.FibreNsPerMetre
+	frame := int(c.MTU) + c.HeaderBytes + c.FirstHeaderExtra + c.L1Overhead
+	h := headroom.Headroom(headroom.Input{Rate: rate, CableMetres: cable, MTU: frame, Response: c.SwitchLatency})
 	return headroom.Bytes(math.Max(h.MLX5, h.IEEE))
 }
