@@ -26,9 +26,9 @@
 //   - Reorder, the receiver of an InfiniBand HCA under adaptive routing: a QP's packets take
 //     different paths and may arrive out of order on a lossless fabric, so the receiver places
 //     them (holds them) and never NAKs; it acknowledges the contiguous prefix. The sender is
-//     go-back-N's, whose timeout a lossless fabric does not reach (NVIDIA, "Adaptive Routing"
-//     and out-of-order placement of RC QPs in ConnectX-6 and later; an HCA places each packet
-//     at its RETH address).
+//     go-back-N's, whose timeout a lossless fabric does not reach. (NVIDIA HCAs place the
+//     packets of an RDMA WRITE at their offset in the target buffer whatever their order when
+//     adaptive routing is on; docs/infiniband.md.)
 //
 // Offsets are bytes of the QP's share of a message. Packet numbers are offsets divided by the
 // MTU: every packet but a QP's last is full, which the NIC's segmentation guarantees.
@@ -132,7 +132,8 @@ type Recv struct {
 type Sender struct {
 	done  bool // every byte acknowledged
 	armed bool // the NIC holds a retransmission timer event for this QP
-	// The fields every sent packet reads and writes come first.
+	// The fields every sent packet reads and writes come first (the fabric keeps them in its
+	// flow's first cache line: fabric.TestFlowLayout).
 	size    int64 // bytes of the QP
 	nxt     int64 // next new byte to send (go-back-N rewinds it)
 	maxSent int64 // end of the highest byte sent: below it a send is a retransmission
@@ -159,7 +160,7 @@ func (s *Sender) Init(p *Params, size int64) {
 	}
 }
 
-// Size is the QP's bytes; Next the next new byte; Unacked the first unacknowledged one.
+// Size is the QP's bytes; NextNew the next byte never sent; Unacked the first unacknowledged one.
 func (s *Sender) Size() int64    { return s.size }
 func (s *Sender) NextNew() int64 { return s.nxt }
 func (s *Sender) Unacked() int64 { return s.una }
