@@ -46,12 +46,53 @@ func RingTime(channels []RingChannel, steps int) (units.Time, error) {
 	if steps < 1 {
 		return 0, fmt.Errorf("ring: %d steps", steps)
 	}
-	if _, err := lockstepRates(channels); err != nil {
-		return 0, err // only to validate the hops
+	for ci, ch := range channels {
+		for p, h := range ch.Hops {
+			if h.BW <= 0 || h.Tx.Rate <= 0 || h.Rx.Rate <= 0 {
+				return 0, fmt.Errorf("ring: channel %d hop %d: bandwidth %v, ports %v/%v: not positive", ci, p, h.BW, h.Tx.Rate, h.Rx.Rate)
+			}
+		}
+		if len(ch.Blocks) == 0 {
+			return 0, fmt.Errorf("ring: channel %d has no blocks", ci)
+		}
 	}
 	tx, rx, caps := hopPorts(channels)
 	cycle := cycleClasses(channels)
 	flows := len(tx)
+	// Dense numbers for the transmit ports, the receive ports, and the copies of one hop on one
+	// cycle (the same transmit and receive port on channels that run the same cycle).
+	txOf, rxOf, pairOf := make([]int32, flows), make([]int32, flows), make([]int32, flows)
+	{
+		txs, rxs := map[int64]int32{}, map[int64]int32{}
+		type pair struct {
+			a, b  int64
+			cycle int
+		}
+		pairs := map[pair]int32{}
+		number := func(m map[int64]int32, id int64) int32 {
+			i, ok := m[id]
+			if !ok {
+				i = int32(len(m))
+				m[id] = i
+			}
+			return i
+		}
+		for i := range tx {
+			txOf[i], rxOf[i] = number(txs, tx[i].ID), number(rxs, rx[i].ID)
+			k := pair{tx[i].ID, rx[i].ID, cycle[i]}
+			j, ok := pairs[k]
+			if !ok {
+				j = int32(len(pairs))
+				pairs[k] = j
+			}
+			pairOf[i] = j
+		}
+		_ = txs
+	}
+	nTx, nRx, nPair := 0, 0, 0
+	for i := range txOf {
+		nTx, nRx, nPair = max(nTx, int(txOf[i])+1), max(nRx, int(rxOf[i])+1), max(nPair, int(pairOf[i])+1)
+	}
 	// Start from every hop alone on its ports and let the sharing below slow them: the lowest
 	// fixed point, as the engine, which never idles a port a message could use, finds.
 	rates := make([]float64, flows)
@@ -63,46 +104,55 @@ func RingTime(channels []RingChannel, steps int) (units.Time, error) {
 	// the same hop of another channel that runs the same cycle (the same set of hops, so the
 	// same timing at every hop) counts 1, any other hop min(1, t/tau); repeat (a fixed point;
 	// four rounds settle it to well under a percent).
-	t := make([]float64, flows) // seconds per step, first loop's block
+	loadTx, loadRx := make([]float64, nTx), make([]float64, nRx)
+	sameN, sameD := make([]float64, nPair), make([]float64, nPair) // copies of a hop: count, summed duty
+	var ws ringScratch
 	for round := 0; round < 5; round++ {
-		worst, err := ringPath(channels, rates, steps)
+		worst, err := ringPath(channels, rates, steps, &ws)
 		if err != nil {
 			return 0, err
 		}
 		if round == 4 {
 			return units.Time(math.Ceil(worst - 1e-6)), nil
 		}
-		tau := worst / float64(units.Second) / float64(steps*max(1, len(channels[0].Blocks)))
+		tau := worst / float64(units.Second) / float64(steps*len(channels[0].Blocks))
+		clear(loadTx)
+		clear(loadRx)
+		clear(sameN)
+		clear(sameD)
 		i := 0
 		for _, ch := range channels {
+			bits := 8 * float64(ch.Blocks[0])
 			for range ch.Hops {
-				t[i] = 8 * float64(ch.Blocks[0]) / rates[i]
+				d := min(1, bits/rates[i]/tau)
+				loadTx[txOf[i]] += d
+				loadRx[rxOf[i]] += d
+				sameN[pairOf[i]]++
+				sameD[pairOf[i]] += d
 				i++
 			}
 		}
-		load := map[[2]int64]float64{}
-		type pair struct {
-			a, b  int64
-			cycle int
-		}
-		same := map[pair][2]float64{} // copies of one hop on one cycle: their count and summed duty
-		for i := range t {
-			d := min(1, t[i]/tau)
-			load[[2]int64{0, tx[i].ID}] += d
-			load[[2]int64{1, rx[i].ID}] += d
-			k := pair{tx[i].ID, rx[i].ID, cycle[i]}
-			s := same[k]
-			same[k] = [2]float64{s[0] + 1, s[1] + d}
-		}
 		for i := range rates {
-			s := same[pair{tx[i].ID, rx[i].ID, cycle[i]}]
-			// In step: the other copies (s[0]-1) count whole; everything else by duty.
-			ka := max(1, s[0]+load[[2]int64{0, tx[i].ID}]-s[1])
-			kb := max(1, s[0]+load[[2]int64{1, rx[i].ID}]-s[1])
+			k := pairOf[i]
+			// In step: the other copies count whole; everything else by duty.
+			ka := max(1, sameN[k]+loadTx[txOf[i]]-sameD[k])
+			kb := max(1, sameN[k]+loadRx[rxOf[i]]-sameD[k])
 			rates[i] = min(caps[i], float64(tx[i].Rate)/ka, float64(rx[i].Rate)/kb)
 		}
 	}
 	return 0, nil
+}
+
+// ringScratch holds loopPath's and ringPath's buffers across calls.
+type ringScratch struct {
+	t, c, pre, right []float64
+}
+
+func grow(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
 }
 
 // cycleClasses numbers the channels by the set of hops they run (channels whose rings are
@@ -134,6 +184,11 @@ func cycleClasses(channels []RingChannel) []int {
 
 // hopPorts lists every hop's ports and bandwidth cap, channel by channel.
 func hopPorts(channels []RingChannel) (tx, rx []Port, caps []float64) {
+	n := 0
+	for _, ch := range channels {
+		n += len(ch.Hops)
+	}
+	tx, rx, caps = make([]Port, 0, n), make([]Port, 0, n), make([]float64, 0, n)
 	for _, ch := range channels {
 		for _, h := range ch.Hops {
 			tx, rx, caps = append(tx, h.Tx), append(rx, h.Rx), append(caps, float64(h.BW))
@@ -143,7 +198,7 @@ func hopPorts(channels []RingChannel) (tx, rx []Port, caps []float64) {
 }
 
 // ringPath is the longest path (picoseconds) over every channel, with each hop at its rate.
-func ringPath(channels []RingChannel, rates []float64, steps int) (float64, error) {
+func ringPath(channels []RingChannel, rates []float64, steps int, ws *ringScratch) (float64, error) {
 	var worst float64
 	off := 0
 	for _, ch := range channels {
@@ -151,15 +206,15 @@ func ringPath(channels []RingChannel, rates []float64, steps int) (float64, erro
 		r := rates[off : off+n]
 		off += n
 		var total float64 // picoseconds
-		t := make([]float64, n)
-		c := make([]float64, n)
+		ws.t, ws.c = grow(ws.t, n), grow(ws.c, n)
+		t, c := ws.t, ws.c
 		for k, b := range ch.Blocks {
 			bits := 8 * float64(b)
 			for p := range ch.Hops {
 				t[p] = bits / r[p] * float64(units.Second)
 				c[p] = t[p] + float64(ch.Hops[p].Lat)
 			}
-			total += loopPath(t, c, steps, k > 0)
+			total += loopPath(t, c, steps, k > 0, ws)
 		}
 		worst = max(worst, total)
 	}
@@ -169,86 +224,10 @@ func ringPath(channels []RingChannel, rates []float64, steps int) (float64, erro
 	return worst, nil
 }
 
-// lockstepRates is the max-min fair rate (bits/s) of every hop of every channel, all sending at
-// once, each capped by its path bandwidth and sharing its transmit and receive ports.
-func lockstepRates(channels []RingChannel) ([]float64, error) {
-	type prt struct {
-		left  float64
-		count int
-	}
-	var ports []prt
-	index := [2]map[int64]int32{{}, {}}
-	portOf := func(side int, p Port) int32 {
-		i, ok := index[side][p.ID]
-		if !ok {
-			i = int32(len(ports))
-			index[side][p.ID] = i
-			ports = append(ports, prt{left: float64(p.Rate)})
-		}
-		return i
-	}
-	var tx, rx []int32
-	var capv []float64
-	for ci, ch := range channels {
-		for p, h := range ch.Hops {
-			if h.BW <= 0 || h.Tx.Rate <= 0 || h.Rx.Rate <= 0 {
-				return nil, fmt.Errorf("ring: channel %d hop %d: bandwidth %v, ports %v/%v: not positive", ci, p, h.BW, h.Tx.Rate, h.Rx.Rate)
-			}
-			a, b := portOf(0, h.Tx), portOf(1, h.Rx)
-			ports[a].count++
-			ports[b].count++
-			tx, rx = append(tx, a), append(rx, b)
-			capv = append(capv, float64(h.BW))
-		}
-	}
-	rate := make([]float64, len(tx))
-	for i := range rate {
-		rate[i] = -1
-	}
-	left := len(rate)
-	for left > 0 {
-		x := math.Inf(1)
-		for _, p := range ports {
-			if p.count > 0 {
-				x = min(x, p.left/float64(p.count))
-			}
-		}
-		for i, r := range rate {
-			if r < 0 {
-				x = min(x, capv[i])
-			}
-		}
-		x = max(x, 0)
-		lim := x * (1 + 1e-12)
-		var frozen []int
-		for i, r := range rate {
-			if r >= 0 {
-				continue
-			}
-			a, b := &ports[tx[i]], &ports[rx[i]]
-			if capv[i] <= lim || a.left/float64(a.count) <= lim || b.left/float64(b.count) <= lim {
-				frozen = append(frozen, i)
-			}
-		}
-		for _, i := range frozen {
-			rate[i] = min(x, capv[i])
-			for _, p := range [2]int32{tx[i], rx[i]} {
-				ports[p].left = max(ports[p].left-rate[i], 0)
-				ports[p].count--
-			}
-		}
-		left -= len(frozen)
-		if x <= 0 && len(frozen) > 0 {
-			return nil, fmt.Errorf("ring: a port has no capacity left")
-		}
-	}
-	return rate, nil
-}
-
 // loopPath is the longest path through one pipelining loop of steps steps on a ring whose hop p
 // serializes a block in t[p] and delivers it c[p] after it starts; behind means the loop starts
 // behind the previous one on the same connections (its first message adds t, not c).
-func loopPath(t, c []float64, steps int, behind bool) float64 {
+func loopPath(t, c []float64, steps int, behind bool, ws *ringScratch) float64 {
 	n := len(t)
 	first := c
 	if behind {
@@ -261,7 +240,8 @@ func loopPath(t, c []float64, steps int, behind bool) float64 {
 		lap += x
 	}
 	laps, rem := (steps-1)/n, (steps-1)%n
-	pre := make([]float64, 2*n+1)
+	ws.pre = grow(ws.pre, 2*n+1)
+	pre := ws.pre
 	for i := 0; i < 2*n; i++ {
 		pre[i+1] = pre[i] + c[i%n]
 	}
@@ -283,7 +263,8 @@ func loopPath(t, c []float64, steps int, behind bool) float64 {
 	ts := t[ps]
 	maxLen := min(steps, n)
 	// right[j]: sum of (c - ts) over p*+1 .. p*+j; left[j]: over p*-j .. p*-1.
-	bestRight := make([]float64, maxLen)
+	ws.right = grow(ws.right, maxLen)
+	bestRight := ws.right
 	var acc, run float64
 	run = math.Inf(-1)
 	for j := 0; j < maxLen; j++ {

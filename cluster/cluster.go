@@ -229,7 +229,13 @@ func Build(spec Spec) (*Cluster, error) {
 		return units.Rate((int64(r)*wire + int64(fr.MTU) - 1) / int64(fr.MTU))
 	}
 	nvlink := srv.NVLink.Rate > 0 && G > 1
-	g := &topo.Graph{Name: fmt.Sprintf("gpu-%dx%d-%s", N, G, net.Name)}
+	// Sizes known ahead (a 16,384-server cluster has 800,000 nodes: no growing by doubling).
+	perServerNodes := G*3 + srv.NICs + srv.Sockets + 1 + 2*G
+	perServerLinks := srv.Sockets + 5*G + srv.NICs
+	g := &topo.Graph{Name: fmt.Sprintf("gpu-%dx%d-%s", N, G, net.Name),
+		Nodes: make([]topo.Node, 0, N*perServerNodes+len(net.Nodes)),
+		Links: make([]topo.Link, 0, N*perServerLinks+len(net.Links)),
+		Hosts: make([]topo.NodeID, 0, 3*N*G)}
 	endpoints := func(kind string) {
 		for s := 0; s < N; s++ {
 			for i := 0; i < G; i++ {

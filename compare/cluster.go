@@ -172,3 +172,18 @@ func (s *Scenario) checkLIDs(variants []*Variant) error {
 	}
 	return nil
 }
+
+// checkTopology plans the cluster's network (nothing is built) so that a tier count, radix or
+// oversubscription that cannot build it is an input error at parse time.
+func (s *Scenario) checkTopology() error {
+	var err error
+	if s.useClos() {
+		_, err = topo.PlanClos(s.closSpec(s.Cluster.LinkRate))
+	} else {
+		_, err = topo.PlanRail(s.railSpec(s.Cluster.LinkRate))
+	}
+	if err != nil {
+		return s.d.At("cluster", "%v", err)
+	}
+	return nil
+}

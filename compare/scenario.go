@@ -351,5 +351,5 @@ func (s *Scenario) validate() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return s.checkTopology() // cluster.go: the network must build
 }

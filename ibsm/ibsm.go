@@ -405,11 +405,15 @@ func (b *builder) upDown() error {
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return less(order[i], order[j]) })
+	// Planes that share no switch are separate subnets: a switch routes only the hosts of its own
+	// (comp: the connected set of switches, each host in its switch's).
+	comp := switchComponents(g)
 	const inf = int32(1 << 30)
 	down := make([]int32, N)
 	legal := make([]int32, N)
 	var cand []int32
 	for d, dn := range g.Hosts {
+		dc := comp[g.Nodes[dn].Ports[0].Peer]
 		// down[x]: hops from x to the destination descending only (reverse BFS over down links).
 		for i := range down {
 			down[i], legal[i] = inf, inf
@@ -440,7 +444,7 @@ func (b *builder) upDown() error {
 					legal[s] = legal[u] + 1
 				}
 			}
-			if legal[s] == inf {
+			if legal[s] == inf && comp[s] == dc {
 				return fmt.Errorf("subnet manager: up*/down*: %s has no legal route to host %d", g.Nodes[s].Name, d)
 			}
 		}
@@ -460,6 +464,34 @@ func (b *builder) upDown() error {
 		}
 	}
 	return nil
+}
+
+// switchComponents numbers the connected sets of switches (over switch-to-switch links); hosts
+// get -1.
+func switchComponents(g *topo.Graph) []int32 {
+	comp := make([]int32, len(g.Nodes))
+	for i := range comp {
+		comp[i] = -1
+	}
+	var queue []topo.NodeID
+	next := int32(0)
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind != topo.Switch || comp[i] >= 0 {
+			continue
+		}
+		comp[i] = next
+		queue = append(queue[:0], topo.NodeID(i))
+		for qi := 0; qi < len(queue); qi++ {
+			for _, p := range g.Nodes[queue[qi]].Ports {
+				if g.Nodes[p.Peer].Kind == topo.Switch && comp[p.Peer] < 0 {
+					comp[p.Peer] = next
+					queue = append(queue, p.Peer)
+				}
+			}
+		}
+		next++
+	}
+	return comp
 }
 
 // switchBFS fills rank with hop distances from the roots over switch-to-switch links.
@@ -512,9 +544,11 @@ func (t *Tables) Path(srcHost, dstHost int) ([]topo.NodeID, error) {
 // Verify checks that every host reaches every other host of its subnet through the LFTs without
 // a loop, and that every adaptive-routing group holds its LFT port.
 func (t *Tables) Verify() error {
+	comp := switchComponents(t.g)
+	subnet := func(h int) int32 { return comp[t.g.Nodes[t.g.Hosts[h]].Ports[0].Peer] }
 	for s := 0; s < t.hosts; s++ {
 		for d := 0; d < t.hosts; d++ {
-			if s == d || (t.rt != nil && t.rt.ShortestPathHops(s, d) < 0) {
+			if s == d || subnet(s) != subnet(d) {
 				continue // the same host, or another plane's (another subnet)
 			}
 			if _, err := t.Path(s, d); err != nil {

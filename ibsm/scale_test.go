@@ -26,6 +26,8 @@ func trees(t *testing.T) []*topo.Graph {
 	add(topo.Clos(topo.ClosSpec{Servers: 30, NICsPerServer: 2, RailOptimized: true, Radix: 8, Tiers: 3, NIC: link}))
 	add(topo.Clos(topo.ClosSpec{Servers: 7, NICsPerServer: 2, Radix: 4, Tiers: 3, NIC: link}))
 	add(topo.Clos(topo.ClosSpec{Servers: 128, Radix: 8, Tiers: 3, NIC: link}))
+	// Two planes, each its own subnet: switches route only their plane's hosts.
+	add(topo.Clos(topo.ClosSpec{Servers: 12, NICsPerServer: 2, PortsPerNIC: 2, RailOptimized: true, Radix: 8, NIC: link}))
 	return out
 }
 
@@ -174,5 +176,31 @@ func TestLIDLimit(t *testing.T) {
 	}
 	if err := CheckLIDs(small(MaxUnicastLIDs)); err == nil {
 		t.Fatal("49,151 hosts and a switch fit one subnet")
+	}
+}
+
+// TestPlanesAreSubnets: on a dual-plane fabric every engine's stored tables route each plane's
+// hosts to one another (Verify skips pairs of different planes: no switch joins them) and leave
+// the other plane's hosts without an entry.
+func TestPlanesAreSubnets(t *testing.T) {
+	g, err := topo.Clos(topo.ClosSpec{Servers: 12, NICsPerServer: 2, PortsPerNIC: 2, RailOptimized: true, Radix: 8, NIC: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, engine := range Engines {
+		tb, err := Compute(g, engine)
+		if err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if tb.OnDemand() {
+			t.Fatalf("%s: a fabric this small should have stored tables", engine)
+		}
+		if err := tb.Verify(); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		leaf0 := g.Nodes[g.Hosts[0]].Ports[0].Peer // plane 0; host 1 is port 1 of the same NIC
+		if p := tb.Port(leaf0, 1); p != -1 {
+			t.Fatalf("%s: plane 0's leaf routes plane 1's host to port %d", engine, p)
+		}
 	}
 }

@@ -183,7 +183,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		// Keep fuzzing cheap: only build small networks.
-		if s.Topology.Kind == "fat-tree" && s.Topology.K > 8 || s.Topology.Kind == "leaf-spine" && s.Topology.Leaves*s.Topology.HostsPerLeaf > 256 {
+		if s.Topology.Kind == "fat-tree" && s.Topology.K > 8 || s.Topology.Kind == "leaf-spine" && s.Topology.Leaves*s.Topology.HostsPerLeaf > 256 ||
+			s.Topology.Kind == "clos" && s.Topology.Servers*max(1, s.Topology.NICsPerServer)*max(1, s.Topology.NICPorts) > 256 {
 			return
 		}
 		s.Build()

@@ -431,14 +431,27 @@ func (c *clusterRoutes) firstPath(src, dst int) []NodeID {
 	g := c.g
 	sd, beta := c.dest(dst)
 	E := len(c.exits)
-	ecs := map[int][]int32{}
+	// A shortest path touches at most two servers (its ends): two slots of exit costs.
+	var slot [2]struct {
+		s  int
+		ec []int32
+	}
+	slot[0].s, slot[1].s = -1, -1
 	ecOf := func(s int) []int32 {
-		if ec, ok := ecs[s]; ok {
-			return ec
+		for i := range slot {
+			if slot[i].s == s {
+				return slot[i].ec
+			}
 		}
-		ec := c.exitCosts(make([]int32, E), s, sd, beta)
-		ecs[s] = ec
-		return ec
+		i := 0
+		if slot[0].s >= 0 {
+			i = 1
+		}
+		if slot[i].ec == nil {
+			slot[i].ec = make([]int32, E)
+		}
+		slot[i].s = s
+		return c.exitCosts(slot[i].ec, s, sd, beta)
 	}
 	dist := func(n NodeID) int32 {
 		if c.block[n] < 0 {

@@ -81,7 +81,7 @@ func PlanRail(spec RailSpec) (RailPlan, error) {
 				p.Spines, total, leaves, p.UpPerLeaf, per, s.Radix, (total+s.Radix-1)/s.Radix)
 		}
 		if p.Spines > p.UpPerLeaf {
-			return RailPlan{}, fmt.Errorf("rail-optimized: %d servers x %d rails need %d leaves with %d uplinks each, spread over %d spines, more than a leaf's %d uplinks, so not every leaf reaches every spine: a two-tier fabric of radix-%d switches holds at most %d leaves (%d NICs here); use fewer servers, a larger radix or more oversubscription (a third tier is not built)",
+			return RailPlan{}, fmt.Errorf("rail-optimized: %d servers x %d rails need %d leaves with %d uplinks each, spread over %d spines, more than a leaf's %d uplinks, so not every leaf reaches every spine: a two-tier fabric of radix-%d switches holds at most %d leaves (%d NICs here); use fewer servers, a larger radix, more oversubscription or three tiers (topo.Clos)",
 				s.Servers, s.NICsPerServer, leaves, p.UpPerLeaf, p.Spines, p.UpPerLeaf, s.Radix, s.Radix, s.Radix*p.DownPerLeaf)
 		}
 	}

@@ -131,6 +131,30 @@ func (rt *Routes) FirstPath(srcHost, dstHost int) []NodeID {
 	return path
 }
 
+// PathBy returns the nodes of one shortest path from srcHost to dstHost on which choose picks
+// the port wherever a node has several next hops (a flow's ECMP hash, say: the per-flow path a
+// flow-level backend needs, with no table behind it); nil when unreachable. choose must return
+// one of the ports it is given.
+func (rt *Routes) PathBy(srcHost, dstHost int, choose func(n NodeID, hops []int32) int32) []NodeID {
+	n := rt.g.Hosts[srcHost]
+	h := rt.Hops(n, dstHost)
+	if h < 0 {
+		return nil
+	}
+	path := make([]NodeID, 0, h+1)
+	path = append(path, n)
+	for n != rt.g.Hosts[dstHost] {
+		nh := rt.NextHops(n, dstHost)
+		p := nh[0]
+		if len(nh) > 1 {
+			p = choose(n, nh)
+		}
+		n = rt.g.Nodes[n].Ports[p].Peer
+		path = append(path, n)
+	}
+	return path
+}
+
 // DistinctPortSets is the number of distinct next-hop sets the routes hold (the empty set
 // included).
 func (rt *Routes) DistinctPortSets() int {

@@ -145,3 +145,28 @@ func TestTreeRoutesMemoryLinear(t *testing.T) {
 		t.Fatalf("routes of 4,096 and 8,192 NIC ports: %d and %d bytes, ratio %.2f > 2.2", a, b, r)
 	}
 }
+
+// TestPathBy: a path chosen port by port is a shortest path (its length is the hop count), and
+// choosing the lowest port everywhere gives FirstPath.
+func TestPathBy(t *testing.T) {
+	g, err := Clos(ClosSpec{Servers: 30, NICsPerServer: 2, RailOptimized: true, Radix: 8, Tiers: 3, NIC: link400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := ComputeRoutes(g)
+	for s := 0; s < len(g.Hosts); s += 7 {
+		for d := 0; d < len(g.Hosts); d += 5 {
+			last := rt.PathBy(s, d, func(_ NodeID, hops []int32) int32 { return hops[len(hops)-1] })
+			first := rt.PathBy(s, d, func(_ NodeID, hops []int32) int32 { return hops[0] })
+			if len(last) != rt.ShortestPathHops(s, d)+1 || len(first) != len(last) {
+				t.Fatalf("%d -> %d: paths of %d and %d nodes, %d hops", s, d, len(last), len(first), rt.ShortestPathHops(s, d))
+			}
+			fp := rt.FirstPath(s, d)
+			for i := range fp {
+				if fp[i] != first[i] {
+					t.Fatalf("%d -> %d: %v vs FirstPath %v", s, d, first, fp)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestClusterShapeBadInput: a cluster the requested tiers or radix cannot build, and an
+// InfiniBand subnet of more LIDs than one subnet holds, exit with status 2 and say what to change.
+func TestClusterShapeBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two tiers too small", []string{"--nodes", "4096", "--tiers", "2"}, "use three tiers, a larger radix"},
+		{"three tiers too small", []string{"--nodes", "4096", "--tiers", "3"}, "join at most 64 pods"},
+		{"bad tier count", []string{"--nodes", "16", "--tiers", "4"}, "tiers=4"},
+		{"LIDs of one subnet", []string{"--nodes", "8192", "--radix", "128", "--fabric", "infiniband"}, "more than the 49151 unicast LIDs one subnet holds"},
+	} {
+		code, out := run(t, append([]string{"nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "1M", "--backend", "analytic"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, output %q; want exit 2 and %q", tc.name, code, out, tc.want)
+		}
+	}
+}
+
+// TestNCCLTestsAtScale: 4,096 GPUs (512 servers) need three tiers at radix 64 (two hold 256
+// servers), and on the analytic backend their 1 GiB all-reduce ring (8 channels of 8,190 steps
+// over 4,096 ranks: 268 M messages) runs on the ring pipeline model. Each step waits for the
+// step before it on the preceding rank, at least one NVLink hop (H100 preset: 2 x 250 ns of
+// NVLink and 300 ns of NVSwitch), so the time is at least 8,190 x 0.8 us = 6.55 ms; and at
+// most the latency of the slowest hop (the network one, under 4 us) per step plus the
+// bandwidth-bound time.
+func TestNCCLTestsAtScale(t *testing.T) {
+	code, out := run(t, "nccl-tests", "all_reduce_perf", "-b", "1G", "-e", "1G", "--nodes", "512", "--backend", "analytic")
+	if code != 0 || !strings.Contains(out, "ring pipeline model") || !strings.Contains(out, "3tier") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var us float64
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[0] == "1073741824" {
+			us, _ = strconv.ParseFloat(f[5], 64)
+		}
+	}
+	if us < 8190*0.8 || us > 8190*4+20000 {
+		t.Fatalf("all-reduce of 1 GiB on 4,096 GPUs: %g us, want between %g and %g", us, 8190*0.8, 8190*4.0+20000)
+	}
+}

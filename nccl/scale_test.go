@@ -1,0 +1,105 @@
+package nccl
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/cluster"
+	"github.com/fabricsim/fabricsim/gpu"
+
+	"github.com/fabricsim/fabricsim/collective"
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// allocated returns the bytes f allocates (runtime.MemStats.TotalAlloc: exact, unlike peak
+// memory, and linear in the same things).
+func allocated(t testing.TB, f func()) uint64 {
+	t.Helper()
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// TestMemoryDoublingAnalytic: building an H100 cluster and computing a 1 GiB all-reduce on the
+// analytic backend (the ring pipeline model) allocates at most 2.2x as much when the GPUs double,
+// from 1,024 to 4,096 GPUs (docs/architecture.md has peak memory up to 16,384).
+func TestMemoryDoublingAnalytic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	srv, _ := gpu.Preset("h100")
+	cfg := fabric.DefaultEthernet()
+	var prev uint64
+	for _, servers := range []int{128, 256, 512} {
+		b := allocated(t, func() {
+			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		})
+		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
+		if prev > 0 && float64(b) > 2.2*float64(prev) {
+			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+		}
+		prev = b
+	}
+}
+
+// TestMemoryDoublingPacket: a send/recv of 1 MiB from every GPU to the next on the packet
+// backend (a workload linear in the GPUs) allocates at most 2.2x as much when the GPUs double,
+// from 128 to 512 GPUs: the cluster routes keep nothing per pair of nodes.
+func TestMemoryDoublingPacket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	srv, _ := gpu.Preset("h100")
+	cfg := fabric.DefaultEthernet()
+	var prev uint64
+	for _, servers := range []int{16, 32, 64} {
+		b := allocated(t, func() {
+			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Compile(cl, collective.SendRecv, units.MiB, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Packet, Fabric: cfg}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
+		if prev > 0 && float64(b) > 2.2*float64(prev) {
+			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+		}
+		prev = b
+	}
+}
+
+// BenchmarkAllReduceAnalytic: a 1 GiB all-reduce on the analytic backend at 8,192 GPUs, cluster
+// built and routed included (the target: 2 s and 300 MB on one core):
+// GOMAXPROCS=1 go test ./nccl -run XXX -bench AllReduceAnalytic -benchtime 1x
+func BenchmarkAllReduceAnalytic(b *testing.B) {
+	srv, _ := gpu.Preset("h100")
+	cfg := fabric.DefaultEthernet()
+	b.ReportAllocs()
+	for b.Loop() {
+		cl, err := cluster.Build(cluster.Spec{Servers: 1024, Server: srv})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
