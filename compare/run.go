@@ -11,6 +11,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/analytic"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
@@ -87,8 +88,8 @@ func Run(s *Scenario, opt Options) (*Result, error) {
 	if opt.Backend != "" {
 		backend = opt.Backend
 	}
-	if backend != "packet" && backend != "analytic" {
-		return nil, fmt.Errorf("backend %q unknown (valid: packet, analytic)", backend)
+	if backend != "packet" && backend != "analytic" && backend != "flow" {
+		return nil, fmt.Errorf("backend %q unknown (valid: packet, flow, analytic)", backend)
 	}
 	switch opt.Fidelity {
 	case "", FidelityAuto, FidelityFull, FidelityClasses:
@@ -303,14 +304,20 @@ func runClass(backend string, g *topo.Graph, routes *topo.Routes, v *Variant, se
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	var finish func(i int) units.Time
 	switch backend {
-	case "packet":
+	case "packet", "flow":
 		cfg := v.Fabric
 		cfg.Seed = seed
-		net, err := fabric.New(g, routes, cfg)
-		if err != nil {
-			return nil, err
+		var res *result.Run
+		var err error
+		if backend == "flow" {
+			res, err = flow.Run(g, routes, cfg, mg, flow.Options{})
+		} else {
+			net, nerr := fabric.New(g, routes, cfg)
+			if nerr != nil {
+				return nil, nerr
+			}
+			res, err = net.Run(mg, units.MaxTime)
 		}
-		res, err := net.Run(mg, units.MaxTime)
 		if err != nil {
 			return nil, err
 		}

@@ -280,8 +280,8 @@ func (s *Scenario) defaults(workNode *yaml.Node) error {
 func (s *Scenario) validate() error {
 	c := &s.Cluster
 	switch {
-	case s.Backend != "packet" && s.Backend != "analytic":
-		return s.d.At("backend", "%q unknown (valid: packet, analytic)", s.Backend)
+	case s.Backend != "packet" && s.Backend != "analytic" && s.Backend != "flow":
+		return s.d.At("backend", "%q unknown (valid: packet, flow, analytic)", s.Backend)
 	case s.Fidelity != FidelityAuto && s.Fidelity != FidelityFull && s.Fidelity != FidelityClasses:
 		return s.d.At("fidelity", "%q unknown (valid: auto, full, classes)", s.Fidelity)
 	case s.Steps < 1 || s.Steps > 100:

@@ -31,7 +31,7 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	var f compareFlags
 	c := &cobra.Command{
-		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend packet|analytic] [--fidelity auto|full|classes]",
+		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend packet|flow|analytic] [--fidelity auto|full|classes]",
 		Short: "Run one training workload on InfiniBand and RoCEv2 variants, with cost, in one report",
 		Long: `Compare simulates one training step of a transformer workload on a GPU cluster for every
 fabric variant of the scenario (by default InfiniBand NDR, RoCEv2 with vendor-default DCQCN and
@@ -49,7 +49,7 @@ See docs/compare.md for the scenario format and what is simulated at packet leve
 	}
 	c.Flags().StringVar(&f.out, "out", "compare-out", "write compare.json and report.html into this directory (\"\" for none)")
 	c.Flags().StringVar(&f.variants, "variants", "", "run only these variants, comma-separated (e.g. ib-ndr,roce-tuned)")
-	c.Flags().StringVar(&f.backend, "backend", "", "network backend: packet or analytic (default: the scenario's)")
+	c.Flags().StringVar(&f.backend, "backend", "", "network backend: packet, flow or analytic (default: the scenario's)")
 	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps (default: the scenario's)")
 	c.Flags().StringVar(&f.fidelity, "fidelity", "", "auto, full (whole steps) or classes (collective classes one by one); default: the scenario's")
 	c.Flags().BoolVar(&f.quiet, "quiet", false, "no progress bar")
@@ -72,8 +72,8 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if f.backend != "" && f.backend != "packet" && f.backend != "analytic" {
-		return usageErr(fmt.Errorf("--backend %q: valid: packet, analytic", f.backend))
+	if f.backend != "" && f.backend != "packet" && f.backend != "analytic" && f.backend != "flow" {
+		return usageErr(fmt.Errorf("--backend %q: valid: packet, flow, analytic", f.backend))
 	}
 	if f.steps != 0 {
 		if f.steps < 1 || f.steps > 100 {

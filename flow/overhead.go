@@ -1,0 +1,88 @@
+package flow
+
+import (
+	"github.com/fabricsim/fabricsim/fabric"
+)
+
+// overhead is what a flow's data costs beyond its own bytes on the links it does not send on:
+// the receiver's ACKs (AckBytes every AckEvery packets, on the flow's class along the ACK path
+// back to the source, fabric/nic.go) and, on InfiniBand, a 6-byte credit update back over every
+// link for every packet that crossed it (fabric/ibcredit.go), the ACKs' included. Each step
+// charges what the flows delivered in it to the next step's capacity of the links that carry it:
+// a link's data gets its rate less this load.
+type overhead struct {
+	e *engine
+	// ackWire is an ACK's wire bytes per data packet delivered; credit the credit updates' bytes
+	// per packet and hop (0 without credits).
+	ackWire, credit float64
+	// load is each resource's overhead in bytes per second (for the next step); touched lists the
+	// resources with a load.
+	load    []float64
+	touched []int32
+}
+
+func newOverhead(e *engine) *overhead {
+	c := &e.cfg
+	o := &overhead{e: e}
+	ack := float64(max(c.AckBytes, c.MinFrame) + c.L1Overhead)
+	o.ackWire = ack / float64(max(c.AckEvery, 1))
+	if c.Kind == "infiniband" {
+		o.credit = fabric.IBFCPacketBytes
+	}
+	return o
+}
+
+// left is the rate (bytes/s) of resource r that data may use this step.
+func (o *overhead) left(r int32, rate float64) float64 {
+	if int(r) >= len(o.load) {
+		return rate
+	}
+	return max(0, rate-o.load[r])
+}
+
+func (o *overhead) add(r int32, x float64) {
+	for int(r) >= len(o.load) {
+		o.load = append(o.load, 0)
+	}
+	if o.load[r] == 0 {
+		o.touched = append(o.touched, r)
+	}
+	o.load[r] += x
+}
+
+// account adds T seconds of the current loads to the links' byte counters.
+func (o *overhead) account(T float64) {
+	for _, r := range o.touched {
+		o.e.net.res[r].txBytes += o.load[r] * T
+	}
+}
+
+// update recomputes the loads from what every flow delivered in the step of tau seconds.
+func (o *overhead) update(tau float64) {
+	e := o.e
+	for _, r := range o.touched {
+		o.load[r] = 0
+	}
+	o.touched = o.touched[:0]
+	pkt := e.ideal.maxWire
+	for i := range e.flows {
+		f := &e.flows[i]
+		if f.done && f.out == 0 || f.out <= 0 {
+			continue
+		}
+		pps := f.out / pkt / tau // data packets per second
+		acks := pps / float64(max(e.cfg.AckEvery, 1))
+		for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
+			o.add(r, pps*o.ackWire)
+			if o.credit > 0 {
+				o.add(e.net.reverse(r), acks*o.credit)
+			}
+		}
+		if o.credit > 0 {
+			for _, r := range e.path[f.off : f.off+f.hops] {
+				o.add(e.net.reverse(r), pps*o.credit)
+			}
+		}
+	}
+	o.account(tau)
+}

@@ -1,0 +1,484 @@
+package flow
+
+import (
+	"math"
+	"slices"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Tolerances of the stationarity test: a step after which no queue moved by more than relTol of
+// what its link carries in a step, and no injection rate by more than relTol of itself, is
+// stationary, and the run jumps to the next event.
+const relTol = 1e-7
+
+// fill is one water-filling demand.
+type fill struct {
+	d float64
+	i int32
+}
+
+// waterFill shares capacity c max-min fairly among demands: each gets min(demand, level), with
+// level the largest that fits (the round robin of a NIC serving flows with their own rate caps).
+// It writes each grant into d and returns what was used.
+func waterFill(c float64, d []fill) float64 {
+	var sum float64
+	for _, x := range d {
+		sum += x.d
+	}
+	if sum <= c {
+		return sum
+	}
+	slices.SortFunc(d, func(a, b fill) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	left := c
+	for k := range d {
+		share := left / float64(len(d)-k)
+		if d[k].d > share {
+			for j := k; j < len(d); j++ {
+				d[j].d = share
+			}
+			return c
+		}
+		left -= d[k].d
+	}
+	return c - left
+}
+
+// eps is the amount of a flow's bytes below which it counts as done (floating-point residue).
+func eps(total float64) float64 { return 1e-9*total + 1e-6 }
+
+// stepTo advances every flow in flight from e.now to tEnd in one step of the fluid network:
+//
+//  1. Each NIC injects: its link rate over the step (less what PFC or credits allow on its link)
+//     shared max-min among its flows, each capped by its congestion-control rate and its bytes.
+//  2. Each switch egress queue, in rank order (climbing links first, then descending ones, so a
+//     byte can cross a whole uncongested path in one step), serves what it holds: its link's
+//     bytes for the step, or less where the next hop's PFC or credits throttle it, shared among
+//     its flows in proportion to their bytes in the queue (a FIFO queue in the fluid limit).
+//     Bytes it marks are drawn per flow with RED's probability at the queue's depth.
+//  3. Back-pressure (PFC thresholds, credits), congestion control (DCQCN) and completions are
+//     brought up to date for the next step.
+//
+// It reports whether the step left every rate and queue as it found them (stationary).
+func (e *engine) stepTo(tEnd units.Time) bool {
+	tau := float64(tEnd-e.now) / float64(units.Second)
+	if tau <= 0 {
+		return false
+	}
+	e.steps++
+	e.changed = false
+	for i := range e.flows {
+		f := &e.flows[i]
+		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
+		if !f.done {
+			clear(e.arr[f.off : f.off+f.hops])
+		}
+	}
+	e.inject(tau)
+	for rank := 1; rank < len(e.act); rank++ {
+		for _, r := range e.act[rank] {
+			e.serve(r, tau)
+		}
+	}
+	e.overhead.update(tau)
+	if e.fc.update(tau) {
+		e.changed = true
+	}
+	if e.cc != nil && e.cc.afterStep(tEnd, tau) {
+		e.changed = true
+	}
+	var out bool
+	for i := range e.flows {
+		if f := &e.flows[i]; !f.done && f.out > 0 {
+			out = true
+			break
+		}
+	}
+	if out {
+		e.lastDeliv = tEnd
+	}
+	if len(e.ended) > 0 {
+		for _, fid := range e.ended {
+			f := &e.flows[fid]
+			// The last byte left within the step, at tOut seconds into it (serve).
+			at := e.now + units.Time(math.Ceil(min(f.tOut, tau)*float64(units.Second)))
+			e.retire(fid, min(at, tEnd))
+		}
+		e.ended = e.ended[:0]
+		e.changed = true
+	}
+	return !e.changed
+}
+
+// retire clears a finished flow's residue from the queues and ends it.
+func (e *engine) retire(fid int32, tLast units.Time) {
+	f := &e.flows[fid]
+	for h := int32(1); h < f.hops; h++ {
+		if b := e.back[f.off+h]; b != 0 {
+			e.addIng(e.path[f.off+h-1], f.cls, -b)
+			e.back[f.off+h] = 0
+		}
+	}
+	e.endFlow(fid, tLast)
+}
+
+// ccRate is what congestion control lets flow f send, bytes per second (the line rate without it).
+func (e *engine) ccRate(fid int32) float64 {
+	if e.cc != nil {
+		return e.cc.rate(fid)
+	}
+	return math.Inf(1)
+}
+
+// inject is step 1: every NIC's round robin over its flows.
+func (e *engine) inject(tau float64) {
+	nc := e.nc
+	for hi := 0; hi < len(e.activeHosts); hi++ {
+		h := e.activeHosts[hi]
+		hs := &e.hostSt[h]
+		capB := e.overhead.left(hs.link, hs.rate) * tau
+		var lag float64
+		d := e.scratch[:0]
+		for k, fid := range hs.flows {
+			f := &e.flows[fid]
+			w := tau
+			if f.lag > 0 {
+				l := float64(f.lag) / float64(units.Second)
+				w += l
+				lag = max(lag, l)
+				f.lag = 0
+			}
+			d = append(d, fill{d: min(f.rem, e.ccRate(fid)*w), i: int32(k)})
+		}
+		capB += hs.rate * lag
+		if nc == 1 {
+			capB = min(capB, e.allow[hs.link])
+			waterFill(capB, d)
+		} else {
+			waterFill(capB, d)
+			e.classCap(hs.link, hs.flows, d)
+		}
+		var finished []int32
+		sending := 0
+		for _, x := range d {
+			if x.d > 0 {
+				sending++
+			}
+		}
+		for _, x := range d {
+			fid := hs.flows[x.i]
+			f := &e.flows[fid]
+			amt := x.d
+			if f.rem-amt <= eps(f.total) {
+				amt = f.rem
+			}
+			rate := amt / tau
+			if math.Abs(rate-f.rate) > relTol*math.Max(rate, f.rate) {
+				e.changed = true
+			}
+			f.rate = rate
+			if amt <= 0 {
+				continue
+			}
+			f.rem -= amt
+			f.inj = amt
+			e.stats.injected += amt
+			r0 := e.path[f.off]
+			e.net.res[r0].txBytes += amt
+			if f.hops == 1 {
+				f.deliv += amt
+				f.out += amt
+				e.stats.deliveredWire += amt
+			} else {
+				e.back[f.off+1] += amt
+				e.arr[f.off+1] += amt
+				e.addIng(r0, f.cls, amt)
+			}
+			if f.rem == 0 {
+				finished = append(finished, fid)
+				// When the last byte left the NIC: at the flow's share of the round robin.
+				f.tInj = min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))
+				if f.hops == 1 {
+					f.tOut = f.tInj
+					e.ended = append(e.ended, fid)
+				}
+			}
+		}
+		e.scratch = d
+		for _, fid := range finished {
+			e.unhost(fid)
+			e.changed = true
+		}
+		if hi >= len(e.activeHosts) || e.activeHosts[hi] != h {
+			hi-- // the host left the list; another took its place
+		}
+	}
+}
+
+// classCap scales down, per class, the grants of flows whose class the link's allowance
+// throttles (PFC pauses and credits are per priority or VL).
+func (e *engine) classCap(link int32, flows []int32, d []fill) {
+	nc := e.nc
+	var sum [16]float64
+	for _, x := range d {
+		sum[e.flows[flows[x.i]].cls] += x.d
+	}
+	for k := range d {
+		c := e.flows[flows[d[k].i]].cls
+		if a := e.allow[int(link)*nc+int(c)]; sum[c] > a {
+			d[k].d *= a / sum[c]
+		}
+	}
+}
+
+// addIng records amt bytes entering (or, negative, leaving) the queues downstream of resource r
+// on class c: r's ingress counter and the downstream switches' buffers.
+func (e *engine) addIng(r, c int32, amt float64) {
+	e.ing[int(r)*e.nc+int(c)] += amt
+	res := &e.net.res[r]
+	if res.to >= 0 {
+		b := &e.net.bufs[res.to]
+		b.used += amt
+		b.maxUse = max(b.maxUse, b.used)
+		return
+	}
+	per := amt / float64(len(res.toSwitches))
+	for _, s := range res.toSwitches {
+		b := &e.net.bufs[s]
+		b.used += per
+		b.maxUse = max(b.maxUse, b.used)
+	}
+}
+
+// serve is step 2 at one resource: its queue sends what the link and the next hop allow.
+func (e *engine) serve(r int32, tau float64) {
+	res := &e.net.res[r]
+	if res.fromHost {
+		return
+	}
+	nc := e.nc
+	var q float64
+	var qc [16]float64
+	for _, m := range res.members {
+		b := e.back[e.flows[m.f].off+m.h]
+		q += b
+		if nc > 1 {
+			qc[e.flows[m.f].cls] += b
+		}
+	}
+	old := res.q
+	if q <= 0 {
+		res.q = 0
+		if old != 0 {
+			e.changed = true
+		}
+		return
+	}
+	budget := e.overhead.left(r, res.rate) * tau
+	var frac [16]float64
+	if nc == 1 {
+		lim := min(budget, e.allow[r], e.fc.window(r, 0)*tau)
+		frac[0] = 1
+		if q > lim {
+			frac[0] = lim / q
+		}
+	} else {
+		e.classShares(r, tau, budget, &qc, &frac)
+	}
+	p := res.ecn.prob(q)
+	var logKeep float64
+	if p >= 1 {
+		logKeep = math.Inf(-1)
+	} else if p > 0 {
+		logKeep = math.Log1p(-p)
+	}
+	// FIFO in the fluid limit: the queue's bytes leave in proportion to each flow's share of
+	// them, except that a flow whose bytes stopped arriving (its source finished, or paused) is
+	// served on at the rate it had: its last bytes leave one queueing delay later, as they do
+	// from a FIFO, instead of fading out geometrically.
+	var tails, props float64
+	for _, m := range res.members {
+		idx := e.flows[m.f].off + m.h
+		b := e.back[idx]
+		if b <= 0 {
+			continue
+		}
+		fr := frac[e.flows[m.f].cls]
+		if e.arr[idx] == 0 && e.svc[idx]*tau > b*fr {
+			tails += min(b, e.svc[idx]*tau)
+		} else {
+			props += b * fr
+		}
+	}
+	scaleProp, scaleTail := 1.0, 1.0
+	if lim := q * math.Max(frac[0], 0); nc == 1 && tails > 0 && tails+props > lim {
+		if tails >= lim {
+			scaleTail, scaleProp = lim/tails, 0
+		} else {
+			scaleProp = (lim - tails) / props
+		}
+	}
+	pkt := e.ideal.maxWire
+	var served float64
+	for _, m := range res.members {
+		f := &e.flows[m.f]
+		idx := f.off + m.h
+		b := e.back[idx]
+		if b <= 0 {
+			e.svc[idx] = 0
+			continue
+		}
+		fr := frac[f.cls]
+		var s float64
+		if e.arr[idx] == 0 && e.svc[idx]*tau > b*fr {
+			s = min(b, e.svc[idx]*tau) * scaleTail
+		} else {
+			s = b
+			if fr < 1 || scaleProp < 1 {
+				s = b * fr * scaleProp
+			}
+		}
+		if e.arr[idx] != 0 || s < b {
+			e.svc[idx] = s / tau
+		}
+		e.back[idx] = b - s
+		prev := e.path[idx-1]
+		e.addIng(prev, f.cls, -s)
+		e.drain[int(prev)*nc+int(f.cls)] += s
+		served += s
+		if m.h == f.hops-1 {
+			f.deliv += s
+			f.out += s
+			e.stats.deliveredWire += s
+			if f.rem == 0 && f.deliv >= f.total-eps(f.total) && !f.done {
+				f.done = true // retired after the sweep
+				e.ended = append(e.ended, m.f)
+				// Its last byte left when the queue had passed what it held (a queue that kept
+				// up), or at its tail's rate; not before it left the NIC.
+				drain := tau
+				switch {
+				case e.arr[idx] == 0 && e.svc[idx] > 0:
+					drain = b / e.svc[idx]
+				case frac[f.cls] >= 1 && scaleProp >= 1:
+					drain = q / (budget / tau)
+				}
+				f.tOut = max(f.tInj, min(drain, tau))
+			}
+		} else {
+			e.back[idx+1] += s
+			e.arr[idx+1] += s
+			e.addIng(r, f.cls, s)
+		}
+		if p > 0 {
+			k := s / pkt
+			f.noMark += k * logKeep
+			res.marks += k * p
+		}
+	}
+	res.txBytes += served
+	res.q = q - served
+	if math.Abs(res.q-old) > relTol*budget {
+		e.changed = true
+	}
+}
+
+// classShares splits a resource's budget among its classes (equal weights, each class at most
+// what it holds and what the next hop allows it) and sets each class's served fraction.
+func (e *engine) classShares(r int32, tau, budget float64, qc, frac *[16]float64) {
+	nc := e.nc
+	d := e.scratch[:0]
+	for c := 0; c < nc; c++ {
+		if qc[c] > 0 {
+			lim := min(qc[c], e.allow[int(r)*nc+c], e.fc.window(r, int32(c))*tau)
+			d = append(d, fill{d: lim, i: int32(c)})
+		}
+	}
+	waterFill(budget, d)
+	for _, x := range d {
+		frac[x.i] = x.d / qc[x.i]
+	}
+	e.scratch = d
+}
+
+// jumpLimit is the earliest time a flow, injecting at its constant rate, runs out of bytes.
+func (e *engine) jumpLimit() units.Time {
+	t := units.MaxTime
+	for _, h := range e.activeHosts {
+		for _, fid := range e.hostSt[h].flows {
+			f := &e.flows[fid]
+			if f.rate <= 0 {
+				continue
+			}
+			d := math.Ceil(f.rem / f.rate * float64(units.Second))
+			if d < float64(units.MaxTime-e.now) {
+				t = min(t, e.now+max(units.Time(d), 1))
+			}
+		}
+	}
+	return t
+}
+
+// jump advances a stationary network to tEnd: every flow injects and delivers at its constant
+// rate, queues stay as they are.
+func (e *engine) jump(tEnd units.Time) {
+	T := float64(tEnd-e.now) / float64(units.Second)
+	if T <= 0 {
+		return
+	}
+	e.jumps++
+	for r := range e.net.res {
+		res := &e.net.res[r]
+		if res.active < 0 {
+			continue
+		}
+		for _, m := range res.members {
+			f := &e.flows[m.f]
+			x := f.rate * T
+			res.txBytes += x
+			if res.ecn.pmax > 0 {
+				res.marks += x / e.ideal.maxWire * res.ecn.prob(res.q)
+			}
+		}
+	}
+	e.fc.jump(T)
+	e.overhead.account(T)
+	var finished []int32
+	for _, h := range e.activeHosts {
+		for _, fid := range e.hostSt[h].flows {
+			f := &e.flows[fid]
+			x := f.rate * T
+			if f.rem-x <= eps(f.total) || tEnd == e.now+units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))) {
+				x = f.rem
+			}
+			f.rem -= x
+			f.deliv += x
+			e.stats.injected += x
+			e.stats.deliveredWire += x
+			if x > 0 {
+				e.lastDeliv = tEnd
+			}
+			if f.rem == 0 {
+				finished = append(finished, fid)
+			}
+		}
+	}
+	for _, fid := range finished {
+		e.unhost(fid)
+		f := &e.flows[fid]
+		if f.deliv >= f.total-eps(f.total) {
+			f.done = true
+			e.retire(fid, tEnd)
+		}
+	}
+	if len(finished) > 0 {
+		e.stationary = false
+	}
+}
