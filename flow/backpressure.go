@@ -85,6 +85,7 @@ func (e *engine) growState() {
 		e.ing = append(e.ing, 0)
 		e.allow = append(e.allow, math.Inf(1))
 		e.drain = append(e.drain, 0)
+		e.queues = append(e.queues, nil)
 	}
 	if e.fc != nil {
 		e.fc.grow(n)

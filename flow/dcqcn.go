@@ -38,7 +38,12 @@ type ccFlow struct {
 	rp   dcqcn.RP
 	np   dcqcn.NP
 	cnps []units.Time // CNPs on their way to the sender, by arrival
-	on   bool
+	// arrived is when the last step's packets reached the receiver; lastCNP when the receiver
+	// last sent a CNP (cnpSent: it has).
+	arrived units.Time
+	lastCNP units.Time
+	cnpSent bool
+	on      bool
 }
 
 func newDCQCN(e *engine) *dcqcnModel {
@@ -70,6 +75,7 @@ func (d *dcqcnModel) rate(fid int32) float64 { return d.st[fid].rp.RC / 8 }
 func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	e := d.e
 	busy := false
+	tStart := tEnd - units.Time(math.Round(tau*float64(units.Second)))
 	for fid := range d.st {
 		s := &d.st[fid]
 		if !s.on {
@@ -77,35 +83,43 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 		}
 		f := &e.flows[fid]
 		rp := &s.rp
-		// CNPs that arrived during the step.
+		// The step's events in time order, the bytes sent between them counted first: CNPs
+		// that arrived, then the increase timer (which a CNP re-arms).
+		sent := f.inj * d.frame
+		fed := tStart
+		feed := func(t units.Time) {
+			if t <= fed || sent <= 0 {
+				return
+			}
+			x := sent * float64(t-fed) / float64(tEnd-fed)
+			sent -= x
+			fed = t
+			for a := rp.OnSent(int64(x+0.5), t); a.Stage != dcqcn.None; a = rp.OnSent(0, t) {
+			}
+		}
 		k := 0
-		for ; k < len(s.cnps) && s.cnps[k] <= tEnd; k++ {
-			d.cnpsRcvd++
-			before := rp.Decreases
-			rp.OnCNP(s.cnps[k])
-			d.decreases += rp.Decreases - before
+		for {
+			timer := rp.TimerAt != 0 && rp.TimerAt <= tEnd
+			cnp := k < len(s.cnps) && s.cnps[k] <= tEnd
+			if cnp && (!timer || s.cnps[k] <= rp.TimerAt) {
+				feed(s.cnps[k])
+				d.cnpsRcvd++
+				before := rp.Decreases
+				rp.OnCNP(s.cnps[k])
+				d.decreases += rp.Decreases - before
+				k++
+				continue
+			}
+			if timer {
+				feed(rp.TimerAt)
+				rp.OnTimer(rp.TimerAt)
+				continue
+			}
+			break
 		}
+		feed(tEnd)
 		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
-		for rp.TimerAt != 0 && rp.TimerAt <= tEnd {
-			rp.OnTimer(rp.TimerAt)
-		}
-		if f.inj > 0 {
-			for a := rp.OnSent(int64(f.inj*d.frame+0.5), tEnd); a.Stage != dcqcn.None; a = rp.OnSent(0, tEnd) {
-			}
-		}
-		if f.noMark < 0 && d.marked(f) {
-			// The marked packet reaches the receiver after the queues ahead of it and the path's
-			// latency; the CNP returns over the path's latency on a strict-priority class.
-			at := tEnd + e.queueDelay(int32(fid)) + f.lat
-			if s.np.OnPacket(true, at, &d.p) {
-				d.cnpsSent++
-				s.cnps = append(s.cnps, at+f.lat)
-				// The CNP goes back along the ACKs' path (same hash).
-				for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
-					e.net.res[r].txBytes += d.cnpWire
-				}
-			}
-		}
+		d.notify(int32(fid), s, f, tEnd)
 		if !rp.AtLine() || len(s.cnps) > 0 {
 			busy = true
 		}
@@ -113,11 +127,52 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	return busy
 }
 
-// marked draws whether any of the step's packets of f was marked.
-func (d *dcqcnModel) marked(f *flowState) bool {
+// notify is the receiver's notification point for the step's packets of flow f. They reach the
+// receiver over (arrived, at]: after the queues ahead of them and the path's latency. Marked
+// packets among them (each marked with its queues' RED probability, f.noMark) make a CNP at
+// the first of them after the CNP interval since the last CNP, drawn from the flow's random
+// stream; the CNP returns over the path's latency on a strict-priority class.
+func (d *dcqcnModel) notify(fid int32, s *ccFlow, f *flowState, tEnd units.Time) {
+	e := d.e
+	at := tEnd + e.queueDelay(fid) + f.lat
+	lo0 := s.arrived
+	if lo0 == 0 || lo0 >= at {
+		lo0 = at - max(1, units.Time(math.Round(float64(e.step))))
+	}
+	s.arrived = at
+	if f.noMark >= 0 {
+		return
+	}
+	lo := lo0
+	if s.cnpSent {
+		lo = max(lo, s.lastCNP+d.p.CNPInterval)
+	}
+	if lo >= at {
+		return
+	}
+	// The marks of the part of the step's packets that arrive after lo.
+	logKeep := f.noMark * float64(at-lo) / float64(at-lo0)
 	f.rng += 0x9e3779b97f4a7c15
 	u := float64(sim.Mix64(f.rng)>>11) / (1 << 53)
-	return u >= math.Exp(f.noMark)
+	if u >= -math.Expm1(logKeep) {
+		return
+	}
+	// The first marked packet: its position in (lo, at] given that one is marked (per-packet
+	// marks are independent: P(first by x) = (1 - keep^x) / (1 - keep)).
+	x := 0.0
+	if !math.IsInf(logKeep, -1) {
+		x = math.Log1p(-u) / logKeep
+	}
+	t := lo + units.Time(math.Ceil(min(1, x)*float64(at-lo)))
+	if s.np.OnPacket(true, t, &d.p) {
+		s.lastCNP, s.cnpSent = t, true
+		d.cnpsSent++
+		s.cnps = append(s.cnps, t+f.lat)
+		// The CNP goes back along the ACKs' path (same hash).
+		for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
+			e.net.res[r].txBytes += d.cnpWire
+		}
+	}
 }
 
 // queueDelay is the time flow fid's bytes wait in the queues of its path now.

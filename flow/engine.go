@@ -157,10 +157,12 @@ type engine struct {
 	path      []int32
 	back      []float64
 	pos       []int32 // index of (flow, hop) in its resource's members
-	// arr is what arrived at each (flow, hop) queue in the current step; svc the rate (bytes/s)
-	// the queue served the flow at in the last step (FIFO tails, serve).
-	arr       []float64
-	svc       []float64
+	// gen counts each path slot's reuses; slotFlow and slotHop say whose it is (fifo entries).
+	gen      []uint32
+	slotFlow []int32
+	slotHop  []int32
+	// queues are the FIFOs of every resource and class (nil until used).
+	queues    []*fifo
 	freeSlots map[int32][]int32 // hops -> free offsets
 	live      int
 	cc        *dcqcnModel
@@ -508,6 +510,9 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	}
 	off := e.alloc(hops + ackHops)
 	copy(e.path[off:off+hops+ackHops], p)
+	for h := int32(0); h < hops; h++ {
+		e.slotFlow[off+h], e.slotHop[off+h] = fid, h
+	}
 	p = p[:hops]
 	wire := e.wireBytes(payload)
 	f := &e.flows[fid]
@@ -541,8 +546,9 @@ func (e *engine) alloc(hops int32) int32 {
 		off := l[len(l)-1]
 		e.freeSlots[hops] = l[:len(l)-1]
 		clear(e.back[off : off+hops])
-		clear(e.arr[off : off+hops])
-		clear(e.svc[off : off+hops])
+		for i := off; i < off+hops; i++ {
+			e.gen[i]++
+		}
 		return off
 	}
 	off := int32(len(e.path))
@@ -550,8 +556,9 @@ func (e *engine) alloc(hops int32) int32 {
 		e.path = append(e.path, 0)
 		e.back = append(e.back, 0)
 		e.pos = append(e.pos, 0)
-		e.arr = append(e.arr, 0)
-		e.svc = append(e.svc, 0)
+		e.gen = append(e.gen, 0)
+		e.slotFlow = append(e.slotFlow, 0)
+		e.slotHop = append(e.slotHop, 0)
 	}
 	return off
 }

@@ -60,10 +60,9 @@ func eps(total float64) float64 { return 1e-9*total + 1e-6 }
 //  1. Each NIC injects: its link rate over the step (less what PFC or credits allow on its link)
 //     shared max-min among its flows, each capped by its congestion-control rate and its bytes.
 //  2. Each switch egress queue, in rank order (climbing links first, then descending ones, so a
-//     byte can cross a whole uncongested path in one step), serves what it holds: its link's
-//     bytes for the step, or less where the next hop's PFC or credits throttle it, shared among
-//     its flows in proportion to their bytes in the queue (a FIFO queue in the fluid limit).
-//     Bytes it marks are drawn per flow with RED's probability at the queue's depth.
+//     byte can cross a whole uncongested path in one step), serves what it holds first in first
+//     out (fifo): its link's bytes for the step, or less where the next hop's PFC or credits
+//     throttle it. Bytes joining a queue are ECN-marked with RED's probability at its depth.
 //  3. Back-pressure (PFC thresholds, credits), congestion control (DCQCN) and completions are
 //     brought up to date for the next step.
 //
@@ -78,9 +77,6 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	for i := range e.flows {
 		f := &e.flows[i]
 		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
-		if !f.done {
-			clear(e.arr[f.off : f.off+f.hops])
-		}
 	}
 	e.inject(tau)
 	for rank := 1; rank < len(e.act); rank++ {
@@ -125,6 +121,7 @@ func (e *engine) retire(fid int32, tLast units.Time) {
 		if b := e.back[f.off+h]; b != 0 {
 			e.addIng(e.path[f.off+h-1], f.cls, -b)
 			e.back[f.off+h] = 0
+			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.gen[f.off+h])
 		}
 	}
 	e.endFlow(fid, tLast)
@@ -198,8 +195,7 @@ func (e *engine) inject(tau float64) {
 				f.out += amt
 				e.stats.deliveredWire += amt
 			} else {
-				e.back[f.off+1] += amt
-				e.arr[f.off+1] += amt
+				e.enqueue(e.path[f.off+1], fid, 1, amt)
 				e.addIng(r0, f.cls, amt)
 			}
 			if f.rem == 0 {
@@ -258,23 +254,61 @@ func (e *engine) addIng(r, c int32, amt float64) {
 	}
 }
 
-// serve is step 2 at one resource: its queue sends what the link and the next hop allow.
+// enqueue adds amt bytes of flow fid, arriving at hop h (path slot idx), to the queue of
+// resource r, where they are marked with RED's probability at the depth they find.
+func (e *engine) enqueue(r, fid, h int32, amt float64) {
+	f := &e.flows[fid]
+	idx := f.off + h
+	e.back[idx] += amt
+	res := &e.net.res[r]
+	q := e.queue(r, f.cls)
+	if res.ecn.pmax > 0 {
+		// A packet finds the queue as the last step left it (the link serves while packets
+		// arrive; the arrivals of this step are not all ahead of it).
+		if p := res.ecn.prob(q.left); p > 0 {
+			// k packets, each marked with probability p; less than one packet is one packet
+			// present with probability k (a flow at a low rate sends rarely).
+			k := amt / e.ideal.maxWire
+			switch {
+			case k < 1:
+				f.noMark += math.Log1p(-k * p)
+			case p >= 1:
+				f.noMark = math.Inf(-1)
+			default:
+				f.noMark += k * math.Log1p(-p)
+			}
+			res.marks += k * p
+		}
+	}
+	q.push(idx, e.gen[idx], amt, e.steps)
+}
+
+// queue is the FIFO of resource r and class c.
+func (e *engine) queue(r, c int32) *fifo {
+	k := int(r)*e.nc + int(c)
+	if e.queues[k] == nil {
+		e.queues[k] = &fifo{}
+	}
+	return e.queues[k]
+}
+
+// serve is step 2 at one resource: each class's queue sends, first in first out, what the link
+// (less its ACK and credit overhead) and the next hop's PFC or credits allow.
 func (e *engine) serve(r int32, tau float64) {
 	res := &e.net.res[r]
 	if res.fromHost {
 		return
 	}
 	nc := e.nc
+	old := res.q
 	var q float64
 	var qc [16]float64
-	for _, m := range res.members {
-		b := e.back[e.flows[m.f].off+m.h]
-		q += b
-		if nc > 1 {
-			qc[e.flows[m.f].cls] += b
+	for c := 0; c < nc; c++ {
+		if fq := e.queues[int(r)*nc+c]; fq != nil {
+			qc[c] = fq.bytes
+			q += fq.bytes
 		}
 	}
-	old := res.q
 	if q <= 0 {
 		res.q = 0
 		if old != 0 {
@@ -283,105 +317,47 @@ func (e *engine) serve(r int32, tau float64) {
 		return
 	}
 	budget := e.overhead.left(r, res.rate) * tau
-	var frac [16]float64
+	var lim [16]float64
 	if nc == 1 {
-		lim := min(budget, e.allow[r], e.fc.window(r, 0)*tau)
-		frac[0] = 1
-		if q > lim {
-			frac[0] = lim / q
-		}
+		lim[0] = min(budget, e.allow[r], e.fc.window(r, 0)*tau)
 	} else {
-		e.classShares(r, tau, budget, &qc, &frac)
+		e.classShares(r, tau, budget, &qc, &lim)
 	}
-	p := res.ecn.prob(q)
-	var logKeep float64
-	if p >= 1 {
-		logKeep = math.Inf(-1)
-	} else if p > 0 {
-		logKeep = math.Log1p(-p)
-	}
-	// FIFO in the fluid limit: the queue's bytes leave in proportion to each flow's share of
-	// them, except that a flow whose bytes stopped arriving (its source finished, or paused) is
-	// served on at the rate it had: its last bytes leave one queueing delay later, as they do
-	// from a FIFO, instead of fading out geometrically.
-	var tails, props float64
-	for _, m := range res.members {
-		idx := e.flows[m.f].off + m.h
-		b := e.back[idx]
-		if b <= 0 {
-			continue
-		}
-		fr := frac[e.flows[m.f].cls]
-		if e.arr[idx] == 0 && e.svc[idx]*tau > b*fr {
-			tails += min(b, e.svc[idx]*tau)
-		} else {
-			props += b * fr
-		}
-	}
-	scaleProp, scaleTail := 1.0, 1.0
-	if lim := q * math.Max(frac[0], 0); nc == 1 && tails > 0 && tails+props > lim {
-		if tails >= lim {
-			scaleTail, scaleProp = lim/tails, 0
-		} else {
-			scaleProp = (lim - tails) / props
-		}
-	}
-	pkt := e.ideal.maxWire
 	var served float64
-	for _, m := range res.members {
-		f := &e.flows[m.f]
-		idx := f.off + m.h
-		b := e.back[idx]
-		if b <= 0 {
-			e.svc[idx] = 0
+	rate := budget / tau
+	for c := 0; c < nc; c++ {
+		fq := e.queues[int(r)*nc+c]
+		if fq == nil || fq.bytes <= 0 || lim[c] <= 0 {
 			continue
 		}
-		fr := frac[f.cls]
-		var s float64
-		if e.arr[idx] == 0 && e.svc[idx]*tau > b*fr {
-			s = min(b, e.svc[idx]*tau) * scaleTail
-		} else {
-			s = b
-			if fr < 1 || scaleProp < 1 {
-				s = b * fr * scaleProp
+		cls := int32(c)
+		defer func() { fq.left = fq.bytes }()
+		served += fq.serve(lim[c], func(slot int32, gen uint32, s float64) {
+			if e.gen[slot] != gen {
+				return // the residue of a flow that has ended
 			}
-		}
-		if e.arr[idx] != 0 || s < b {
-			e.svc[idx] = s / tau
-		}
-		e.back[idx] = b - s
-		prev := e.path[idx-1]
-		e.addIng(prev, f.cls, -s)
-		e.drain[int(prev)*nc+int(f.cls)] += s
-		served += s
-		if m.h == f.hops-1 {
-			f.deliv += s
-			f.out += s
-			e.stats.deliveredWire += s
-			if f.rem == 0 && f.deliv >= f.total-eps(f.total) && !f.done {
-				f.done = true // retired after the sweep
-				e.ended = append(e.ended, m.f)
-				// Its last byte left when the queue had passed what it held (a queue that kept
-				// up), or at its tail's rate; not before it left the NIC.
-				drain := tau
-				switch {
-				case e.arr[idx] == 0 && e.svc[idx] > 0:
-					drain = b / e.svc[idx]
-				case frac[f.cls] >= 1 && scaleProp >= 1:
-					drain = q / (budget / tau)
+			fid, h := e.slotFlow[slot], e.slotHop[slot]
+			f := &e.flows[fid]
+			e.back[slot] -= s
+			prev := e.path[slot-1]
+			e.addIng(prev, cls, -s)
+			e.drain[int(prev)*nc+c] += s
+			if h == f.hops-1 {
+				f.deliv += s
+				f.out += s
+				e.stats.deliveredWire += s
+				if f.rem == 0 && f.deliv >= f.total-eps(f.total) && !f.done {
+					f.done = true // retired after the sweep
+					e.ended = append(e.ended, fid)
+					// Its last byte left when the link had sent what came before it, not
+					// before it left the NIC.
+					f.tOut = max(f.tInj, min(tau, (served+s)/rate))
 				}
-				f.tOut = max(f.tInj, min(drain, tau))
+			} else {
+				e.enqueue(e.path[slot+1], fid, h+1, s)
+				e.addIng(r, cls, s)
 			}
-		} else {
-			e.back[idx+1] += s
-			e.arr[idx+1] += s
-			e.addIng(r, f.cls, s)
-		}
-		if p > 0 {
-			k := s / pkt
-			f.noMark += k * logKeep
-			res.marks += k * p
-		}
+		})
 	}
 	res.txBytes += served
 	res.q = q - served
@@ -391,8 +367,8 @@ func (e *engine) serve(r int32, tau float64) {
 }
 
 // classShares splits a resource's budget among its classes (equal weights, each class at most
-// what it holds and what the next hop allows it) and sets each class's served fraction.
-func (e *engine) classShares(r int32, tau, budget float64, qc, frac *[16]float64) {
+// what it holds and what the next hop allows it) and sets what each class may send.
+func (e *engine) classShares(r int32, tau, budget float64, qc, lim *[16]float64) {
 	nc := e.nc
 	d := e.scratch[:0]
 	for c := 0; c < nc; c++ {
@@ -403,7 +379,7 @@ func (e *engine) classShares(r int32, tau, budget float64, qc, frac *[16]float64
 	}
 	waterFill(budget, d)
 	for _, x := range d {
-		frac[x.i] = x.d / qc[x.i]
+		lim[x.i] = x.d
 	}
 	e.scratch = d
 }
