@@ -166,6 +166,7 @@ type engine struct {
 	freeSlots map[int32][]int32 // hops -> free offsets
 	live      int
 	cc        *dcqcnModel
+	loss      *lossModel
 
 	hostSt      []hostState
 	activeHosts []int32
@@ -248,6 +249,9 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		e.cc = newDCQCN(e)
 	}
 	e.ideal = newIdealCache(&e.cfg)
+	if e.needsLoss() {
+		e.loss = newLossModel(e)
+	}
 	e.initGraph()
 	return e, nil
 }
@@ -535,6 +539,9 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	if e.cc != nil {
 		e.cc.start(fid, t)
 	}
+	if e.loss != nil {
+		e.loss.start(fid)
+	}
 	e.live++
 	e.stationary = false
 	return nil
@@ -662,5 +669,36 @@ func (e *engine) unhost(fid int32) {
 		e.hostSt[lastH].active = hs.active
 		e.activeHosts = e.activeHosts[:len(e.activeHosts)-1]
 		hs.active = -1
+	}
+}
+
+// needsLoss reports whether anything can drop: a lossy class, or a link with an error rate.
+func (e *engine) needsLoss() bool {
+	for c := range e.classes {
+		if e.fc.kind == bpNone || !e.fc.lossless[c] {
+			return true
+		}
+	}
+	if e.cfg.Kind == "roce" && e.cfg.RoCE.RandomLoss > 0 {
+		return true
+	}
+	for _, l := range e.g.Links {
+		if l.ErrorRate > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rehost puts a flow that has bytes to send again (a retransmission) back in its NIC's round
+// robin.
+func (e *engine) rehost(fid int32) {
+	f := &e.flows[fid]
+	hs := &e.hostSt[f.src]
+	f.hidx = int32(len(hs.flows))
+	hs.flows = append(hs.flows, fid)
+	if hs.active < 0 {
+		hs.active = int32(len(e.activeHosts))
+		e.activeHosts = append(e.activeHosts, f.src)
 	}
 }

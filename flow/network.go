@@ -87,6 +87,11 @@ type switchBuf struct {
 	shared float64
 	used   float64
 	maxUse float64
+	// On lossy fabrics: bytes that arrived and left in the current and last step, and the share
+	// of arrivals admitted this step (lossModel.admit).
+	arr, dep, arrPrev, depPrev float64
+	ratio                      float64
+	stamp                      int64
 }
 
 // network is the topology as the fluid model sees it: resources for every channel (created up

@@ -29,6 +29,14 @@ func (e *engine) collect() *result.Run {
 	res.EndTime = max(res.EndTime, res.SimTime)
 	res.BytesDelivered = e.stats.payloadDelivered
 	c := res.Counters
+	if l := e.loss; l != nil {
+		res.Drops = int64(math.Round(l.drops))
+		res.DropsByCause["buffer"] = int64(math.Round(l.bufferDrops))
+		res.DropsByCause["random_loss"] = int64(math.Round(l.randomDrops))
+		res.NAKs = l.naks
+		res.Timeouts = l.timeouts
+		res.BytesRetransmitted = int64(l.retransmitted / e.ideal.maxWire * float64(e.cfg.MTU))
+	}
 	c["flow_steps"] = float64(e.steps)
 	c["flow_jumps"] = float64(e.jumps)
 	var maxBuf float64

@@ -91,6 +91,12 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	if e.cc != nil && e.cc.afterStep(tEnd, tau) {
 		e.changed = true
 	}
+	if e.loss != nil {
+		e.loss.endStep()
+		if e.loss.rewind(tEnd) || e.loss.random {
+			e.changed = true
+		}
+	}
 	var out bool
 	for i := range e.flows {
 		if f := &e.flows[i]; !f.done && f.out > 0 {
@@ -153,7 +159,11 @@ func (e *engine) inject(tau float64) {
 				lag = max(lag, l)
 				f.lag = 0
 			}
-			d = append(d, fill{d: min(f.rem, e.ccRate(fid)*w), i: int32(k)})
+			dem := min(f.rem, e.ccRate(fid)*w)
+			if e.loss != nil && e.loss.irn {
+				dem = min(dem, max(0, e.loss.bdpCap-e.inNetwork(fid)))
+			}
+			d = append(d, fill{d: dem, i: int32(k)})
 		}
 		capB += hs.rate * lag
 		if nc == 1 {
@@ -190,20 +200,14 @@ func (e *engine) inject(tau float64) {
 			e.stats.injected += amt
 			r0 := e.path[f.off]
 			e.net.res[r0].txBytes += amt
-			if f.hops == 1 {
-				f.deliv += amt
-				f.out += amt
-				e.stats.deliveredWire += amt
-			} else {
-				e.enqueue(e.path[f.off+1], fid, 1, amt)
-				e.addIng(r0, f.cls, amt)
-			}
+			e.forward(r0, fid, 0, amt)
 			if f.rem == 0 {
 				finished = append(finished, fid)
 				// When the last byte left the NIC: at the flow's share of the round robin.
 				f.tInj = min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))
-				if f.hops == 1 {
+				if f.hops == 1 && e.finished(fid) {
 					f.tOut = f.tInj
+					f.done = true
 					e.ended = append(e.ended, fid)
 				}
 			}
@@ -255,9 +259,19 @@ func (e *engine) addIng(r, c int32, amt float64) {
 }
 
 // enqueue adds amt bytes of flow fid, arriving at hop h (path slot idx), to the queue of
-// resource r, where they are marked with RED's probability at the depth they find.
-func (e *engine) enqueue(r, fid, h int32, amt float64) {
+// resource r, where they are marked with RED's probability at the depth they find. On a lossy
+// class the switch may take less (tail drop, lossModel); it returns what it took.
+func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	f := &e.flows[fid]
+	if e.lossy(f.cls) {
+		if ok := e.loss.admit(r, f.cls, amt); ok < amt {
+			e.loss.drop(fid, h, amt-ok, e.now, false)
+			amt = ok
+			if amt <= 0 {
+				return 0
+			}
+		}
+	}
 	idx := f.off + h
 	e.back[idx] += amt
 	res := &e.net.res[r]
@@ -281,6 +295,46 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) {
 		}
 	}
 	q.push(idx, e.gen[idx], amt, e.steps)
+	return amt
+}
+
+// forward moves s bytes of flow fid that left resource r (its hop h) on to the next hop, less
+// what the link corrupted.
+func (e *engine) forward(r, fid, h int32, s float64) {
+	f := &e.flows[fid]
+	if e.loss != nil {
+		if lost := e.loss.randomLoss(r, f, s); lost > 0 {
+			e.loss.drop(fid, h+1, lost, e.now, true)
+			s -= lost
+		}
+	}
+	if h == f.hops-1 {
+		e.deliver(fid, s)
+		return
+	}
+	if ok := e.enqueue(e.path[f.off+h+1], fid, h+1, s); ok > 0 {
+		e.addIng(r, f.cls, ok)
+	}
+}
+
+// deliver hands s bytes to flow fid's receiver.
+func (e *engine) deliver(fid int32, s float64) {
+	f := &e.flows[fid]
+	f.out += s
+	e.stats.deliveredWire += s
+	if e.loss != nil {
+		s = e.loss.delivered(fid, s)
+	}
+	f.deliv += s
+}
+
+// finished reports whether flow f has delivered every byte (and no loss is being recovered).
+func (e *engine) finished(fid int32) bool {
+	f := &e.flows[fid]
+	if f.rem != 0 || f.deliv < f.total-eps(f.total) || f.done {
+		return false
+	}
+	return e.loss == nil || !e.loss.state(fid).pending
 }
 
 // queue is the FIFO of resource r and class c.
@@ -342,20 +396,13 @@ func (e *engine) serve(r int32, tau float64) {
 			prev := e.path[slot-1]
 			e.addIng(prev, cls, -s)
 			e.drain[int(prev)*nc+c] += s
-			if h == f.hops-1 {
-				f.deliv += s
-				f.out += s
-				e.stats.deliveredWire += s
-				if f.rem == 0 && f.deliv >= f.total-eps(f.total) && !f.done {
-					f.done = true // retired after the sweep
-					e.ended = append(e.ended, fid)
-					// Its last byte left when the link had sent what came before it, not
-					// before it left the NIC.
-					f.tOut = max(f.tInj, min(tau, (served+s)/rate))
-				}
-			} else {
-				e.enqueue(e.path[slot+1], fid, h+1, s)
-				e.addIng(r, cls, s)
+			e.forward(r, fid, h, s)
+			if h == f.hops-1 && e.finished(fid) {
+				f.done = true // retired after the sweep
+				e.ended = append(e.ended, fid)
+				// Its last byte left when the link had sent what came before it, not before it
+				// left the NIC.
+				f.tOut = max(f.tInj, min(tau, (served+s)/rate))
 			}
 		})
 	}
@@ -457,4 +504,14 @@ func (e *engine) jump(tEnd units.Time) {
 	if len(finished) > 0 {
 		e.stationary = false
 	}
+}
+
+// inNetwork is the bytes of flow fid queued in the network.
+func (e *engine) inNetwork(fid int32) float64 {
+	f := &e.flows[fid]
+	var x float64
+	for _, b := range e.back[f.off+1 : f.off+f.hops] {
+		x += b
+	}
+	return x
 }
