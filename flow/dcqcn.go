@@ -67,6 +67,53 @@ func (d *dcqcnModel) start(fid int32, t units.Time) {
 
 func (d *dcqcnModel) end(fid int32) { d.st[fid].on = false }
 
+// congestionControl is a sender's rate control fed by the fluid network: DCQCN on RoCE, IB CC on
+// InfiniBand.
+type congestionControl interface {
+	start(fid int32, t units.Time)
+	end(fid int32)
+	// rate is what the flow may send now, wire bytes per second.
+	rate(fid int32) float64
+	// enqueued sees amt bytes of flow fid join queue q of resource r (marking).
+	enqueued(fid, r int32, q *fifo, amt float64)
+	// afterStep feeds the step that ended at tEnd; true while any rate may still change.
+	afterStep(tEnd units.Time, tau float64) bool
+	report(c map[string]float64)
+}
+
+// enqueued marks the bytes with RED's probability at the depth the queue had when the step began
+// (the link serves while packets arrive; this step's arrivals are not all ahead of them).
+func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
+	e := d.e
+	res := &e.net.res[r]
+	if res.ecn.pmax == 0 {
+		return
+	}
+	p := res.ecn.prob(q.left)
+	if p <= 0 {
+		return
+	}
+	// k packets, each marked with probability p; less than one packet is one packet present
+	// with probability k (a flow at a low rate sends rarely).
+	f := &e.flows[fid]
+	k := amt / e.ideal.maxWire
+	switch {
+	case k < 1:
+		f.noMark += math.Log1p(-k * p)
+	case p >= 1:
+		f.noMark = math.Inf(-1)
+	default:
+		f.noMark += k * math.Log1p(-p)
+	}
+	res.marks += k * p
+}
+
+func (d *dcqcnModel) report(c map[string]float64) {
+	c["cnps_sent"] = float64(d.cnpsSent)
+	c["cnps_received"] = float64(d.cnpsRcvd)
+	c["dcqcn_rate_decreases"] = float64(d.decreases)
+}
+
 // rate is the flow's DCQCN rate in wire bytes per second.
 func (d *dcqcnModel) rate(fid int32) float64 { return d.st[fid].rp.RC / 8 }
 

@@ -165,7 +165,7 @@ type engine struct {
 	queues    []*fifo
 	freeSlots map[int32][]int32 // hops -> free offsets
 	live      int
-	cc        *dcqcnModel
+	cc        congestionControl
 	loss      *lossModel
 
 	hostSt      []hostState
@@ -242,13 +242,20 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.fc = newBackpressure(e)
 	e.overhead = newOverhead(e)
 	e.growState()
-	if cfg.Kind == "roce" && cfg.RoCE.DCQCN {
+	e.ideal = newIdealCache(&e.cfg)
+	switch {
+	case cfg.Kind == "roce" && cfg.RoCE.DCQCN:
 		if err := cfg.RoCE.DCQCNParams.Validate(); err != nil {
 			return nil, err
 		}
 		e.cc = newDCQCN(e)
+	case cfg.Kind == "infiniband" && cfg.IB.CC.Enabled:
+		cc, err := newIBCC(e)
+		if err != nil {
+			return nil, err
+		}
+		e.cc = cc
 	}
-	e.ideal = newIdealCache(&e.cfg)
 	if e.needsLoss() {
 		e.loss = newLossModel(e)
 	}

@@ -81,10 +81,8 @@ func (e *engine) collect() *result.Run {
 	if e.cfg.Kind == "roce" && e.cfg.RoCE.ECN {
 		c["ecn_marks"] = math.Round(marks)
 	}
-	if d := e.cc; d != nil {
-		c["cnps_sent"] = float64(d.cnpsSent)
-		c["cnps_received"] = float64(d.cnpsRcvd)
-		c["dcqcn_rate_decreases"] = float64(d.decreases)
+	if e.cc != nil {
+		e.cc.report(c)
 	}
 	return res
 }

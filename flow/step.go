@@ -274,25 +274,9 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	}
 	idx := f.off + h
 	e.back[idx] += amt
-	res := &e.net.res[r]
 	q := e.queue(r, f.cls)
-	if res.ecn.pmax > 0 {
-		// A packet finds the queue as the last step left it (the link serves while packets
-		// arrive; the arrivals of this step are not all ahead of it).
-		if p := res.ecn.prob(q.left); p > 0 {
-			// k packets, each marked with probability p; less than one packet is one packet
-			// present with probability k (a flow at a low rate sends rarely).
-			k := amt / e.ideal.maxWire
-			switch {
-			case k < 1:
-				f.noMark += math.Log1p(-k * p)
-			case p >= 1:
-				f.noMark = math.Inf(-1)
-			default:
-				f.noMark += k * math.Log1p(-p)
-			}
-			res.marks += k * p
-		}
+	if e.cc != nil {
+		e.cc.enqueued(fid, r, q, amt)
 	}
 	q.push(idx, e.gen[idx], amt, e.steps)
 	return amt
