@@ -35,6 +35,24 @@ type Options struct {
 	// Progress, when set, is called every few thousand steps with messages done and total;
 	// returning false stops the run (the results so far are returned with ErrStopped).
 	Progress func(now units.Time, done, total int) bool
+	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
+	// *LimitError; 0 means DefaultMemoryLimit.
+	MemoryLimit int64
+}
+
+// DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
+// machines this runs on in CI have 24 GiB).
+var DefaultMemoryLimit int64 = 16 << 30
+
+// LimitError is a run refused because its estimated memory exceeds the limit.
+type LimitError struct {
+	Estimate, Limit int64
+	Hosts, Messages int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("flow backend: a run of %d hosts and %d messages needs about %s, above the memory limit of %s; run fewer GPUs, fewer steps or a coarser collective (larger chunks)",
+		e.Hosts, e.Messages, gib(e.Estimate), gib(e.Limit))
 }
 
 // ErrStopped is returned when Options.Progress stopped the run.
@@ -67,6 +85,13 @@ func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	}
 	if mg.Endpoints > len(g.Hosts) {
 		return nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(g.Hosts))
+	}
+	limit := opt.MemoryLimit
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	if est := EstimateMemory(g, mg); est > limit {
+		return nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
 	if nh == nil && cfg.Kind != "infiniband" {
 		lr, err := NewLeafRoutes(g)
@@ -708,4 +733,41 @@ func (e *engine) rehost(fid int32) {
 		hs.active = int32(len(e.activeHosts))
 		e.activeHosts = append(e.activeHosts, f.src)
 	}
+}
+
+// Planning figures for EstimateMemory (measured on the 1,024- and 16,384-GPU benchmarks,
+// docs/flow.md): per message of the graph (the engine's per-message arrays and its share of the
+// flows, paths, queues and events in flight), per channel, and per routing-table entry.
+const (
+	bytesPerMessage = 160
+	bytesPerChannel = 256
+)
+
+// EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs
+// themselves: the engine's state per message and per channel and the leaf-indexed routes
+// (switches x edge switches). It grows linearly with the cluster and the workload.
+func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
+	var ports, switches, edges int64
+	for i := range g.Nodes {
+		ports += int64(len(g.Nodes[i].Ports))
+		if g.Nodes[i].Kind == topo.Switch {
+			switches++
+		}
+	}
+	seen := map[topo.NodeID]bool{}
+	for _, h := range g.Hosts {
+		if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
+			seen[p] = true
+			edges++
+		}
+	}
+	est := float64(len(mg.Msgs))*bytesPerMessage + float64(ports)*bytesPerChannel + float64(switches)*float64(edges)*4
+	return int64(min(est, math.MaxInt64/2))
+}
+
+func gib(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

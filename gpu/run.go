@@ -5,6 +5,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/analytic"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
@@ -14,6 +15,7 @@ import (
 const (
 	BackendPacket   = "packet"
 	BackendAnalytic = "analytic"
+	BackendFlow     = "flow"
 )
 
 // Routes returns the cluster's shortest-path tables, computed once.
@@ -85,7 +87,7 @@ func AutoScale(g *msggraph.Graph, mtu units.Size, kind string) int {
 
 // RunOptions say how to run a graph on a cluster.
 type RunOptions struct {
-	// Backend is "packet" (default) or "analytic".
+	// Backend is "packet" (default), "flow" or "analytic".
 	Backend string
 	// Fabric is the packet backend's configuration (the analytic backend uses its switch
 	// latency); its framing must be the cluster's (Spec.Framing).
@@ -143,6 +145,19 @@ func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
 			}
 		}
 		return RunResult{Time: res.SimTime, PacketScale: k, Events: res.Events, Drops: res.Drops}, nil
+	case BackendFlow:
+		cfg := o.Fabric
+		if cfg.Kind == "infiniband" && cfg.IB.VLs > 1 {
+			g = spreadVLs(g, cfg.IB.VLs)
+		}
+		if cfg.Kind == "ethernet" {
+			cfg.Buffer = max(cfg.Buffer, LosslessBuffer) // as on the packet backend
+		}
+		res, err := flow.Run(c.Graph, r, cfg, g, flow.Options{})
+		if err != nil {
+			return RunResult{}, err
+		}
+		return RunResult{Time: res.SimTime, PacketScale: 1, Events: res.Events, Drops: res.Drops}, nil
 	case BackendAnalytic:
 		res, err := analytic.Run(g, NewAnalytic(c, r, o.Fabric.SwitchLatency))
 		if err != nil {
@@ -150,7 +165,7 @@ func (c *Cluster) Run(g *msggraph.Graph, o RunOptions) (RunResult, error) {
 		}
 		return RunResult{Time: res.Makespan, PacketScale: 1}, nil
 	}
-	return RunResult{}, fmt.Errorf("backend %q unknown (want packet or analytic)", o.Backend)
+	return RunResult{}, fmt.Errorf("backend %q unknown (want packet, flow or analytic)", o.Backend)
 }
 
 // LosslessBuffer is the switch buffer GPU runs give the generic Ethernet fabric. PCIe and NVLink

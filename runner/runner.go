@@ -3,10 +3,12 @@
 package runner
 
 import (
+	"errors"
 	"io"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/units"
@@ -27,6 +29,10 @@ type Options struct {
 	// SeriesEvery (fabric.Series).
 	Series      io.Writer
 	SeriesEvery units.Time
+	// Backend overrides the scenario's ("packet" or "flow") when set; FlowStep is the flow
+	// backend's time step (0: its default).
+	Backend  string
+	FlowStep units.Time
 }
 
 // PcapOptions select what to capture.
@@ -49,6 +55,13 @@ func Run(s *scenario.Scenario, opt Options) (*result.Run, *scenario.Built, error
 		return nil, nil, err
 	}
 	b.Fabric.Check = opt.Check
+	if opt.Backend != "" {
+		s.Backend = opt.Backend
+	}
+	if s.Backend == "flow" {
+		res, err := runFlow(s, b, opt)
+		return res, b, err
+	}
 	net, err := fabric.New(b.Graph, b.Routes, b.Fabric)
 	if err != nil {
 		return nil, b, err
@@ -116,4 +129,28 @@ func hostPorts(b *scenario.Built) string {
 		sel = append(sel, b.Graph.Nodes[h].Name+":0")
 	}
 	return strings.Join(sel, ",")
+}
+
+// runFlow runs a built scenario on the flow backend (package flow).
+func runFlow(s *scenario.Scenario, b *scenario.Built, opt Options) (*result.Run, error) {
+	if opt.Pcap != nil || opt.Series != nil {
+		return nil, &scenario.Error{File: "--backend", Msg: "pcap capture and --series need the packet backend (the flow backend has no packets)"}
+	}
+	fo := flow.Options{Step: opt.FlowStep, Until: s.Duration, Check: opt.Check, MemoryLimit: scenario.MemoryLimit}
+	if opt.Progress != nil {
+		fo.Progress = opt.Progress
+	}
+	res, err := flow.Run(b.Graph, b.Routes, b.Fabric, b.Work, fo)
+	if res != nil {
+		res.Scenario = s.Name
+		res.Seed = s.Seed
+	}
+	if errors.Is(err, flow.ErrStopped) {
+		err = ErrInterrupted
+	}
+	var le *flow.LimitError
+	if errors.As(err, &le) {
+		return nil, &scenario.Error{File: s.File, Msg: err.Error()}
+	}
+	return res, err
 }

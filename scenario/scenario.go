@@ -21,7 +21,7 @@ import (
 type Scenario struct {
 	Name string `yaml:"name"`
 	Seed uint64 `yaml:"seed"`
-	// Backend is "packet" (the only one in this release).
+	// Backend is "packet" (default) or "flow" (package flow).
 	Backend string `yaml:"backend"`
 	// Duration stops the run at this simulated time; 0 runs until every message completes.
 	Duration units.Time `yaml:"duration"`

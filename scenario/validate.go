@@ -119,8 +119,8 @@ func oneOf(v string, valid ...string) bool {
 }
 
 func (s *Scenario) validate() error {
-	if s.Backend != "packet" {
-		return s.errf("backend", "%q is not a backend (valid: packet)", s.Backend)
+	if s.Backend != "packet" && s.Backend != "flow" {
+		return s.errf("backend", "%q is not a backend (valid: packet, flow)", s.Backend)
 	}
 	t := &s.Topology
 	switch t.Kind {

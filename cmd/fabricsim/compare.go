@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/flow"
 )
 
 // DefaultCompare is the embedded scenario `fabricsim compare` runs when given none.
@@ -118,7 +120,8 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 		_ = bar.Finish()
 	}
 	if err != nil {
-		if _, ok := err.(*compare.Error); ok {
+		var le *flow.LimitError
+		if _, ok := err.(*compare.Error); ok || errors.As(err, &le) {
 			return usageErr(err)
 		}
 		return failureErr(err)

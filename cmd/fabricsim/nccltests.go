@@ -37,7 +37,8 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
   --gpus N              total GPUs; must be a multiple of --gpus-per-node
   --server MODEL        server model: h100 (default), h200, a100, pcie
   --fabric KIND         ethernet (default), roce or infiniband, with fabricsim's defaults
-  --backend B           packet (default: every packet simulated) or analytic (fluid model)
+  --backend B           packet (default: every packet simulated), flow (fluid flows with the
+                        fabric's queues, PFC, credits and DCQCN) or analytic (max-min fluid model)
   --data-path P         gpudirect (default), rdma-host or host-staged
   --algo A              ring (default), tree, hierarchical; direct for alltoall/sendrecv
   --channels C          rings (default: one per GPU of a server)
@@ -73,7 +74,7 @@ type ncclFlags struct {
 
 func newNCCLTestsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:                "nccl-tests BINARY [nccl-tests flags] [--cluster FILE] [--nodes N] [--gpus-per-node G] [--fabric infiniband|roce|ethernet] [--backend packet|analytic] [--data-path gpudirect|rdma-host|host-staged] [--json]",
+		Use:                "nccl-tests BINARY [nccl-tests flags] [--cluster FILE] [--nodes N] [--gpus-per-node G] [--fabric infiniband|roce|ethernet] [--backend packet|flow|analytic] [--data-path gpudirect|rdma-host|host-staged] [--json]",
 		Short:              "Run nccl-tests (all_reduce_perf ...) on a simulated GPU cluster",
 		Long:               ncclTestsHelp,
 		DisableFlagParsing: true,
@@ -184,8 +185,8 @@ func runNCCLTests(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("--data-path: %v", err))
 	}
-	if f.backend != gpu.BackendPacket && f.backend != gpu.BackendAnalytic {
-		return usageErr(fmt.Errorf("--backend %q: want packet or analytic", f.backend))
+	if f.backend != gpu.BackendPacket && f.backend != gpu.BackendAnalytic && f.backend != gpu.BackendFlow {
+		return usageErr(fmt.Errorf("--backend %q: want packet, flow or analytic", f.backend))
 	}
 	if f.fabric != "" && f.fabric != "ethernet" && f.fabric != "roce" && f.fabric != "infiniband" {
 		return usageErr(fmt.Errorf("--fabric %q: want ethernet, roce or infiniband", f.fabric))

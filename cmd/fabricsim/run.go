@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/runner"
 	"github.com/fabricsim/fabricsim/scenario"
@@ -62,6 +63,8 @@ type runFlags struct {
 	pcap    runner.PcapOptions
 	series  string
 	every   string
+	backend string
+	step    string
 }
 
 func newRunCmd() *cobra.Command {
@@ -69,7 +72,8 @@ func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [SCENARIO.yaml]",
 		Short: "Run a scenario (the built-in " + examples.Default + " when none is given)",
-		Long: `Run a scenario on the packet backend and print a summary.
+		Long: `Run a scenario on the packet backend (or, with --backend flow or the scenario's backend: flow,
+on the flow-level backend) and print a summary.
 
 With --out DIR it writes DIR/summary.json and DIR/flows.csv. With --check the simulator checks
 its invariants while it runs (bytes conserved, buffers never above their size, no byte delivered
@@ -90,6 +94,8 @@ twice) and stops at the first violation. Ctrl-C stops the run and still writes w
 	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
 	c.Flags().StringVar(&f.series, "series", "", "write sampled queue depths and flow rates as CSV to this file (time_ns,kind,name,prio,value)")
 	c.Flags().StringVar(&f.every, "series-every", "10us", "sampling period of --series")
+	c.Flags().StringVar(&f.backend, "backend", "", "packet (every packet) or flow (fluid flows with the fabric's queues, PFC, credits and DCQCN; docs/flow.md); default: the scenario's")
+	c.Flags().StringVar(&f.step, "flow-step", "", "the flow backend's time step while queues or rates change (default 1us, at most 4us)")
 	return c
 }
 
@@ -99,6 +105,9 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		return usageErr(err)
 	}
 	opt := runner.Options{Check: f.check}
+	if err := flowFlags(c, f.backend, f.step, s.Backend, &opt); err != nil {
+		return err
+	}
 	if f.pcap.Dir != "" {
 		opt.Pcap = &f.pcap
 	} else if c.Flags().Changed("pcap-ports") || c.Flags().Changed("pcap-max-packets") || c.Flags().Changed("pcap-snaplen") {
@@ -259,9 +268,39 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	fmt.Fprintf(w, "  loss      %d drops, %v retransmitted, %d timeouts, %d NAKs\n", sum.Drops, units.Size(sum.BytesRetransmitted), sum.Timeouts, sum.NAKs)
 	printRoCE(w, res) // roce_summary.go
 	printIB(w, res)   // ib_summary.go
+	if res.Backend == "flow" {
+		fmt.Fprintf(w, "  engine    %.0f fluid steps and %.0f jumps in %.2f s\n", res.Counters["flow_steps"], res.Counters["flow_jumps"], res.WallSeconds)
+		return
+	}
 	rate := 0.0
 	if res.WallSeconds > 0 {
 		rate = float64(res.Events) / res.WallSeconds / 1e6
 	}
 	fmt.Fprintf(w, "  engine    %d events, %d packet-hops in %.2f s (%.1f M events/s)\n", res.Events, res.PacketHops, res.WallSeconds, rate)
+}
+
+// flowFlags checks --backend and --flow-step against each other and the scenario's backend and
+// sets them in opt.
+func flowFlags(c *cobra.Command, backend, step, scenarioBackend string, opt *runner.Options) error {
+	switch backend {
+	case "", "packet", "flow":
+	default:
+		return usageErr(fmt.Errorf("--backend %q: valid: packet, flow", backend))
+	}
+	opt.Backend = backend
+	if backend == "" {
+		backend = scenarioBackend
+	}
+	if !c.Flags().Changed("flow-step") {
+		return nil
+	}
+	if backend != "flow" {
+		return usageErr(fmt.Errorf("--flow-step is an option of the flow backend, and this run uses the %s backend (add --backend flow)", backend))
+	}
+	d, err := units.ParseTime(step)
+	if err != nil || d <= 0 || d > flow.MaxStep {
+		return usageErr(fmt.Errorf("--flow-step %q: want a duration above 0 and at most %v, such as 1us", step, flow.MaxStep))
+	}
+	opt.FlowStep = d
+	return nil
 }
