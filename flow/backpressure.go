@@ -248,3 +248,14 @@ func (b *backpressure) explainStall() string {
 	}
 	return fmt.Sprintf("; %d links %s, e.g. %s (a cyclic buffer dependency?)", n, what, first)
 }
+
+// throttled reports whether any class of resource r is held back by the next hop.
+func (b *backpressure) throttled(r int32) bool {
+	nc := b.e.nc
+	for c := 0; c < nc; c++ {
+		if b.binding[int(r)*nc+c] {
+			return true
+		}
+	}
+	return false
+}

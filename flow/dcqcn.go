@@ -76,8 +76,11 @@ type congestionControl interface {
 	rate(fid int32) float64
 	// enqueued sees amt bytes of flow fid join queue q of resource r (marking).
 	enqueued(fid, r int32, q *fifo, amt float64)
-	// afterStep feeds the step that ended at tEnd; true while any rate may still change.
+	// afterStep feeds the step that ended at tEnd to the hot flows; true while any rate may
+	// still change.
 	afterStep(tEnd units.Time, tau float64) bool
+	// steady reports whether the flow sends at line rate with nothing under way.
+	steady(fid int32) bool
 	report(c map[string]float64)
 }
 
@@ -123,11 +126,8 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	e := d.e
 	busy := false
 	tStart := tEnd - units.Time(math.Round(tau*float64(units.Second)))
-	for fid := range d.st {
+	for _, fid := range e.hot {
 		s := &d.st[fid]
-		if !s.on {
-			continue
-		}
 		f := &e.flows[fid]
 		rp := &s.rp
 		// The step's events in time order, the bytes sent between them counted first: CNPs
@@ -166,7 +166,7 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 		}
 		feed(tEnd)
 		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
-		d.notify(int32(fid), s, f, tEnd)
+		d.notify(fid, s, f, tEnd)
 		if !rp.AtLine() || len(s.cnps) > 0 {
 			busy = true
 		}
@@ -231,4 +231,9 @@ func (e *engine) queueDelay(fid int32) units.Time {
 		s += res.q / res.rate
 	}
 	return units.Time(s * float64(units.Second))
+}
+
+func (d *dcqcnModel) steady(fid int32) bool {
+	s := &d.st[fid]
+	return s.rp.AtLine() && len(s.cnps) == 0
 }

@@ -140,6 +140,15 @@ type flowState struct {
 	start units.Time
 	rng   uint64
 	done  bool
+	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
+	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
+	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot;
+	// prevRate its rate the step before (cooling needs it steady).
+	hot      bool
+	hotIdx   int32
+	ver      uint32
+	t0       units.Time
+	prevRate float64
 	// lag is how far behind the clock the flow was offered (a dependency completed within the
 	// step that just ran); its first step lets it catch up.
 	lag units.Time
@@ -193,8 +202,11 @@ type engine struct {
 	cc        congestionControl
 	loss      *lossModel
 
-	hostSt      []hostState
+	hostSt []hostState
+	// activeHosts are the hot hosts with flows to inject (all their flows are hot); hot the hot
+	// flows (stepped), quiet the others.
 	activeHosts []int32
+	hot         []int32
 	// act lists, per rank, the resources with members.
 	act [][]int32
 
@@ -223,6 +235,10 @@ type engine struct {
 	ideal      *idealCache
 	progressAt int64
 	pathBuf    []int32
+	heatBuf    []int32
+	// allHot keeps every flow hot (no quiet flows): the plain stepping the quiet flows must
+	// reproduce (TestQuietMatchesAllHot).
+	allHot bool
 
 	stats stats
 }
@@ -347,6 +363,7 @@ func (e *engine) initGraph() {
 const (
 	evStart    = iota // a message is offered to its source NIC (or a delay node is ready)
 	evComplete        // a message's last byte is delivered (or a delay node's delay is over)
+	evFlowEnd         // a quiet flow's projected end (id a flow, ver its version)
 )
 
 type event struct {
@@ -354,6 +371,7 @@ type event struct {
 	seq  uint64
 	kind uint8
 	id   int32
+	ver  uint32
 }
 
 type eventHeap []event
@@ -378,6 +396,8 @@ func (e *engine) push(t units.Time, kind uint8, id int32) {
 	e.seq++
 	heap.Push(&e.events, event{t: t, seq: e.seq, kind: kind, id: id})
 }
+
+func (e *engine) pushEvent(ev event) { heap.Push(&e.events, ev) }
 
 func (e *engine) schedule(i int32) {
 	m := &e.mg.Msgs[i]
@@ -417,7 +437,7 @@ func (e *engine) run() error {
 		if len(e.events) > 0 {
 			tNext = e.events[0].t
 		}
-		if e.live == 0 {
+		if len(e.hot) == 0 {
 			if tNext == units.MaxTime {
 				break
 			}
@@ -480,6 +500,8 @@ func (e *engine) handleEvents() error {
 			}
 		case evComplete:
 			e.complete(ev.id, ev.t)
+		case evFlowEnd:
+			e.quietEnd(ev.id, ev.ver, ev.t)
 		}
 	}
 	return nil
@@ -552,22 +574,22 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	p = p[:hops]
 	wire := e.wireBytes(payload)
 	f := &e.flows[fid]
-	*f = flowState{msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
+	ver := f.ver + 1 // a reused slot keeps counting: old events stay stale
+	*f = flowState{ver: ver, msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
 		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
 	if t < e.now {
 		f.lag = e.now - t
 	}
 	f.lat = e.latency(p, payload, wire)
+	f.hot, f.hotIdx = true, int32(len(e.hot))
+	e.hot = append(e.hot, fid)
 	for h, r := range p {
 		e.join(r, fid, int32(h), off)
 	}
 	hs := &e.hostSt[m.Src]
 	f.hidx = int32(len(hs.flows))
 	hs.flows = append(hs.flows, fid)
-	if hs.active < 0 {
-		hs.active = int32(len(e.activeHosts))
-		e.activeHosts = append(e.activeHosts, m.Src)
-	}
+	e.heatHost(m.Src) // a new flow changes its host's round robin
 	if e.cc != nil {
 		e.cc.start(fid, t)
 	}
@@ -633,10 +655,36 @@ func (e *engine) join(r, f, h, off int32) {
 	res := &e.net.res[r]
 	e.pos[off+h] = int32(len(res.members))
 	res.members = append(res.members, member{f: f, h: h})
+	if e.flows[f].hot {
+		e.hotJoin(r)
+	} else {
+		res.quietN++
+		res.quietLoad += e.flows[f].rate
+	}
+}
+
+// hotJoin counts one more hot member of resource r (listing r for the sweep at the first).
+func (e *engine) hotJoin(r int32) {
+	res := &e.net.res[r]
+	res.hotN++
 	if res.active < 0 {
 		lst := &e.act[res.rank]
 		res.active = int32(len(*lst))
 		*lst = append(*lst, r)
+	}
+}
+
+// hotLeave counts one hot member less (unlisting r at the last).
+func (e *engine) hotLeave(r int32) {
+	res := &e.net.res[r]
+	res.hotN--
+	if res.hotN == 0 {
+		lst := &e.act[res.rank]
+		last := (*lst)[len(*lst)-1]
+		(*lst)[res.active] = last
+		e.net.res[last].active = res.active
+		*lst = (*lst)[:len(*lst)-1]
+		res.active = -1
 	}
 }
 
@@ -648,13 +696,14 @@ func (e *engine) leave(r, f, h, off int32) {
 	res.members[i] = last
 	e.pos[e.flows[last.f].off+last.h] = i
 	res.members = res.members[:len(res.members)-1]
-	if len(res.members) == 0 {
-		lst := &e.act[res.rank]
-		last := (*lst)[len(*lst)-1]
-		(*lst)[res.active] = last
-		e.net.res[last].active = res.active
-		*lst = (*lst)[:len(*lst)-1]
-		res.active = -1
+	if fl := &e.flows[f]; fl.hot {
+		e.hotLeave(r)
+	} else {
+		res.quietN--
+		res.quietLoad -= fl.rate
+		if res.quietN == 0 {
+			res.quietLoad = 0 // no residue
+		}
 	}
 }
 
@@ -666,6 +715,11 @@ func (e *engine) endFlow(fid int32, tLast units.Time) {
 		e.leave(r, fid, int32(h), f.off)
 	}
 	e.freeSlots[f.hops+f.ackHops] = append(e.freeSlots[f.hops+f.ackHops], f.off)
+	if f.hot {
+		e.unhot(fid)
+	} else {
+		e.overhead.quiet(fid, -1)
+	}
 	if f.hidx >= 0 {
 		e.unhost(fid)
 	}
@@ -695,13 +749,22 @@ func (e *engine) unhost(fid int32) {
 	e.flows[last].hidx = f.hidx
 	hs.flows = hs.flows[:len(hs.flows)-1]
 	f.hidx = -1
-	if len(hs.flows) == 0 {
-		lastH := e.activeHosts[len(e.activeHosts)-1]
-		e.activeHosts[hs.active] = lastH
-		e.hostSt[lastH].active = hs.active
-		e.activeHosts = e.activeHosts[:len(e.activeHosts)-1]
-		hs.active = -1
+	switch {
+	case len(hs.flows) == 0 && hs.active >= 0:
+		e.unlistHost(f.src)
+	case hs.active < 0 && len(hs.flows) > 0:
+		e.heatHost(f.src) // the others' shares of the round robin change
 	}
+}
+
+// unlistHost takes host h off the hot hosts.
+func (e *engine) unlistHost(h int32) {
+	hs := &e.hostSt[h]
+	lastH := e.activeHosts[len(e.activeHosts)-1]
+	e.activeHosts[hs.active] = lastH
+	e.hostSt[lastH].active = hs.active
+	e.activeHosts = e.activeHosts[:len(e.activeHosts)-1]
+	hs.active = -1
 }
 
 // needsLoss reports whether anything can drop: a lossy class, or a link with an error rate.
@@ -729,10 +792,7 @@ func (e *engine) rehost(fid int32) {
 	hs := &e.hostSt[f.src]
 	f.hidx = int32(len(hs.flows))
 	hs.flows = append(hs.flows, fid)
-	if hs.active < 0 {
-		hs.active = int32(len(e.activeHosts))
-		e.activeHosts = append(e.activeHosts, f.src)
-	}
+	e.heatHost(f.src)
 }
 
 // Planning figures for EstimateMemory (measured on the 1,024- and 16,384-GPU benchmarks,

@@ -13,7 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-func fatTree(t *testing.T, k int, rate units.Rate) (*topo.Graph, *topo.Routes) {
+func fatTree(t testing.TB, k int, rate units.Rate) (*topo.Graph, *topo.Routes) {
 	t.Helper()
 	g, err := topo.FatTree(k, topo.LinkSpec{Rate: rate, Latency: units.Microsecond})
 	if err != nil {
@@ -26,7 +26,7 @@ func fatTree(t *testing.T, k int, rate units.Rate) (*topo.Graph, *topo.Routes) {
 	return g, r
 }
 
-func fabrics(t *testing.T) map[string]fabric.Config {
+func fabrics(t testing.TB) map[string]fabric.Config {
 	t.Helper()
 	ib, err := fabric.DefaultInfiniBand("ndr")
 	if err != nil {

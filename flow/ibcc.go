@@ -96,11 +96,8 @@ func (m *ibCCModel) enqueued(fid, r int32, q *fifo, amt float64) {
 func (m *ibCCModel) afterStep(tEnd units.Time, tau float64) bool {
 	e := m.e
 	busy := false
-	for fid := range m.st {
+	for _, fid := range e.hot {
 		s := &m.st[fid]
-		if !s.on {
-			continue
-		}
 		f := &e.flows[fid]
 		k := 0
 		for ; k < len(s.becns) && s.becns[k].at <= tEnd; k++ {
@@ -115,7 +112,7 @@ func (m *ibCCModel) afterStep(tEnd units.Time, tau float64) bool {
 			m.sent += n
 			// The marked packets reach the receiver after the queues and the path's latency; the
 			// notifications return over the path's latency.
-			s.becns = append(s.becns, becnBatch{at: tEnd + e.queueDelay(int32(fid)) + 2*f.lat, n: int(n)})
+			s.becns = append(s.becns, becnBatch{at: tEnd + e.queueDelay(fid) + 2*f.lat, n: int(n)})
 		}
 		s.qp.Advance(m.p, tEnd)
 		if s.qp.CCTI > m.p.CCTIMin || len(s.becns) > 0 {
@@ -134,4 +131,10 @@ func (m *ibCCModel) report(c map[string]float64) {
 		top = max(top, m.st[i].qp.CCTI)
 	}
 	c["ib_ccti_max_final"] = float64(top)
+}
+
+func (m *ibCCModel) steady(fid int32) bool {
+	s := &m.st[fid]
+	s.qp.Advance(m.p, m.e.now)
+	return s.qp.CCTI <= m.p.CCTIMin && len(s.becns) == 0 && s.fecn < 1
 }

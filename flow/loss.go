@@ -284,7 +284,7 @@ func (l *lossModel) delivered(fid int32, s float64) float64 {
 func (l *lossModel) rewind(t units.Time) bool {
 	e := l.e
 	busy := false
-	for fid := range l.st {
+	for _, fid := range e.hot {
 		s := &l.st[fid]
 		f := &e.flows[fid]
 		if !s.pending || f.done {
@@ -325,7 +325,7 @@ func (l *lossModel) rewind(t units.Time) bool {
 			s.lost = min(again, l.e.ideal.maxWire)
 		}
 		if f.hidx < 0 && f.rem > 0 {
-			e.rehost(int32(fid))
+			e.rehost(fid)
 		}
 	}
 	return busy

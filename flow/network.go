@@ -45,9 +45,13 @@ type resource struct {
 	fromHost bool
 
 	// members are the flows crossing the resource and at which hop of their path; q the bytes
-	// its queue held after the last step.
-	members []member
-	q       float64
+	// its queue held after the last step. hotN of them are hot; quietN quiet, sending quietLoad
+	// bytes per second through it (they pass: a quiet flow's path has no queue).
+	members   []member
+	q         float64
+	hotN      int32
+	quietN    int32
+	quietLoad float64
 	// active is the resource's index in its rank's active list, -1 while it has no members.
 	active int32
 

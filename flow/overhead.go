@@ -19,6 +19,8 @@ type overhead struct {
 	// resources with a load.
 	load    []float64
 	touched []int32
+	// qload is the quiet flows' constant overhead per resource.
+	qload []float64
 }
 
 func newOverhead(e *engine) *overhead {
@@ -34,10 +36,13 @@ func newOverhead(e *engine) *overhead {
 
 // left is the rate (bytes/s) of resource r that data may use this step.
 func (o *overhead) left(r int32, rate float64) float64 {
-	if int(r) >= len(o.load) {
-		return rate
+	if int(r) < len(o.load) {
+		rate -= o.load[r]
 	}
-	return max(0, rate-o.load[r])
+	if int(r) < len(o.qload) {
+		rate -= o.qload[r]
+	}
+	return max(0, rate)
 }
 
 func (o *overhead) add(r int32, x float64) {
@@ -65,24 +70,50 @@ func (o *overhead) update(tau float64) {
 	}
 	o.touched = o.touched[:0]
 	pkt := e.ideal.maxWire
-	for i := range e.flows {
-		f := &e.flows[i]
-		if f.done && f.out == 0 || f.out <= 0 {
+	for _, fid := range e.hot {
+		f := &e.flows[fid]
+		if f.out <= 0 {
 			continue
 		}
-		pps := f.out / pkt / tau // data packets per second
-		acks := pps / float64(max(e.cfg.AckEvery, 1))
-		for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
-			o.add(r, pps*o.ackWire)
-			if o.credit > 0 {
-				o.add(e.net.reverse(r), acks*o.credit)
-			}
-		}
-		if o.credit > 0 {
-			for _, r := range e.path[f.off : f.off+f.hops] {
-				o.add(e.net.reverse(r), pps*o.credit)
-			}
-		}
+		o.flowLoads(f, f.out/pkt/tau, o.add)
 	}
 	o.account(tau)
+}
+
+// flowLoads calls add for every link a flow delivering pps data packets per second loads with
+// its ACKs and credit updates.
+func (o *overhead) flowLoads(f *flowState, pps float64, add func(r int32, x float64)) {
+	e := o.e
+	acks := pps / float64(max(e.cfg.AckEvery, 1))
+	for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
+		add(r, pps*o.ackWire)
+		if o.credit > 0 {
+			add(e.net.reverse(r), acks*o.credit)
+		}
+	}
+	if o.credit > 0 {
+		for _, r := range e.path[f.off : f.off+f.hops] {
+			add(e.net.reverse(r), pps*o.credit)
+		}
+	}
+}
+
+// quiet adds (sign +1) or removes (-1) a quiet flow's constant overhead.
+func (o *overhead) quiet(fid int32, sign float64) {
+	f := &o.e.flows[fid]
+	if f.rate <= 0 {
+		return
+	}
+	o.flowLoads(f, f.rate/o.e.ideal.maxWire, func(r int32, x float64) {
+		for int(r) >= len(o.qload) {
+			o.qload = append(o.qload, 0)
+		}
+		o.qload[r] += sign * x
+	})
+}
+
+// accountQuiet adds dt seconds of a quiet flow's overhead to the links' byte counters.
+func (o *overhead) accountQuiet(fid int32, dt float64) {
+	f := &o.e.flows[fid]
+	o.flowLoads(f, f.rate/o.e.ideal.maxWire, func(r int32, x float64) { o.e.net.res[r].txBytes += x * dt })
 }

@@ -74,8 +74,9 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	}
 	e.steps++
 	e.changed = false
-	for i := range e.flows {
-		f := &e.flows[i]
+	e.preheat()
+	for _, fid := range e.hot {
+		f := &e.flows[fid]
 		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
 	}
 	e.inject(tau)
@@ -97,9 +98,9 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 			e.changed = true
 		}
 	}
-	var out bool
-	for i := range e.flows {
-		if f := &e.flows[i]; !f.done && f.out > 0 {
+	out := e.live > len(e.hot) // quiet flows deliver all the time
+	for _, fid := range e.hot {
+		if e.flows[fid].out > 0 {
 			out = true
 			break
 		}
@@ -117,6 +118,8 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		e.ended = e.ended[:0]
 		e.changed = true
 	}
+	e.now = tEnd // the flows that cool go quiet from the step's end
+	e.settle(tau)
 	return !e.changed
 }
 
@@ -354,7 +357,7 @@ func (e *engine) serve(r int32, tau float64) {
 		}
 		return
 	}
-	budget := e.overhead.left(r, res.rate) * tau
+	budget := e.overhead.left(r, res.rate-res.quietLoad) * tau
 	var lim [16]float64
 	if nc == 1 {
 		lim[0] = min(budget, e.allow[r], e.fc.window(r, 0)*tau)
@@ -441,13 +444,25 @@ func (e *engine) jump(tEnd units.Time) {
 		return
 	}
 	e.jumps++
-	for r := range e.net.res {
-		res := &e.net.res[r]
-		if res.active < 0 {
-			continue
+	for rank := range e.act {
+		for _, r := range e.act[rank] {
+			e.jumpResource(r, T)
 		}
+	}
+	e.fc.jump(T)
+	e.overhead.account(T)
+	e.jumpFlows(tEnd, T)
+}
+
+// jumpResource counts T seconds of a stationary resource's hot traffic.
+func (e *engine) jumpResource(r int32, T float64) {
+	res := &e.net.res[r]
+	{
 		for _, m := range res.members {
 			f := &e.flows[m.f]
+			if !f.hot {
+				continue // quiet flows are brought up to date when they change
+			}
 			x := f.rate * T
 			res.txBytes += x
 			if res.ecn.pmax > 0 {
@@ -455,14 +470,16 @@ func (e *engine) jump(tEnd units.Time) {
 			}
 		}
 	}
-	e.fc.jump(T)
-	e.overhead.account(T)
+}
+
+// jumpFlows advances the hot flows' bytes over a stationary stretch of T seconds ending at tEnd.
+func (e *engine) jumpFlows(tEnd units.Time, T float64) {
 	var finished []int32
 	for _, h := range e.activeHosts {
 		for _, fid := range e.hostSt[h].flows {
 			f := &e.flows[fid]
 			x := f.rate * T
-			if f.rem-x <= eps(f.total) || tEnd == e.now+units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))) {
+			if f.rem-x <= eps(f.total) || f.rate > 0 && tEnd == e.now+units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))) {
 				x = f.rem
 			}
 			f.rem -= x
