@@ -149,15 +149,16 @@ type flowState struct {
 	ver      uint32
 	t0       units.Time
 	prevRate float64
-	// lag is how far behind the clock the flow was offered (a dependency completed within the
-	// step that just ran); its first step lets it catch up.
-	lag units.Time
+	// from is the time the flow's next step of injection starts: the step's start, or when the
+	// flow started or was heated if that fell within the step (it sends for the rest of it), or
+	// before the step when a dependency completed within the step that just ran (it catches up).
+	from units.Time
 }
 
 // hostState is a host NIC: the flows it injects, served round robin at line rate.
 type hostState struct {
 	flows  []int32
-	active int32 // index in engine.hosts, -1 when idle
+	active int32 // index in engine.activeHosts, -1 while its flows are quiet (or it has none)
 	link   int32 // the resource of its NIC port
 	rate   float64
 }
@@ -446,29 +447,39 @@ func (e *engine) run() error {
 				return nil
 			}
 			e.now = max(e.now, tNext)
+			if err := e.handleEvents(e.now + 1); err != nil {
+				return err
+			}
+			continue
+		}
+		T := e.now
+		var tEnd units.Time
+		if e.stationary {
+			tEnd = min(tNext, e.jumpLimit(), until)
+			e.jump(tEnd)
 		} else {
-			var tEnd units.Time
-			if e.stationary {
-				tEnd = min(tNext, e.jumpLimit(), until)
-				e.jump(tEnd)
-			} else {
-				tEnd = min(e.now+e.step, tNext, until)
-				e.stationary = e.stepTo(tEnd)
+			// Events within the step happen at their own times before it is computed: a flow
+			// that starts (or heats) then sends for the rest of the step.
+			tEnd = min(T+e.step, until)
+			if err := e.handleEvents(tEnd); err != nil {
+				return err
 			}
-			e.now = tEnd
-			if e.opt.Check {
-				if err := e.check(); err != nil {
-					return err
-				}
-			}
-			if e.now >= until {
-				return nil
-			}
-			if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress {
-				return e.stallError(noProgress)
+			e.now = T
+			e.stationary = e.stepTo(tEnd)
+		}
+		e.now = tEnd
+		if e.opt.Check {
+			if err := e.check(); err != nil {
+				return err
 			}
 		}
-		if err := e.handleEvents(); err != nil {
+		if e.now >= until {
+			return nil
+		}
+		if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress {
+			return e.stallError(noProgress)
+		}
+		if err := e.handleEvents(e.now + 1); err != nil {
 			return err
 		}
 		if p := e.opt.Progress; p != nil && e.steps+e.jumps >= e.progressAt {
@@ -489,10 +500,12 @@ func (e *engine) run() error {
 	return nil
 }
 
-// handleEvents processes every event due by now.
-func (e *engine) handleEvents() error {
-	for len(e.events) > 0 && e.events[0].t <= e.now {
+// handleEvents processes every event before end, each at its own time (e.now is set to it; the
+// caller restores its clock).
+func (e *engine) handleEvents(end units.Time) error {
+	for len(e.events) > 0 && e.events[0].t < end {
 		ev := heap.Pop(&e.events).(event)
+		e.now = max(e.now, ev.t)
 		switch ev.kind {
 		case evStart:
 			if err := e.startMessage(ev.id, ev.t); err != nil {
@@ -577,9 +590,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	ver := f.ver + 1 // a reused slot keeps counting: old events stay stale
 	*f = flowState{ver: ver, msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
 		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
-	if t < e.now {
-		f.lag = e.now - t
-	}
+	f.from = t
 	f.lat = e.latency(p, payload, wire)
 	f.hot, f.hotIdx = true, int32(len(e.hot))
 	e.hot = append(e.hot, fid)
@@ -718,7 +729,6 @@ func (e *engine) endFlow(fid int32, tLast units.Time) {
 	if f.hot {
 		e.unhot(fid)
 	} else {
-		e.overhead.quiet(fid, -1)
 	}
 	if f.hidx >= 0 {
 		e.unhost(fid)

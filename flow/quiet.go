@@ -48,7 +48,7 @@ func (e *engine) heatFlow(fid int32) {
 		return
 	}
 	e.materialize(fid)
-	e.overhead.quiet(fid, -1)
+	f.from = e.now
 	f.hot, f.hotIdx = true, int32(len(e.hot))
 	f.ver++
 	e.hot = append(e.hot, fid)
@@ -110,7 +110,6 @@ func (e *engine) coolFlow(fid int32) {
 		res.quietLoad += f.rate
 		e.hotLeave(r)
 	}
-	e.overhead.quiet(fid, +1)
 	d := math.Ceil(f.rem / f.rate * float64(units.Second))
 	if d < float64(units.MaxTime-e.now) {
 		e.seq++
@@ -134,7 +133,7 @@ func (e *engine) quietEnd(fid int32, ver uint32, t units.Time) {
 // at rest, no loss being recovered.
 func (e *engine) coolable(fid int32, tau float64) bool {
 	f := &e.flows[fid]
-	if f.rem <= 0 || f.rate <= 0 || f.lag > 0 || math.Abs(f.rate-f.prevRate) > relTol*f.rate {
+	if f.rem <= 0 || f.rate <= 0 || math.Abs(f.rate-f.prevRate) > relTol*f.rate {
 		return false
 	}
 	if e.cc != nil && !e.cc.steady(fid) {
@@ -212,7 +211,7 @@ func (e *engine) preheat() {
 					}
 				}
 			}
-			if demand <= e.overhead.left(r, res.rate)*(1+relTol) {
+			if demand <= res.rate*(1+relTol) {
 				continue
 			}
 			e.heatMembers(r)

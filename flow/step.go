@@ -79,13 +79,12 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		f := &e.flows[fid]
 		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
 	}
-	e.inject(tau)
+	e.inject(tau, tEnd)
 	for rank := 1; rank < len(e.act); rank++ {
 		for _, r := range e.act[rank] {
 			e.serve(r, tau)
 		}
 	}
-	e.overhead.update(tau)
 	if e.fc.update(tau) {
 		e.changed = true
 	}
@@ -119,7 +118,11 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		e.changed = true
 	}
 	e.now = tEnd // the flows that cool go quiet from the step's end
+	for _, fid := range e.hot {
+		e.flows[fid].from = tEnd
+	}
 	e.settle(tau)
+	e.overhead.update(tau)
 	return !e.changed
 }
 
@@ -145,30 +148,26 @@ func (e *engine) ccRate(fid int32) float64 {
 }
 
 // inject is step 1: every NIC's round robin over its flows.
-func (e *engine) inject(tau float64) {
+func (e *engine) inject(tau float64, tEnd units.Time) {
 	nc := e.nc
 	for hi := 0; hi < len(e.activeHosts); hi++ {
 		h := e.activeHosts[hi]
 		hs := &e.hostSt[h]
-		capB := e.overhead.left(hs.link, hs.rate) * tau
-		var lag float64
+		var wmax float64
 		d := e.scratch[:0]
 		for k, fid := range hs.flows {
 			f := &e.flows[fid]
-			w := tau
-			if f.lag > 0 {
-				l := float64(f.lag) / float64(units.Second)
-				w += l
-				lag = max(lag, l)
-				f.lag = 0
-			}
+			// The flow sends from f.from (within the step if it started or heated then, before
+			// it if it catches up) to the step's end.
+			w := max(0, float64(tEnd-f.from)/float64(units.Second))
+			wmax = max(wmax, w)
 			dem := min(f.rem, e.ccRate(fid)*w)
 			if e.loss != nil && e.loss.irn {
 				dem = min(dem, max(0, e.loss.bdpCap-e.inNetwork(fid)))
 			}
 			d = append(d, fill{d: dem, i: int32(k)})
 		}
-		capB += hs.rate * lag
+		capB := hs.rate * wmax
 		if nc == 1 {
 			capB = min(capB, e.allow[hs.link])
 			waterFill(capB, d)
@@ -190,7 +189,7 @@ func (e *engine) inject(tau float64) {
 			if f.rem-amt <= eps(f.total) {
 				amt = f.rem
 			}
-			rate := amt / tau
+			rate := amt / max(float64(tEnd-f.from)/float64(units.Second), tau*1e-9)
 			if math.Abs(rate-f.rate) > relTol*math.Max(rate, f.rate) {
 				e.changed = true
 			}
@@ -357,7 +356,7 @@ func (e *engine) serve(r int32, tau float64) {
 		}
 		return
 	}
-	budget := e.overhead.left(r, res.rate-res.quietLoad) * tau
+	budget := max(0, res.rate-res.quietLoad) * tau
 	var lim [16]float64
 	if nc == 1 {
 		lim[0] = min(budget, e.allow[r], e.fc.window(r, 0)*tau)
@@ -452,6 +451,9 @@ func (e *engine) jump(tEnd units.Time) {
 	e.fc.jump(T)
 	e.overhead.account(T)
 	e.jumpFlows(tEnd, T)
+	for _, fid := range e.hot {
+		e.flows[fid].from = tEnd
+	}
 }
 
 // jumpResource counts T seconds of a stationary resource's hot traffic.
