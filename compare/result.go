@@ -178,8 +178,11 @@ func (s *Scenario) fidelity(backend string, p *training.Plan, cls []*class, vari
 		f.Classes = append(f.Classes, ClassInfo{Key: c.Key, Groups: len(c.Groups), RanksPerGroup: len(c.Groups[0]), Bytes: int64(c.Bytes), InstancesTotal: total})
 	}
 	level := "every packet (fabric.Network)"
-	if backend == "analytic" {
+	switch backend {
+	case "analytic":
 		level = "a max-min fluid model (analytic.Run; no queues, no link contention)"
+	case "flow":
+		level = "flows (flow.Run: the fabric's routing, queues, PFC, credits and congestion control in the fluid limit; docs/flow.md)"
 	}
 	if full {
 		f.Notes = []string{

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -184,6 +184,10 @@ type engine struct {
 	lastOut  []units.Time // latest QP delivery of a message in flight
 	done     int
 	events   eventHeap
+	// due are events at the current time released while events are handled (inEvents).
+	due      []event
+	inEvents bool
+	ends     endHeap
 	seq      uint64
 
 	// Flows, their paths and backlogs (slots reused when a flow ends).
@@ -237,6 +241,7 @@ type engine struct {
 	progressAt int64
 	pathBuf    []int32
 	heatBuf    []int32
+	pathCache  map[uint64]*cachedPath
 	// allHot keeps every flow hot (no quiet flows): the plain stepping the quiet flows must
 	// reproduce (TestQuietMatchesAllHot).
 	allHot bool
@@ -251,7 +256,8 @@ type stats struct {
 }
 
 func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*engine, error) {
-	e := &engine{g: g, cfg: cfg, mg: mg, opt: opt, step: opt.Step, freeSlots: map[int32][]int32{}, classOf: map[uint8]int32{}}
+	e := &engine{g: g, cfg: cfg, mg: mg, opt: opt, step: opt.Step, freeSlots: map[int32][]int32{}, classOf: map[uint8]int32{},
+		pathCache: map[uint64]*cachedPath{}}
 	if e.step == 0 {
 		e.step = DefaultStep
 	}
@@ -364,7 +370,6 @@ func (e *engine) initGraph() {
 const (
 	evStart    = iota // a message is offered to its source NIC (or a delay node is ready)
 	evComplete        // a message's last byte is delivered (or a delay node's delay is over)
-	evFlowEnd         // a quiet flow's projected end (id a flow, ver its version)
 )
 
 type event struct {
@@ -375,39 +380,78 @@ type event struct {
 	ver  uint32
 }
 
+// eventHeap is a binary min-heap of events by (time, sequence), typed (container/heap's
+// interface boxing was a tenth of a large run).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *eventHeap) push(ev event) {
+	*h = append(*h, ev)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }
 
 func (e *engine) push(t units.Time, kind uint8, id int32) {
 	e.seq++
-	heap.Push(&e.events, event{t: t, seq: e.seq, kind: kind, id: id})
+	e.events.push(event{t: t, seq: e.seq, kind: kind, id: id})
 }
 
-func (e *engine) pushEvent(ev event) { heap.Push(&e.events, ev) }
+func (e *engine) pushEvent(ev event) { e.events.push(ev) }
 
 func (e *engine) schedule(i int32) {
 	m := &e.mg.Msgs[i]
+	kind := uint8(evStart)
 	if m.Bytes == 0 {
 		e.started[i] = e.readyAt[i]
-		e.push(e.readyAt[i]+m.Delay, evComplete, i)
+		kind = evComplete
+	}
+	at := e.readyAt[i] + m.Delay
+	if e.inEvents && at == e.now {
+		// Due now (a dependency just completed and nothing to wait): handled in this round of
+		// events without a trip through the queue.
+		e.seq++
+		e.due = append(e.due, event{t: at, seq: e.seq, kind: kind, id: i})
 		return
 	}
-	e.push(e.readyAt[i]+m.Delay, evStart, i)
+	e.push(at, kind, i)
 }
 
 // complete records message i's completion at t and releases its dependents.
@@ -434,10 +478,7 @@ func (e *engine) run() error {
 	}
 	noProgress := e.cfg.NoProgress
 	for e.done < len(e.mg.Msgs) {
-		tNext := units.MaxTime
-		if len(e.events) > 0 {
-			tNext = e.events[0].t
-		}
+		tNext := e.nextEvent()
 		if len(e.hot) == 0 {
 			if tNext == units.MaxTime {
 				break
@@ -501,23 +542,62 @@ func (e *engine) run() error {
 }
 
 // handleEvents processes every event before end, each at its own time (e.now is set to it; the
-// caller restores its clock).
+// caller restores its clock): message starts and completions, and quiet flows' ends, in one
+// order by (time, sequence).
 func (e *engine) handleEvents(end units.Time) error {
-	for len(e.events) > 0 && e.events[0].t < end {
-		ev := heap.Pop(&e.events).(event)
-		e.now = max(e.now, ev.t)
-		switch ev.kind {
-		case evStart:
-			if err := e.startMessage(ev.id, ev.t); err != nil {
+	e.inEvents = true
+	defer func() { e.inEvents = false }()
+	for {
+		for k := 0; k < len(e.due); k++ {
+			if err := e.handle(e.due[k]); err != nil {
+				e.due = e.due[:0]
 				return err
 			}
-		case evComplete:
-			e.complete(ev.id, ev.t)
-		case evFlowEnd:
-			e.quietEnd(ev.id, ev.ver, ev.t)
+		}
+		e.due = e.due[:0]
+		qe, quiet := e.ends.top()
+		if quiet && qe.t >= end {
+			quiet = false
+		}
+		msg := len(e.events) > 0 && e.events[0].t < end
+		if !quiet && !msg {
+			return nil
+		}
+		if quiet && (!msg || qe.t < e.events[0].t || qe.t == e.events[0].t && qe.seq < e.events[0].seq) {
+			e.ends.remove(qe.fid)
+			e.now = max(e.now, qe.t)
+			e.quietEnd(qe.fid, qe.t)
+			continue
+		}
+		ev := e.events.pop()
+		e.now = max(e.now, ev.t)
+		if err := e.handle(ev); err != nil {
+			return err
 		}
 	}
+}
+
+// handle runs one message event at its time.
+func (e *engine) handle(ev event) error {
+	switch ev.kind {
+	case evStart:
+		return e.startMessage(ev.id, ev.t)
+	case evComplete:
+		e.complete(ev.id, ev.t)
+	}
 	return nil
+}
+
+// nextEvent is the time of the earliest pending event or quiet end.
+func (e *engine) nextEvent() units.Time {
+	t := units.MaxTime
+	if len(e.events) > 0 {
+		t = e.events[0].t
+	}
+	if qe, ok := e.ends.top(); ok {
+		t = min(t, qe.t)
+	}
+	return t
 }
 
 func (e *engine) stallError(d units.Time) error {
@@ -563,19 +643,13 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 		e.flows = append(e.flows, flowState{})
 	}
 	hash := qpHash(e.cfg.Seed, msg, m, qp)
-	var buf [32]int32
-	p, err := e.rt.path(m.Src, m.Dst, hash, qp, buf[:0])
+	pc, err := e.paths(m.Src, m.Dst, hash, qp)
 	if err != nil {
 		e.freeFlows = append(e.freeFlows, fid)
 		return err
 	}
-	hops := int32(len(p))
-	p, err = e.rt.ackPath(m.Dst, m.Src, hash, qp, p)
-	if err != nil {
-		e.freeFlows = append(e.freeFlows, fid)
-		return err
-	}
-	ackHops := int32(len(p)) - hops
+	p := pc.p
+	hops, ackHops := pc.hops, int32(len(p))-pc.hops
 	if len(e.ing) < len(e.net.res)*e.nc {
 		e.growState() // the path created a bundle
 	}
@@ -591,16 +665,17 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	*f = flowState{ver: ver, msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
 		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
 	f.from = t
-	f.lat = e.latency(p, payload, wire)
-	f.hot, f.hotIdx = true, int32(len(e.hot))
-	e.hot = append(e.hot, fid)
+	if pc.payload != payload {
+		pc.payload, pc.lat = payload, e.latency(p, payload, wire)
+	}
+	f.lat = pc.lat
+	f.t0 = t
 	for h, r := range p {
-		e.join(r, fid, int32(h), off)
+		e.join(r, fid, int32(h), off) // quiet at rate 0 until its host's round robin is shared
 	}
 	hs := &e.hostSt[m.Src]
 	f.hidx = int32(len(hs.flows))
 	hs.flows = append(hs.flows, fid)
-	e.heatHost(m.Src) // a new flow changes its host's round robin
 	if e.cc != nil {
 		e.cc.start(fid, t)
 	}
@@ -608,7 +683,13 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 		e.loss.start(fid)
 	}
 	e.live++
-	e.stationary = false
+	// A new flow changes its host's round robin: shared again among quiet flows where no link
+	// on their paths overflows, else the host's flows are stepped.
+	if hs.active >= 0 || !e.reshare(m.Src) {
+		e.heatFlow(fid)
+		e.heatHost(m.Src)
+		e.stationary = false
+	}
 	return nil
 }
 
@@ -762,7 +843,7 @@ func (e *engine) unhost(fid int32) {
 	switch {
 	case len(hs.flows) == 0 && hs.active >= 0:
 		e.unlistHost(f.src)
-	case hs.active < 0 && len(hs.flows) > 0:
+	case hs.active < 0 && len(hs.flows) > 0 && !e.reshare(f.src):
 		e.heatHost(f.src) // the others' shares of the round robin change
 	}
 }
@@ -840,4 +921,48 @@ func gib(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// pathKey names a QP's route: the messages of one connection share it.
+type pathKey struct {
+	src, dst int32
+	hash     uint32
+	qp       int32
+}
+
+// cachedPath is a route (data path then ACK path) and the latency of the last payload size sent
+// on it; key is the route's full key (the cache is indexed by its hash).
+type cachedPath struct {
+	key     pathKey
+	p       []int32
+	hops    int32
+	payload int64
+	lat     units.Time
+}
+
+// maxCachedPaths bounds the route cache (cleared when full).
+const maxCachedPaths = 1 << 20
+
+// paths returns the data and ACK paths of a QP, computed once per connection (a collective's
+// chunks on one channel follow the same route).
+func (e *engine) paths(src, dst int32, hash uint32, qp int32) (*cachedPath, error) {
+	k := pathKey{src, dst, hash, qp}
+	hk := sim.Mix64(uint64(src)<<40^uint64(dst)<<20^uint64(qp)) ^ uint64(hash)
+	if c, ok := e.pathCache[hk]; ok && c.key == k {
+		return c, nil
+	}
+	p, err := e.rt.path(src, dst, hash, qp, nil)
+	if err != nil {
+		return nil, err
+	}
+	hops := int32(len(p))
+	if p, err = e.rt.ackPath(dst, src, hash, qp, p); err != nil {
+		return nil, err
+	}
+	if len(e.pathCache) >= maxCachedPaths {
+		clear(e.pathCache)
+	}
+	c := &cachedPath{key: k, p: p, hops: hops, payload: -1}
+	e.pathCache[hk] = c
+	return c, nil
 }

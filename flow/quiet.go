@@ -43,11 +43,15 @@ func (e *engine) heatFlow(fid int32) {
 	if f.hot || f.done {
 		return
 	}
-	if end := f.t0 + units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))); end <= e.now {
-		e.quietEnd(fid, f.ver, end) // it ended already: nothing left to heat
+	if f.rate <= 0 {
+		// A flow that never sent (its share was not set yet): nothing to bring up to date.
+	} else if end := f.t0 + units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))); end <= e.now {
+		e.ends.remove(fid)
+		e.quietEnd(fid, end) // it ended already: nothing left to heat
 		return
 	}
 	e.materialize(fid)
+	e.ends.remove(fid)
 	f.from = e.now
 	f.hot, f.hotIdx = true, int32(len(e.hot))
 	f.ver++
@@ -113,15 +117,15 @@ func (e *engine) coolFlow(fid int32) {
 	d := math.Ceil(f.rem / f.rate * float64(units.Second))
 	if d < float64(units.MaxTime-e.now) {
 		e.seq++
-		e.pushEvent(event{t: e.now + max(units.Time(d), 1), seq: e.seq, kind: evFlowEnd, id: fid, ver: f.ver})
+		e.ends.set(fid, e.now+max(units.Time(d), 1), e.seq)
 	}
 }
 
 // quietEnd is a quiet flow's projected end: its last byte leaves its NIC, and passes through.
-func (e *engine) quietEnd(fid int32, ver uint32, t units.Time) {
+func (e *engine) quietEnd(fid int32, t units.Time) {
 	f := &e.flows[fid]
-	if f.done || f.hot || f.ver != ver {
-		return // stale: the flow was heated since
+	if f.done || f.hot {
+		return
 	}
 	e.materialize(fid)
 	f.rem, f.deliv = 0, f.total // what rounding left
@@ -229,4 +233,75 @@ func (e *engine) heatMembers(r int32) {
 	}
 	e.heatBuf = buf
 	e.heatAll(buf)
+}
+
+// reshare shares quiet host h's NIC among its flows again (a flow arrived or left): the round
+// robin's max-min shares, each flow capped by its congestion control. The flows stay quiet at
+// their new rates if no link on their paths then carries more than it can and none has a queue,
+// a throttle or a hot flow; it reports false otherwise (the caller heats the host). This is the
+// event-driven update of the rates: it touches the links the host's flows cross, not the network.
+func (e *engine) reshare(h int32) bool {
+	hs := &e.hostSt[h]
+	if e.allHot || len(hs.flows) == 0 || e.loss != nil && e.loss.random {
+		return false
+	}
+	d := e.scratch[:0]
+	for k, fid := range hs.flows {
+		if e.cc != nil && !e.cc.steady(fid) {
+			e.scratch = d
+			return false
+		}
+		d = append(d, fill{d: min(hs.rate, e.ccRate(fid)), i: int32(k)})
+	}
+	waterFill(hs.rate, d)
+	e.scratch = d
+	// Tentatively move every changed flow's load, checking each link it crosses.
+	ok := true
+	n := 0
+	for _, x := range d {
+		f := &e.flows[hs.flows[x.i]]
+		delta := x.d - f.rate
+		if delta == 0 {
+			continue
+		}
+		n++
+		for _, r := range e.path[f.off : f.off+f.hops] {
+			res := &e.net.res[r]
+			res.quietLoad += delta
+			if res.hotN > 0 || res.q > 0 || e.fc.throttled(r) || res.quietLoad > res.rate*(1+1e-12) {
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		for _, x := range d {
+			f := &e.flows[hs.flows[x.i]]
+			if delta := x.d - f.rate; delta != 0 {
+				for _, r := range e.path[f.off : f.off+f.hops] {
+					e.net.res[r].quietLoad -= delta
+				}
+			}
+		}
+		return false
+	}
+	for _, x := range d {
+		fid := hs.flows[x.i]
+		f := &e.flows[fid]
+		if x.d == f.rate {
+			continue
+		}
+		e.materialize(fid)
+		f.rate, f.prevRate = x.d, x.d
+		f.ver++
+		f.t0 = e.now
+		if f.rate <= 0 {
+			continue
+		}
+		dt := math.Ceil(f.rem / f.rate * float64(units.Second))
+		if dt < float64(units.MaxTime-e.now) {
+			e.seq++
+			e.ends.set(fid, e.now+max(units.Time(dt), 1), e.seq)
+		}
+	}
+	return true
 }
