@@ -48,7 +48,7 @@ type Backend interface {
 }
 
 // registry lists the backends in the order error messages name them.
-var registry = []Backend{packetBackend{}, analyticBackend{}}
+var registry = []Backend{packetBackend{}, flowBackend{}, analyticBackend{}}
 
 // Names lists the valid backend names.
 func Names() []Name {
@@ -59,7 +59,7 @@ func Names() []Name {
 	return out
 }
 
-// valid is "packet or analytic": the names for an error message.
+// valid is "packet, flow or analytic": the names for an error message.
 func valid() string {
 	names := Names()
 	s := make([]string, len(names))
@@ -134,6 +134,8 @@ type Job struct {
 
 	// Packet holds the packet backend's own options.
 	Packet PacketOptions
+	// Flow holds the flow backend's own options.
+	Flow FlowOptions
 	// Analytic holds the analytic backend's own options.
 	Analytic AnalyticOptions
 }

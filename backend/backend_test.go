@@ -21,16 +21,16 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %q, %v", name, n, err)
 		}
 	}
-	if got := Names(); !slices.Equal(got, []Name{Packet, Analytic}) {
+	if got := Names(); !slices.Equal(got, []Name{Packet, Flow, Analytic}) {
 		t.Errorf("Names() = %v", got)
 	}
-	for _, bad := range []string{"", "flow", "Packet"} {
+	for _, bad := range []string{"", "fluid", "Packet"} {
 		_, err := Parse(bad)
-		if err == nil || !strings.Contains(err.Error(), "want packet or analytic") {
+		if err == nil || !strings.Contains(err.Error(), "want packet, flow or analytic") {
 			t.Errorf("Parse(%q): %v, want an error naming the valid backends", bad, err)
 		}
 	}
-	if _, err := Run(context.Background(), "flow", &Job{}); err == nil || !strings.Contains(err.Error(), "want packet or analytic") {
+	if _, err := Run(context.Background(), "fluid", &Job{}); err == nil || !strings.Contains(err.Error(), "want packet, flow or analytic") {
 		t.Errorf("Run on an unknown backend: %v", err)
 	}
 }

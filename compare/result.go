@@ -228,8 +228,11 @@ func (s *Scenario) fidelity(name backend.Name, p *training.Plan, cls []*class, v
 		f.Classes = append(f.Classes, ClassInfo{Key: c.Key, Groups: len(c.Groups), RanksPerGroup: len(c.Groups[0]), Bytes: int64(c.Bytes), InstancesTotal: total})
 	}
 	level := "every packet (fabric.Network)"
-	if name == backend.Analytic {
+	switch name {
+	case backend.Analytic:
 		level = "a max-min fluid model (analytic.Run; no queues, no link contention)"
+	case backend.Flow:
+		level = "flows (flow.Run: the fabric's routing, queues, PFC, credits and congestion control in the fluid limit; docs/flow.md)"
 	}
 	if full {
 		f.Notes = []string{

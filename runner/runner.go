@@ -4,12 +4,14 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/units"
@@ -30,6 +32,8 @@ type Options struct {
 	// SeriesEvery (fabric.Series).
 	Series      io.Writer
 	SeriesEvery units.Time
+	// FlowStep is the flow backend's time step (0: its default).
+	FlowStep units.Time
 }
 
 // PcapOptions select what to capture.
@@ -81,7 +85,12 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 			}
 		}
 	}
+	job.Flow = backend.FlowOptions{Step: opt.FlowStep, MemoryLimit: scenario.MemoryLimit}
 	res, err := backend.Run(ctx, name, job)
+	var le *flow.LimitError
+	if errors.As(err, &le) {
+		return nil, b, &scenario.Error{File: s.File, Msg: err.Error()}
+	}
 	return res, b, err
 }
 

@@ -49,8 +49,8 @@ traffic: {kind: incast, senders: 6, size: 1MB}
 	if math.Abs(sum.SimTimeNs-want) > 1 {
 		t.Errorf("incast ends at %.3f ns, want %.3f", sum.SimTimeNs, want)
 	}
-	if code, out := run(t, "run", scen, "--backend", "flow"); code != exitUsage || !strings.Contains(out, "want packet or analytic") {
-		t.Errorf("--backend flow: exit %d: %s", code, out)
+	if code, out := run(t, "run", scen, "--backend", "fluid"); code != exitUsage || !strings.Contains(out, "want packet, flow or analytic") {
+		t.Errorf("--backend fluid: exit %d: %s", code, out)
 	}
 	if code, out := run(t, "run", scen, "--backend", "analytic", "--pcap", dir); code != exitUsage || !strings.Contains(out, "need the packet backend") {
 		t.Errorf("--pcap on analytic: exit %d: %s", code, out)

@@ -13,6 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/cost"
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/internal/outpath"
 )
 
@@ -133,7 +134,7 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if err != nil {
 		if errors.Is(err, compare.ErrInterrupted) && res != nil {
 			stopped = interrupted("compare %v; the table and files hold the finished steps", err)
-		} else if _, ok := err.(*compare.Error); ok {
+		} else if _, ok := err.(*compare.Error); ok || errors.As(err, new(*flow.LimitError)) {
 			return usageErr(err)
 		} else {
 			return failureErr(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/internal/outpath"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/runner"
@@ -33,6 +34,7 @@ func loadScenario(args []string) (*scenario.Scenario, error) {
 
 type runFlags struct {
 	backend  string
+	step     string
 	out      string
 	seed     uint64
 	check    bool
@@ -64,7 +66,8 @@ and prints what finished, and exits with status 130.`,
 			return runScenario(c, args, &f)
 		},
 	}
-	c.Flags().StringVar(&f.backend, "backend", "", "packet or analytic (default: the scenario's, packet)")
+	c.Flags().StringVar(&f.backend, "backend", "", "packet, flow (fluid flows with the fabric's queues, PFC, credits and DCQCN; docs/flow.md) or analytic (default: the scenario's, packet)")
+	c.Flags().StringVar(&f.step, "flow-step", "", "the flow backend's time step while queues or rates change (default 1us, at most 4us)")
 	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv, ports.csv and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
@@ -93,6 +96,16 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		s.Backend = string(b)
 	}
 	opt := runner.Options{Check: f.check}
+	if c.Flags().Changed("flow-step") {
+		if s.Backend != string(backend.Flow) {
+			return usageErr(fmt.Errorf("--flow-step is an option of the flow backend, and this run uses the %s backend (add --backend flow)", s.Backend))
+		}
+		d, err := units.ParseTime(f.step)
+		if err != nil || d <= 0 || d > flow.MaxStep {
+			return usageErr(fmt.Errorf("--flow-step %q: want a duration above 0 and at most %v, such as 1us", f.step, flow.MaxStep))
+		}
+		opt.FlowStep = d
+	}
 	if f.pcap.Dir != "" {
 		opt.Pcap = &f.pcap
 	} else if c.Flags().Changed("pcap-ports") || c.Flags().Changed("pcap-max-packets") || c.Flags().Changed("pcap-snaplen") {
@@ -270,6 +283,10 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	fmt.Fprintf(w, "  loss      %d drops, %v retransmitted, %d timeouts, %d NAKs\n", sum.Drops, units.Size(sum.BytesRetransmitted), sum.Timeouts, sum.NAKs)
 	printRoCE(w, res) // roce_summary.go
 	printIB(w, res)   // ib_summary.go
+	if res.Backend == string(backend.Flow) {
+		fmt.Fprintf(w, "  engine    %.0f fluid steps and %.0f jumps in %.2f s\n", res.Counters["flow_steps"], res.Counters["flow_jumps"], res.WallSeconds)
+		return
+	}
 	rate := 0.0
 	if res.WallSeconds > 0 {
 		rate = float64(res.Events) / res.WallSeconds / 1e6

@@ -1,0 +1,65 @@
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fabricsim/fabricsim/flow"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Flow is the flow-level backend (package flow): flows instead of packets, with the fabric's
+// routing, queues, PFC, credits and congestion control in the fluid limit (docs/flow.md).
+const Flow Name = "flow"
+
+// FlowOptions are the flow backend's own options. The zero value uses flow's defaults.
+type FlowOptions struct {
+	// Step is the time step while queues or rates change (0: flow.DefaultStep; at most
+	// flow.MaxStep).
+	Step units.Time
+	// MemoryLimit refuses a run whose estimated memory is larger (0: flow.DefaultMemoryLimit).
+	MemoryLimit int64
+}
+
+type flowBackend struct{}
+
+func (flowBackend) Name() Name { return Flow }
+
+// Run runs the job's message graph with package flow over the job's network and routes. GPU
+// clusters get the packet backend's adaptations (VLs spread on InfiniBand, lossless buffers on
+// the generic fabric), so both backends see the same fabric.
+func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, interrupted(ctx)
+	}
+	cfg := j.Fabric
+	cfg.Seed = j.Seed
+	work := j.Work
+	if j.Packet.GPUCluster {
+		work, cfg = adaptToCluster(work, cfg)
+	}
+	var nh flow.NextHopper
+	if cfg.Kind != "infiniband" { // InfiniBand routes by the subnet manager's tables
+		r, err := j.Net.Routes()
+		if err != nil {
+			return nil, err
+		}
+		nh = r
+	}
+	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit,
+		Progress: func(now units.Time, done, total int) bool {
+			if j.Progress != nil {
+				j.Progress(now, done, total)
+			}
+			return ctx.Err() == nil
+		}}
+	res, err := flow.Run(j.Net.Graph, nh, cfg, work, opt)
+	if res != nil {
+		res.Scenario, res.Seed, res.Backend = j.Scenario, j.Seed, string(Flow)
+	}
+	if errors.Is(err, flow.ErrStopped) {
+		err = interrupted(ctx)
+	}
+	return res, err
+}

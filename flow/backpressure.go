@@ -1,0 +1,261 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Back-pressure kinds.
+const (
+	bpNone    = iota // no link-level flow control: queues are bounded by the buffer alone
+	bpPFC            // RoCE PFC per ingress port and lossless priority (fabric/pfc.go)
+	bpCredits        // InfiniBand credits per link and VL (fabric/ibcredit.go)
+)
+
+// backpressure is link-level flow control in the fluid limit. Both PFC and InfiniBand credits
+// bound the bytes a switch holds that came in through one link and class (its ingress counter):
+// PFC pauses the upstream port while the counter is at XOFF (alpha x the free shared buffer with
+// the dynamic threshold), credits stop it while the receive buffer of the VL is full. In the
+// fluid limit a paused-and-resumed link sends, over a step, what keeps the counter at its bound:
+// the bound minus the counter plus what drained from it in the last step (the allowance). That
+// throttles every flow of the link and class, including flows whose own next hop is idle: the
+// victims of congestion spreading (Guo et al., SIGCOMM'16) and of head-of-line blocking on a VL.
+// Where the allowance is below what the link could send, the link counts as paused (PFC) or
+// credit-stalled (InfiniBand) for the missing fraction of the step.
+type backpressure struct {
+	e    *engine
+	kind int
+	// lossless says, per class, whether flow control applies.
+	lossless []bool
+	// Per resource and class.
+	binding     []bool
+	sinceFrame  []float64 // seconds since the last PAUSE frame of a binding PFC throttle
+	pauseFrames []int64
+	resumes     []int64
+	stalled     []float64 // seconds paused (PFC) or stalled for credits (InfiniBand)
+	// refresh is the time after which a held PAUSE is resent (fabric: half the pause time).
+	alpha, xoff float64
+	vlBuf       float64
+	maxOver     float64 // largest ingress counter above its bound (PFC headroom used)
+	tau         float64 // the last step's length, seconds
+}
+
+func newBackpressure(e *engine) *backpressure {
+	b := &backpressure{e: e, lossless: make([]bool, e.nc)}
+	cfg := &e.cfg
+	switch {
+	case cfg.Kind == "roce" && cfg.RoCE.PFC:
+		b.kind = bpPFC
+		for i, c := range e.classes {
+			b.lossless[i] = cfg.RoCE.Lossless&(1<<c) != 0
+		}
+		if cfg.RoCE.PFCThreshold == fabric.PFCDynamic {
+			b.alpha = cfg.RoCE.PFCAlpha
+		} else {
+			b.xoff = float64(cfg.RoCE.XOFF)
+		}
+	case cfg.Kind == "infiniband":
+		b.kind = bpCredits
+		for i := range b.lossless {
+			b.lossless[i] = true
+		}
+		b.vlBuf = float64(int64(cfg.IB.VLBuffer) / fabric.IBBlock * fabric.IBBlock)
+	}
+	return b
+}
+
+// grow extends the per-resource state to n resources.
+func (b *backpressure) grow(n int) {
+	for len(b.binding) < n {
+		b.binding = append(b.binding, false)
+		b.sinceFrame = append(b.sinceFrame, 0)
+		b.pauseFrames = append(b.pauseFrames, 0)
+		b.resumes = append(b.resumes, 0)
+		b.stalled = append(b.stalled, 0)
+	}
+}
+
+// growState sizes the per resource and class arrays after bundles were created.
+func (e *engine) growState() {
+	n := len(e.net.res) * e.nc
+	for len(e.ing) < n {
+		e.ing = append(e.ing, 0)
+		e.allow = append(e.allow, math.Inf(1))
+		e.drain = append(e.drain, 0)
+		e.queues = append(e.queues, nil)
+	}
+	if e.fc != nil {
+		e.fc.grow(n)
+	}
+}
+
+// bound is the most a switch may hold from resource r on a lossless class before it pushes back:
+// PFC's XOFF (alpha x the free shared pool, or the static XOFF) or the VL receive buffer; a
+// bundle pools its links' bounds.
+func (b *backpressure) bound(r int32) float64 {
+	res := &b.e.net.res[r]
+	switch b.kind {
+	case bpCredits:
+		return b.vlBuf * float64(res.links)
+	case bpPFC:
+		if b.alpha == 0 {
+			return b.xoff * float64(res.links)
+		}
+		if res.to >= 0 {
+			s := &b.e.net.bufs[res.to]
+			return float64(res.links) * b.alpha * max(0, s.shared-s.used)
+		}
+		var x float64
+		for _, t := range res.toSwitches {
+			s := &b.e.net.bufs[t]
+			x += b.alpha * max(0, s.shared-s.used)
+		}
+		return x
+	}
+	return math.Inf(1)
+}
+
+// window is the rate (bytes/s) the credit loop allows one class of resource r when nothing
+// downstream is congested: a VL's at most 2048 outstanding 64-byte blocks (IBA vol. 1 §7.9) per
+// credit round trip (two serializations, the propagation both ways, the switch latency).
+func (b *backpressure) window(r, c int32) float64 {
+	if b.kind != bpCredits {
+		return math.Inf(1)
+	}
+	res := &b.e.net.res[r]
+	w := min(b.vlBuf, fabric.IBMaxCreditWindow*fabric.IBBlock)
+	pkt := units.Time(b.e.ideal.maxWire / (float64(res.linkRate) / 8) * float64(units.Second))
+	rtt := 2*pkt + res.delay + res.prop
+	if rtt <= 0 {
+		return math.Inf(1)
+	}
+	return w * float64(res.links) / rtt.Seconds()
+}
+
+// refreshEvery is how often a held PAUSE is resent: half the pause time of PauseQuanta at the
+// link's rate, or PauseRefresh (fabric/pfc.go).
+func (b *backpressure) refreshEvery(r int32) float64 {
+	c := &b.e.cfg.RoCE
+	if c.PauseRefresh > 0 {
+		return c.PauseRefresh.Seconds()
+	}
+	res := &b.e.net.res[r]
+	return res.linkRate.TransmitTime(units.Size(int64(c.PauseQuanta)*64)).Seconds() / 2
+}
+
+// update sets every resource's allowance for the next step from its ingress counter, and counts
+// pauses, stalls and headroom use. It reports whether any throttle started or stopped.
+func (b *backpressure) update(tau float64) bool {
+	e := b.e
+	nc := e.nc
+	b.tau = tau
+	changed := false
+	for rank := range e.act {
+		for _, r := range e.act[rank] {
+			res := &e.net.res[r]
+			for c := 0; c < nc; c++ {
+				idx := int(r)*nc + c
+				drained := e.drain[idx]
+				e.drain[idx] = 0
+				if b.kind == bpNone || res.toHost || !b.lossless[c] {
+					continue
+				}
+				bound := b.bound(r)
+				ing := e.ing[idx]
+				b.maxOver = max(b.maxOver, ing-bound)
+				a := max(0, bound-ing+drained)
+				e.allow[idx] = a
+				full := res.rate * tau
+				bind := a < full*(1-1e-9)
+				if bind {
+					b.stalled[idx] += tau * (1 - a/full)
+				}
+				if bind != b.binding[idx] {
+					changed = true
+					b.binding[idx] = bind
+					if bind {
+						b.pauseFrames[idx]++
+						b.sinceFrame[idx] = 0
+					} else {
+						b.resumes[idx]++
+					}
+				} else if bind && b.kind == bpPFC {
+					b.sinceFrame[idx] += tau
+					if every := b.refreshEvery(r); b.sinceFrame[idx] >= every {
+						b.pauseFrames[idx]++
+						b.sinceFrame[idx] -= every
+					}
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// jump accounts a stationary stretch of T seconds: binding throttles stay paused (or stalled) for
+// the same fraction as in the last step, and held PAUSEs are refreshed.
+func (b *backpressure) jump(T float64) {
+	if b.kind == bpNone {
+		return
+	}
+	e := b.e
+	nc := e.nc
+	for rank := range e.act {
+		for _, r := range e.act[rank] {
+			res := &e.net.res[r]
+			for c := 0; c < nc; c++ {
+				idx := int(r)*nc + c
+				if !b.binding[idx] {
+					continue
+				}
+				b.stalled[idx] += T * max(0, 1-e.allow[idx]/(res.rate*b.tau))
+				if b.kind == bpPFC {
+					b.sinceFrame[idx] += T
+					every := b.refreshEvery(r)
+					n := math.Floor(b.sinceFrame[idx] / every)
+					b.pauseFrames[idx] += int64(n)
+					b.sinceFrame[idx] -= n * every
+				}
+			}
+		}
+	}
+}
+
+// explainStall names the throttled links when nothing moves.
+func (b *backpressure) explainStall() string {
+	e := b.e
+	n := 0
+	first := ""
+	for r := range e.net.res {
+		for c := 0; c < e.nc; c++ {
+			if idx := r*e.nc + c; idx < len(b.binding) && b.binding[idx] && e.allow[idx] == 0 {
+				if n == 0 {
+					first = e.net.name(int32(r))
+				}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	what := "paused by PFC"
+	if b.kind == bpCredits {
+		what = "without credits"
+	}
+	return fmt.Sprintf("; %d links %s, e.g. %s (a cyclic buffer dependency?)", n, what, first)
+}
+
+// throttled reports whether any class of resource r is held back by the next hop.
+func (b *backpressure) throttled(r int32) bool {
+	nc := b.e.nc
+	for c := 0; c < nc; c++ {
+		if b.binding[int(r)*nc+c] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,45 @@
+package flow
+
+import "fmt"
+
+// check verifies the fluid network's invariants after a step (Options.Check): no backlog or
+// ingress counter negative, every flow's bytes conserved (injected = queued + delivered), switch
+// buffers within their size, lossless classes never above their bound by more than the headroom.
+func (e *engine) check() error {
+	const tol = 1e-6
+	for fid := range e.flows {
+		f := &e.flows[fid]
+		if f.done || !f.hot {
+			continue // a quiet flow's bytes are brought up to date lazily
+		}
+		var q float64
+		for h := int32(0); h < f.hops; h++ {
+			b := e.back[f.off+h]
+			if b < -tol {
+				return fmt.Errorf("invariant violated at %v: flow of message %d holds %g B at hop %d", e.now, f.msg, b, h)
+			}
+			q += b
+		}
+		if e.loss != nil && e.loss.state(int32(fid)).hadLoss {
+			continue // dropped and discarded bytes are not conserved per flow
+		}
+		if d := (f.total - f.rem) - (q + f.deliv); d > tol*f.total+1e-3 || d < -tol*f.total-1e-3 {
+			return fmt.Errorf("invariant violated at %v: message %d injected %g B, holds %g B, delivered %g B", e.now, f.msg, f.total-f.rem, q, f.deliv)
+		}
+		if f.rem < 0 || f.deliv > f.total*(1+tol)+1e-3 {
+			return fmt.Errorf("invariant violated at %v: message %d has %g B left to send and %g of %g B delivered", e.now, f.msg, f.rem, f.deliv, f.total)
+		}
+	}
+	for i, x := range e.ing {
+		if x < -1e-3 {
+			return fmt.Errorf("invariant violated at %v: ingress counter of %s went negative (%g B)", e.now, e.net.name(int32(i/e.nc)), x)
+		}
+	}
+	for i := range e.net.bufs {
+		b := &e.net.bufs[i]
+		if b.size > 0 && b.used > b.size*(1+tol) {
+			return fmt.Errorf("invariant violated at %v: switch %s holds %g B, above its %g B buffer", e.now, e.g.Nodes[i].Name, b.used, b.size)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package flow
+
+import (
+	"math"
+
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// dcqcnModel runs DCQCN's own state machines (package transport/cc/dcqcn, the ones the packet
+// backend runs) for every flow, fed by the fluid network instead of packets:
+//   - the reaction point's byte counter counts the frame bytes the flow injected in each step,
+//     its increase timer fires at its exact time, and the flow's rate is the RP's current rate;
+//   - a step's packets at a queue above Kmin are ECN-marked with RED's probability, so a flow
+//     that sent k packets through a queue marking with p carries a mark with probability
+//     1 - (1-p)^k, drawn from the flow's own random stream;
+//   - the notification point turns a mark, when it reaches the receiver, into a CNP at most once
+//     per CNP interval, and the CNP cuts the sender's rate when it arrives a path latency later.
+//
+// This is the DCQCN fluid model of Zhu et al. (SIGCOMM'15 §5) with its expectations replaced by
+// the state machines themselves, so the rate cuts, recovery, hyper increase, the alpha EWMA and
+// the feedback delay behave as they do packet by packet, and flows of different round-trip
+// times get their different shares.
+type dcqcnModel struct {
+	e         *engine
+	p         dcqcn.Params
+	st        []ccFlow
+	frame     float64 // frame bytes (what the NIC's byte counter counts) per wire byte
+	cnpWire   float64
+	cnpsSent  int64
+	cnpsRcvd  int64
+	decreases int64
+}
+
+// ccFlow is one flow's DCQCN state.
+type ccFlow struct {
+	rp   dcqcn.RP
+	np   dcqcn.NP
+	cnps []units.Time // CNPs on their way to the sender, by arrival
+	// arrived is when the last step's packets reached the receiver; lastCNP when the receiver
+	// last sent a CNP (cnpSent: it has).
+	arrived units.Time
+	lastCNP units.Time
+	cnpSent bool
+	on      bool
+}
+
+func newDCQCN(e *engine) *dcqcnModel {
+	c := &e.cfg
+	full := float64(int(c.MTU) + c.HeaderBytes)
+	return &dcqcnModel{e: e, p: c.RoCE.DCQCNParams, frame: full / (full + float64(c.L1Overhead)),
+		cnpWire: float64(max(c.CNPBytes, c.MinFrame) + c.L1Overhead)}
+}
+
+func (d *dcqcnModel) start(fid int32, t units.Time) {
+	for int(fid) >= len(d.st) {
+		d.st = append(d.st, ccFlow{})
+	}
+	s := &d.st[fid]
+	cnps := s.cnps[:0]
+	*s = ccFlow{on: true, cnps: cnps}
+	f := &d.e.flows[fid]
+	line := units.Rate(d.e.hostSt[f.src].rate * 8)
+	s.rp.Init(&d.p, line, t)
+}
+
+func (d *dcqcnModel) end(fid int32) { d.st[fid].on = false }
+
+// congestionControl is a sender's rate control fed by the fluid network: DCQCN on RoCE, IB CC on
+// InfiniBand.
+type congestionControl interface {
+	start(fid int32, t units.Time)
+	end(fid int32)
+	// rate is what the flow may send now, wire bytes per second.
+	rate(fid int32) float64
+	// enqueued sees amt bytes of flow fid join queue q of resource r (marking).
+	enqueued(fid, r int32, q *fifo, amt float64)
+	// afterStep feeds the step that ended at tEnd to the hot flows; true while any rate may
+	// still change.
+	afterStep(tEnd units.Time, tau float64) bool
+	// steady reports whether the flow sends at line rate with nothing under way.
+	steady(fid int32) bool
+	report(c map[string]float64)
+}
+
+// enqueued marks the bytes with RED's probability at the depth the queue had when the step began
+// (the link serves while packets arrive; this step's arrivals are not all ahead of them).
+func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
+	e := d.e
+	res := &e.net.res[r]
+	if res.ecn.pmax == 0 {
+		return
+	}
+	p := res.ecn.prob(q.left)
+	if p <= 0 {
+		return
+	}
+	// k packets, each marked with probability p; less than one packet is one packet present
+	// with probability k (a flow at a low rate sends rarely).
+	f := &e.flows[fid]
+	k := amt / e.ideal.maxWire
+	switch {
+	case k < 1:
+		f.noMark += math.Log1p(-k * p)
+	case p >= 1:
+		f.noMark = math.Inf(-1)
+	default:
+		f.noMark += k * math.Log1p(-p)
+	}
+	res.marks += k * p
+}
+
+func (d *dcqcnModel) report(c map[string]float64) {
+	c["cnps_sent"] = float64(d.cnpsSent)
+	c["cnps_received"] = float64(d.cnpsRcvd)
+	c["dcqcn_rate_decreases"] = float64(d.decreases)
+}
+
+// rate is the flow's DCQCN rate in wire bytes per second.
+func (d *dcqcnModel) rate(fid int32) float64 { return d.st[fid].rp.RC / 8 }
+
+// afterStep feeds the step that ended at tEnd to every flow's RP and NP. It reports whether any
+// flow is away from line rate or has CNPs under way (the network is then not stationary).
+func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
+	e := d.e
+	busy := false
+	tStart := tEnd - units.Time(math.Round(tau*float64(units.Second)))
+	for _, fid := range e.hot {
+		s := &d.st[fid]
+		f := &e.flows[fid]
+		rp := &s.rp
+		// The step's events in time order, the bytes sent between them counted first: CNPs
+		// that arrived, then the increase timer (which a CNP re-arms).
+		sent := f.inj * d.frame
+		fed := tStart
+		feed := func(t units.Time) {
+			if t <= fed || sent <= 0 {
+				return
+			}
+			x := sent * float64(t-fed) / float64(tEnd-fed)
+			sent -= x
+			fed = t
+			for a := rp.OnSent(int64(x+0.5), t); a.Stage != dcqcn.None; a = rp.OnSent(0, t) {
+			}
+		}
+		k := 0
+		for {
+			timer := rp.TimerAt != 0 && rp.TimerAt <= tEnd
+			cnp := k < len(s.cnps) && s.cnps[k] <= tEnd
+			if cnp && (!timer || s.cnps[k] <= rp.TimerAt) {
+				feed(s.cnps[k])
+				d.cnpsRcvd++
+				before := rp.Decreases
+				rp.OnCNP(s.cnps[k])
+				d.decreases += rp.Decreases - before
+				k++
+				continue
+			}
+			if timer {
+				feed(rp.TimerAt)
+				rp.OnTimer(rp.TimerAt)
+				continue
+			}
+			break
+		}
+		feed(tEnd)
+		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
+		d.notify(fid, s, f, tEnd)
+		if !rp.AtLine() || len(s.cnps) > 0 {
+			busy = true
+		}
+	}
+	return busy
+}
+
+// notify is the receiver's notification point for the step's packets of flow f. They reach the
+// receiver over (arrived, at]: after the queues ahead of them and the path's latency. Marked
+// packets among them (each marked with its queues' RED probability, f.noMark) make a CNP at
+// the first of them after the CNP interval since the last CNP, drawn from the flow's random
+// stream; the CNP returns over the path's latency on a strict-priority class.
+func (d *dcqcnModel) notify(fid int32, s *ccFlow, f *flowState, tEnd units.Time) {
+	e := d.e
+	at := tEnd + e.queueDelay(fid) + f.lat
+	lo0 := s.arrived
+	if lo0 == 0 || lo0 >= at {
+		lo0 = at - max(1, units.Time(math.Round(float64(e.step))))
+	}
+	s.arrived = at
+	if f.noMark >= 0 {
+		return
+	}
+	lo := lo0
+	if s.cnpSent {
+		lo = max(lo, s.lastCNP+d.p.CNPInterval)
+	}
+	if lo >= at {
+		return
+	}
+	// The marks of the part of the step's packets that arrive after lo.
+	logKeep := f.noMark * float64(at-lo) / float64(at-lo0)
+	f.rng += 0x9e3779b97f4a7c15
+	u := float64(sim.Mix64(f.rng)>>11) / (1 << 53)
+	if u >= -math.Expm1(logKeep) {
+		return
+	}
+	// The first marked packet: its position in (lo, at] given that one is marked (per-packet
+	// marks are independent: P(first by x) = (1 - keep^x) / (1 - keep)).
+	x := 0.0
+	if !math.IsInf(logKeep, -1) {
+		x = math.Log1p(-u) / logKeep
+	}
+	t := lo + units.Time(math.Ceil(min(1, x)*float64(at-lo)))
+	if s.np.OnPacket(true, t, &d.p) {
+		s.lastCNP, s.cnpSent = t, true
+		d.cnpsSent++
+		s.cnps = append(s.cnps, t+f.lat)
+		// The CNP goes back along the ACKs' path (same hash).
+		for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
+			e.net.res[r].txBytes += d.cnpWire
+		}
+	}
+}
+
+// queueDelay is the time flow fid's bytes wait in the queues of its path now.
+func (e *engine) queueDelay(fid int32) units.Time {
+	f := &e.flows[fid]
+	var s float64
+	for _, r := range e.path[f.off+1 : f.off+f.hops] {
+		res := &e.net.res[r]
+		s += res.q / res.rate
+	}
+	return units.Time(s * float64(units.Second))
+}
+
+func (d *dcqcnModel) steady(fid int32) bool {
+	s := &d.st[fid]
+	return s.rp.AtLine() && len(s.cnps) == 0
+}

@@ -1,0 +1,968 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// DefaultStep is the fluid model's time step while queues or rates change: at 400 Gb/s a link
+// moves 50 KB in it, a few percent of an ECN or PFC threshold, and DCQCN's fastest timers (the
+// 4 us CNP interval and decrease period of ConnectX) span several steps.
+const DefaultStep = units.Microsecond
+
+// MaxStep bounds Options.Step: a coarser step would pass a whole DCQCN decrease period or a
+// ConnectX CNP interval in one step.
+const MaxStep = 4 * units.Microsecond
+
+// Options adjust a flow-level run.
+type Options struct {
+	// Step is the time step while anything changes (0: DefaultStep); at most MaxStep.
+	Step units.Time
+	// Until stops the run at this simulated time (0: run until every message completes);
+	// unfinished messages are reported with Finish 0.
+	Until units.Time
+	// Check verifies invariants while running: bytes conserved, no backlog negative, lossless
+	// classes never drop, buffers within their size.
+	Check bool
+	// Progress, when set, is called every few thousand steps with messages done and total;
+	// returning false stops the run (the results so far are returned with ErrStopped).
+	Progress func(now units.Time, done, total int) bool
+	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
+	// *LimitError; 0 means DefaultMemoryLimit.
+	MemoryLimit int64
+}
+
+// DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
+// machines this runs on in CI have 24 GiB).
+var DefaultMemoryLimit int64 = 16 << 30
+
+// LimitError is a run refused because its estimated memory exceeds the limit.
+type LimitError struct {
+	Estimate, Limit int64
+	Hosts, Messages int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("flow backend: a run of %d hosts and %d messages needs about %s, above the memory limit of %s; run fewer GPUs, fewer steps or a coarser collective (larger chunks)",
+		e.Hosts, e.Messages, gib(e.Estimate), gib(e.Limit))
+}
+
+// ErrStopped is returned when Options.Progress stopped the run.
+var ErrStopped = fmt.Errorf("flow: stopped")
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if o.Step < 0 || o.Step > MaxStep {
+		return fmt.Errorf("flow step %v outside (0, %v]: a step must be positive and no longer than DCQCN's shortest timer", o.Step, MaxStep)
+	}
+	if o.Until < 0 {
+		return fmt.Errorf("flow: negative end time %v", o.Until)
+	}
+	return nil
+}
+
+// Run executes message graph mg on topology g with fabric cfg at flow level. nh gives the
+// minimum-hop candidates (a *topo.Routes or LeafRoutes); nil computes LeafRoutes. InfiniBand
+// fabrics route by the subnet manager's tables and ignore nh.
+func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*result.Run, error) {
+	wall := time.Now()
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := mg.Validate(); err != nil {
+		return nil, err
+	}
+	if mg.Endpoints > len(g.Hosts) {
+		return nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(g.Hosts))
+	}
+	limit := opt.MemoryLimit
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	if est := EstimateMemory(g, mg); est > limit {
+		return nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
+	}
+	if nh == nil && cfg.Kind != "infiniband" {
+		lr, err := NewLeafRoutes(g)
+		if err != nil {
+			return nil, err
+		}
+		nh = lr
+	}
+	e, err := newEngine(g, nh, cfg, mg, opt)
+	if err != nil {
+		return nil, err
+	}
+	err = e.run()
+	res := e.collect()
+	res.WallSeconds = time.Since(wall).Seconds()
+	return res, err
+}
+
+// flowState is one QP of a message in flight: its path, the bytes still to inject, the bytes
+// waiting at each hop's queue (back), the bytes out of its last queue. Amounts are wire bytes.
+type flowState struct {
+	msg   int32
+	src   int32 // host index
+	cls   int32 // class index (e.classOf)
+	hops  int32
+	off   int32 // path and backlog at e.path[off:off+hops], e.back[off:off+hops]
+	hidx  int32 // index in its host's injecting list, -1 when done injecting
+	total float64
+	rem   float64
+	deliv float64
+	// inj and out are the bytes injected and delivered in the current step; rate the injection
+	// rate of the last step (bytes/s), for the stationarity test.
+	inj, out, rate float64
+	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
+	// it did in an earlier step); tOut when it left the last queue.
+	tInj, tOut float64
+	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
+	// in the path pool).
+	ackOff, ackHops int32
+	// noMark is the log of the probability that none of the packets of the current step was
+	// ECN-marked (0: none could be).
+	noMark float64
+	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
+	// switch latencies, the last packet's store and forward); ideal the flow's FCT alone.
+	lat   units.Time
+	start units.Time
+	rng   uint64
+	done  bool
+	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
+	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
+	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot;
+	// prevRate its rate the step before (cooling needs it steady).
+	hot      bool
+	hotIdx   int32
+	ver      uint32
+	t0       units.Time
+	prevRate float64
+	// from is the time the flow's next step of injection starts: the step's start, or when the
+	// flow started or was heated if that fell within the step (it sends for the rest of it), or
+	// before the step when a dependency completed within the step that just ran (it catches up).
+	from units.Time
+}
+
+// hostState is a host NIC: the flows it injects, served round robin at line rate.
+type hostState struct {
+	flows  []int32
+	active int32 // index in engine.activeHosts, -1 while its flows are quiet (or it has none)
+	link   int32 // the resource of its NIC port
+	rate   float64
+}
+
+type engine struct {
+	g    *topo.Graph
+	cfg  fabric.Config
+	mg   *msggraph.Graph
+	net  *network
+	rt   *router
+	opt  Options
+	step units.Time
+	now  units.Time
+
+	// The message graph (as the packet backend's engine walks it).
+	waiting  []int32
+	readyAt  []units.Time
+	depStart []int32
+	depList  []int32
+	started  []units.Time
+	finish   []units.Time
+	qpLeft   []int32
+	lastOut  []units.Time // latest QP delivery of a message in flight
+	done     int
+	events   eventHeap
+	// due are events at the current time released while events are handled (inEvents).
+	due      []event
+	inEvents bool
+	ends     endHeap
+	seq      uint64
+
+	// Flows, their paths and backlogs (slots reused when a flow ends).
+	flows     []flowState
+	freeFlows []int32
+	path      []int32
+	back      []float64
+	pos       []int32 // index of (flow, hop) in its resource's members
+	// gen counts each path slot's reuses; slotFlow and slotHop say whose it is (fifo entries).
+	gen      []uint32
+	slotFlow []int32
+	slotHop  []int32
+	// queues are the FIFOs of every resource and class (nil until used).
+	queues    []*fifo
+	freeSlots map[int32][]int32 // hops -> free offsets
+	live      int
+	cc        congestionControl
+	loss      *lossModel
+
+	hostSt []hostState
+	// activeHosts are the hot hosts with flows to inject (all their flows are hot); hot the hot
+	// flows (stepped), quiet the others.
+	activeHosts []int32
+	hot         []int32
+	// act lists, per rank, the resources with members.
+	act [][]int32
+
+	// Per resource and class (index r*nc+c): bytes held downstream that came through r (the
+	// ingress counter PFC and credits watch), what may pass r in the next step, and how much of
+	// the ingress drained in the last step.
+	nc      int
+	classOf map[uint8]int32
+	classes []uint8
+	ing     []float64
+	allow   []float64
+	drain   []float64
+	fc      *backpressure
+	// overhead is the capacity ACKs and credit updates take from data.
+	overhead *overhead
+
+	// Per-step bookkeeping.
+	stationary bool
+	changed    bool
+	ended      []int32
+	scratch    []fill
+	steps      int64
+	jumps      int64
+	lastDeliv  units.Time
+	delivered  float64
+	ideal      *idealCache
+	progressAt int64
+	pathBuf    []int32
+	heatBuf    []int32
+	pathCache  map[uint64]*cachedPath
+	// allHot keeps every flow hot (no quiet flows): the plain stepping the quiet flows must
+	// reproduce (TestQuietMatchesAllHot).
+	allHot bool
+
+	stats stats
+}
+
+type stats struct {
+	injected, deliveredWire float64
+	payloadSent             int64
+	payloadDelivered        int64
+}
+
+func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*engine, error) {
+	e := &engine{g: g, cfg: cfg, mg: mg, opt: opt, step: opt.Step, freeSlots: map[int32][]int32{}, classOf: map[uint8]int32{},
+		pathCache: map[uint64]*cachedPath{}}
+	if e.step == 0 {
+		e.step = DefaultStep
+	}
+	e.net = newNetwork(g, &e.cfg)
+	rt, err := newRouter(g, nh, &e.cfg, e.net)
+	if err != nil {
+		return nil, err
+	}
+	e.rt = rt
+	e.act = make([][]int32, e.net.numRanks())
+	e.hostSt = make([]hostState, len(g.Hosts))
+	for h := range e.hostSt {
+		n := g.Hosts[h]
+		e.hostSt[h] = hostState{active: -1, link: e.net.channel(n, 0), rate: float64(g.PortLink(n, 0).Rate) / 8}
+	}
+	// Classes: every priority the workload uses, mapped as the packet backend maps it.
+	for i := range mg.Msgs {
+		if mg.Msgs[i].Bytes > 0 {
+			c, err := e.classFor(&mg.Msgs[i], int32(i))
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := e.classOf[c]; !ok {
+				e.classOf[c] = int32(len(e.classes))
+				e.classes = append(e.classes, c)
+			}
+		}
+	}
+	e.nc = max(1, len(e.classes))
+	e.fc = newBackpressure(e)
+	e.overhead = newOverhead(e)
+	e.growState()
+	e.ideal = newIdealCache(&e.cfg)
+	switch {
+	case cfg.Kind == "roce" && cfg.RoCE.DCQCN:
+		if err := cfg.RoCE.DCQCNParams.Validate(); err != nil {
+			return nil, err
+		}
+		e.cc = newDCQCN(e)
+	case cfg.Kind == "infiniband" && cfg.IB.CC.Enabled:
+		cc, err := newIBCC(e)
+		if err != nil {
+			return nil, err
+		}
+		e.cc = cc
+	}
+	if e.needsLoss() {
+		e.loss = newLossModel(e)
+	}
+	e.initGraph()
+	return e, nil
+}
+
+// classFor is the queue a message's packets use on every link, as the packet backend assigns it:
+// its priority (0 asks for the fabric's data class) on Ethernet and RoCE; on InfiniBand the VL of
+// its service level.
+func (e *engine) classFor(m *msggraph.Message, id int32) (uint8, error) {
+	prio := m.Prio
+	if prio == 0 {
+		prio = e.cfg.DataPriority
+	}
+	if int(prio) >= e.cfg.Priorities {
+		if e.cfg.Kind != "ethernet" {
+			return 0, fmt.Errorf("message %d (%s) uses priority %d but the fabric has %d", id, m.Tag, m.Prio, e.cfg.Priorities)
+		}
+		prio = 0
+	}
+	if e.cfg.Kind == "infiniband" {
+		return e.cfg.IB.SL2VL[prio&(fabric.IBServiceLevels-1)], nil
+	}
+	return prio, nil
+}
+
+func (e *engine) initGraph() {
+	mg := e.mg
+	m := len(mg.Msgs)
+	e.waiting = make([]int32, m)
+	e.readyAt = make([]units.Time, m)
+	e.started = make([]units.Time, m)
+	e.finish = make([]units.Time, m)
+	e.qpLeft = make([]int32, m)
+	e.lastOut = make([]units.Time, m)
+	e.depStart = make([]int32, m+1)
+	for i := range mg.Msgs {
+		e.waiting[i] = int32(len(mg.Msgs[i].Deps))
+		for _, d := range mg.Msgs[i].Deps {
+			e.depStart[d+1]++
+		}
+	}
+	for i := 0; i < m; i++ {
+		e.depStart[i+1] += e.depStart[i]
+	}
+	e.depList = make([]int32, e.depStart[m])
+	fill := append([]int32(nil), e.depStart[:m]...)
+	for i := range mg.Msgs {
+		for _, d := range mg.Msgs[i].Deps {
+			e.depList[fill[d]] = int32(i)
+			fill[d]++
+		}
+	}
+	for i := range mg.Msgs {
+		e.readyAt[i] = mg.Msgs[i].Start
+		if e.waiting[i] == 0 {
+			e.schedule(int32(i))
+		}
+	}
+}
+
+// Event kinds.
+const (
+	evStart    = iota // a message is offered to its source NIC (or a delay node is ready)
+	evComplete        // a message's last byte is delivered (or a delay node's delay is over)
+)
+
+type event struct {
+	t    units.Time
+	seq  uint64
+	kind uint8
+	id   int32
+	ver  uint32
+}
+
+// eventHeap is a binary min-heap of events by (time, sequence), typed (container/heap's
+// interface boxing was a tenth of a large run).
+type eventHeap []event
+
+func (h eventHeap) less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *eventHeap) push(ev event) {
+	*h = append(*h, ev)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+func (e *engine) push(t units.Time, kind uint8, id int32) {
+	e.seq++
+	e.events.push(event{t: t, seq: e.seq, kind: kind, id: id})
+}
+
+func (e *engine) pushEvent(ev event) { e.events.push(ev) }
+
+func (e *engine) schedule(i int32) {
+	m := &e.mg.Msgs[i]
+	kind := uint8(evStart)
+	if m.Bytes == 0 {
+		e.started[i] = e.readyAt[i]
+		kind = evComplete
+	}
+	at := e.readyAt[i] + m.Delay
+	if e.inEvents && at == e.now {
+		// Due now (a dependency just completed and nothing to wait): handled in this round of
+		// events without a trip through the queue.
+		e.seq++
+		e.due = append(e.due, event{t: at, seq: e.seq, kind: kind, id: i})
+		return
+	}
+	e.push(at, kind, i)
+}
+
+// complete records message i's completion at t and releases its dependents.
+func (e *engine) complete(i int32, t units.Time) {
+	e.finish[i] = t
+	e.done++
+	for _, d := range e.depList[e.depStart[i]:e.depStart[i+1]] {
+		if t > e.readyAt[d] {
+			e.readyAt[d] = t
+		}
+		e.waiting[d]--
+		if e.waiting[d] == 0 {
+			e.schedule(d)
+		}
+	}
+}
+
+// run advances the fluid network from event to event: in steps of e.step while anything changes
+// (queues, throttles, congestion-control rates), in one jump while every rate is constant.
+func (e *engine) run() error {
+	until := e.opt.Until
+	if until <= 0 {
+		until = units.MaxTime
+	}
+	noProgress := e.cfg.NoProgress
+	for e.done < len(e.mg.Msgs) {
+		tNext := e.nextEvent()
+		if len(e.hot) == 0 {
+			if tNext == units.MaxTime {
+				break
+			}
+			if tNext > until {
+				e.now = until
+				return nil
+			}
+			e.now = max(e.now, tNext)
+			if err := e.handleEvents(e.now + 1); err != nil {
+				return err
+			}
+			continue
+		}
+		T := e.now
+		var tEnd units.Time
+		if e.stationary {
+			tEnd = min(tNext, e.jumpLimit(), until)
+			e.jump(tEnd)
+		} else {
+			// Events within the step happen at their own times before it is computed: a flow
+			// that starts (or heats) then sends for the rest of the step.
+			tEnd = min(T+e.step, until)
+			if err := e.handleEvents(tEnd); err != nil {
+				return err
+			}
+			e.now = T
+			e.stationary = e.stepTo(tEnd)
+		}
+		e.now = tEnd
+		if e.opt.Check {
+			if err := e.check(); err != nil {
+				return err
+			}
+		}
+		if e.now >= until {
+			return nil
+		}
+		if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress {
+			return e.stallError(noProgress)
+		}
+		if err := e.handleEvents(e.now + 1); err != nil {
+			return err
+		}
+		if p := e.opt.Progress; p != nil && e.steps+e.jumps >= e.progressAt {
+			e.progressAt = e.steps + e.jumps + 4096
+			if !p(e.now, e.done, len(e.mg.Msgs)) {
+				return ErrStopped
+			}
+		}
+	}
+	if e.done < len(e.mg.Msgs) && e.opt.Until <= 0 {
+		for i := range e.mg.Msgs {
+			if e.waiting[i] > 0 {
+				return fmt.Errorf("flow: message %d (%s) never became ready", i, e.mg.Msgs[i].Tag)
+			}
+		}
+		return fmt.Errorf("flow: %d of %d messages did not complete", len(e.mg.Msgs)-e.done, len(e.mg.Msgs))
+	}
+	return nil
+}
+
+// handleEvents processes every event before end, each at its own time (e.now is set to it; the
+// caller restores its clock): message starts and completions, and quiet flows' ends, in one
+// order by (time, sequence).
+func (e *engine) handleEvents(end units.Time) error {
+	e.inEvents = true
+	defer func() { e.inEvents = false }()
+	for {
+		for k := 0; k < len(e.due); k++ {
+			if err := e.handle(e.due[k]); err != nil {
+				e.due = e.due[:0]
+				return err
+			}
+		}
+		e.due = e.due[:0]
+		qe, quiet := e.ends.top()
+		if quiet && qe.t >= end {
+			quiet = false
+		}
+		msg := len(e.events) > 0 && e.events[0].t < end
+		if !quiet && !msg {
+			return nil
+		}
+		if quiet && (!msg || qe.t < e.events[0].t || qe.t == e.events[0].t && qe.seq < e.events[0].seq) {
+			e.ends.remove(qe.fid)
+			e.now = max(e.now, qe.t)
+			e.quietEnd(qe.fid, qe.t)
+			continue
+		}
+		ev := e.events.pop()
+		e.now = max(e.now, ev.t)
+		if err := e.handle(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// handle runs one message event at its time.
+func (e *engine) handle(ev event) error {
+	switch ev.kind {
+	case evStart:
+		return e.startMessage(ev.id, ev.t)
+	case evComplete:
+		e.complete(ev.id, ev.t)
+	}
+	return nil
+}
+
+// nextEvent is the time of the earliest pending event or quiet end.
+func (e *engine) nextEvent() units.Time {
+	t := units.MaxTime
+	if len(e.events) > 0 {
+		t = e.events[0].t
+	}
+	if qe, ok := e.ends.top(); ok {
+		t = min(t, qe.t)
+	}
+	return t
+}
+
+func (e *engine) stallError(d units.Time) error {
+	return fmt.Errorf("no progress for %v at %v: %d flows hold bytes and none is delivered (%d of %d messages complete)%s",
+		d, e.now, e.live, e.done, len(e.mg.Msgs), e.fc.explainStall())
+}
+
+// startMessage offers message i's bytes at time t: one flow per QP (fabric/qp.go's striping:
+// whole packets, each QP its own hash).
+func (e *engine) startMessage(i int32, t units.Time) error {
+	m := &e.mg.Msgs[i]
+	e.started[i] = t
+	qps := int64(max(e.cfg.QPsPerConn, 1))
+	mtu := int64(e.cfg.MTU)
+	size := int64(m.Bytes)
+	pkts := (size + mtu - 1) / mtu
+	nq := min(qps, pkts)
+	per := (pkts + nq - 1) / nq * mtu
+	cls, err := e.classFor(m, i)
+	if err != nil {
+		return err
+	}
+	for q := int64(0); q < nq; q++ {
+		share := min(per, size-q*per)
+		if share <= 0 {
+			break
+		}
+		if err := e.startFlow(i, m, int32(q), share, e.classOf[cls], t); err != nil {
+			return fmt.Errorf("message %d (%s): %w", i, m.Tag, err)
+		}
+		e.qpLeft[i]++
+	}
+	return nil
+}
+
+func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int64, cls int32, t units.Time) error {
+	var fid int32
+	if n := len(e.freeFlows); n > 0 {
+		fid = e.freeFlows[n-1]
+		e.freeFlows = e.freeFlows[:n-1]
+	} else {
+		fid = int32(len(e.flows))
+		e.flows = append(e.flows, flowState{})
+	}
+	hash := qpHash(e.cfg.Seed, msg, m, qp)
+	pc, err := e.paths(m.Src, m.Dst, hash, qp)
+	if err != nil {
+		e.freeFlows = append(e.freeFlows, fid)
+		return err
+	}
+	p := pc.p
+	hops, ackHops := pc.hops, int32(len(p))-pc.hops
+	if len(e.ing) < len(e.net.res)*e.nc {
+		e.growState() // the path created a bundle
+	}
+	off := e.alloc(hops + ackHops)
+	copy(e.path[off:off+hops+ackHops], p)
+	for h := int32(0); h < hops; h++ {
+		e.slotFlow[off+h], e.slotHop[off+h] = fid, h
+	}
+	p = p[:hops]
+	wire := e.wireBytes(payload)
+	f := &e.flows[fid]
+	ver := f.ver + 1 // a reused slot keeps counting: old events stay stale
+	*f = flowState{ver: ver, msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
+		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
+	f.from = t
+	if pc.payload != payload {
+		pc.payload, pc.lat = payload, e.latency(p, payload, wire)
+	}
+	f.lat = pc.lat
+	f.t0 = t
+	for h, r := range p {
+		e.join(r, fid, int32(h), off) // quiet at rate 0 until its host's round robin is shared
+	}
+	hs := &e.hostSt[m.Src]
+	f.hidx = int32(len(hs.flows))
+	hs.flows = append(hs.flows, fid)
+	if e.cc != nil {
+		e.cc.start(fid, t)
+	}
+	if e.loss != nil {
+		e.loss.start(fid)
+	}
+	e.live++
+	// A new flow changes its host's round robin: shared again among quiet flows where no link
+	// on their paths overflows, else the host's flows are stepped.
+	if hs.active >= 0 || !e.reshare(m.Src) {
+		e.heatFlow(fid)
+		e.heatHost(m.Src)
+		e.stationary = false
+	}
+	return nil
+}
+
+// alloc returns the offset of hops free path and backlog slots.
+func (e *engine) alloc(hops int32) int32 {
+	if l := e.freeSlots[hops]; len(l) > 0 {
+		off := l[len(l)-1]
+		e.freeSlots[hops] = l[:len(l)-1]
+		clear(e.back[off : off+hops])
+		for i := off; i < off+hops; i++ {
+			e.gen[i]++
+		}
+		return off
+	}
+	off := int32(len(e.path))
+	for range hops {
+		e.path = append(e.path, 0)
+		e.back = append(e.back, 0)
+		e.pos = append(e.pos, 0)
+		e.gen = append(e.gen, 0)
+		e.slotFlow = append(e.slotFlow, 0)
+		e.slotHop = append(e.slotHop, 0)
+	}
+	return off
+}
+
+// wireBytes is the bytes a QP's payload puts on the wire: every packet's headers, minimum frame
+// and layer-1 overhead, and the RETH of the first packet.
+func (e *engine) wireBytes(payload int64) float64 {
+	c := &e.cfg
+	mtu := int64(c.MTU)
+	full := payload / mtu
+	frame := func(p int64) int64 { return max(p+int64(c.HeaderBytes), int64(c.MinFrame)) + int64(c.L1Overhead) }
+	w := full * frame(mtu)
+	if rest := payload - full*mtu; rest > 0 {
+		w += frame(rest)
+	}
+	return float64(w + int64(c.FirstHeaderExtra))
+}
+
+// latency is the time from the last wire byte leaving the flow's bottleneck to the message's
+// delivery: the packet backend's FCT alone on the path (idealCache) minus the bytes at the
+// bottleneck's rate.
+func (e *engine) latency(p []int32, payload int64, wire float64) units.Time {
+	ideal := e.ideal.fct(e.net, p, payload)
+	bott := math.Inf(1)
+	for _, r := range p {
+		bott = min(bott, float64(e.net.res[r].linkRate)/8)
+	}
+	return max(0, ideal-units.Time(wire/bott*1e12))
+}
+
+// join adds flow f at hop h (path slot off+h) to resource r.
+func (e *engine) join(r, f, h, off int32) {
+	res := &e.net.res[r]
+	e.pos[off+h] = int32(len(res.members))
+	res.members = append(res.members, member{f: f, h: h})
+	if e.flows[f].hot {
+		e.hotJoin(r)
+	} else {
+		res.quietN++
+		res.quietLoad += e.flows[f].rate
+	}
+}
+
+// hotJoin counts one more hot member of resource r (listing r for the sweep at the first).
+func (e *engine) hotJoin(r int32) {
+	res := &e.net.res[r]
+	res.hotN++
+	if res.active < 0 {
+		lst := &e.act[res.rank]
+		res.active = int32(len(*lst))
+		*lst = append(*lst, r)
+	}
+}
+
+// hotLeave counts one hot member less (unlisting r at the last).
+func (e *engine) hotLeave(r int32) {
+	res := &e.net.res[r]
+	res.hotN--
+	if res.hotN == 0 {
+		lst := &e.act[res.rank]
+		last := (*lst)[len(*lst)-1]
+		(*lst)[res.active] = last
+		e.net.res[last].active = res.active
+		*lst = (*lst)[:len(*lst)-1]
+		res.active = -1
+	}
+}
+
+// leave removes flow f at hop h (path slot off+h) from resource r: the last member takes its place.
+func (e *engine) leave(r, f, h, off int32) {
+	res := &e.net.res[r]
+	i := e.pos[off+h]
+	last := res.members[len(res.members)-1]
+	res.members[i] = last
+	e.pos[e.flows[last.f].off+last.h] = i
+	res.members = res.members[:len(res.members)-1]
+	if fl := &e.flows[f]; fl.hot {
+		e.hotLeave(r)
+	} else {
+		res.quietN--
+		res.quietLoad -= fl.rate
+		if res.quietN == 0 {
+			res.quietLoad = 0 // no residue
+		}
+	}
+}
+
+// endFlow retires a flow whose bytes have all left its last queue at time tLast.
+func (e *engine) endFlow(fid int32, tLast units.Time) {
+	f := &e.flows[fid]
+	path := e.path[f.off : f.off+f.hops]
+	for h, r := range path {
+		e.leave(r, fid, int32(h), f.off)
+	}
+	e.freeSlots[f.hops+f.ackHops] = append(e.freeSlots[f.hops+f.ackHops], f.off)
+	if f.hot {
+		e.unhot(fid)
+	} else {
+	}
+	if f.hidx >= 0 {
+		e.unhost(fid)
+	}
+	if e.cc != nil {
+		e.cc.end(fid)
+	}
+	at := tLast + f.lat
+	msg := f.msg
+	e.lastOut[msg] = max(e.lastOut[msg], at)
+	e.qpLeft[msg]--
+	if e.qpLeft[msg] == 0 {
+		e.push(e.lastOut[msg], evComplete, msg)
+		e.stats.payloadDelivered += int64(e.mg.Msgs[msg].Bytes)
+	}
+	f.done = true
+	e.freeFlows = append(e.freeFlows, fid)
+	e.live--
+	e.stationary = false
+}
+
+// unhost removes a flow that has injected all its bytes from its host's round robin.
+func (e *engine) unhost(fid int32) {
+	f := &e.flows[fid]
+	hs := &e.hostSt[f.src]
+	last := hs.flows[len(hs.flows)-1]
+	hs.flows[f.hidx] = last
+	e.flows[last].hidx = f.hidx
+	hs.flows = hs.flows[:len(hs.flows)-1]
+	f.hidx = -1
+	switch {
+	case len(hs.flows) == 0 && hs.active >= 0:
+		e.unlistHost(f.src)
+	case hs.active < 0 && len(hs.flows) > 0 && !e.reshare(f.src):
+		e.heatHost(f.src) // the others' shares of the round robin change
+	}
+}
+
+// unlistHost takes host h off the hot hosts.
+func (e *engine) unlistHost(h int32) {
+	hs := &e.hostSt[h]
+	lastH := e.activeHosts[len(e.activeHosts)-1]
+	e.activeHosts[hs.active] = lastH
+	e.hostSt[lastH].active = hs.active
+	e.activeHosts = e.activeHosts[:len(e.activeHosts)-1]
+	hs.active = -1
+}
+
+// needsLoss reports whether anything can drop: a lossy class, or a link with an error rate.
+func (e *engine) needsLoss() bool {
+	for c := range e.classes {
+		if e.fc.kind == bpNone || !e.fc.lossless[c] {
+			return true
+		}
+	}
+	if e.cfg.Kind == "roce" && e.cfg.RoCE.RandomLoss > 0 {
+		return true
+	}
+	for _, l := range e.g.Links {
+		if l.ErrorRate > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rehost puts a flow that has bytes to send again (a retransmission) back in its NIC's round
+// robin.
+func (e *engine) rehost(fid int32) {
+	f := &e.flows[fid]
+	hs := &e.hostSt[f.src]
+	f.hidx = int32(len(hs.flows))
+	hs.flows = append(hs.flows, fid)
+	e.heatHost(f.src)
+}
+
+// Planning figures for EstimateMemory (measured on the 1,024- and 16,384-GPU benchmarks,
+// docs/flow.md): per message of the graph (the engine's per-message arrays and its share of the
+// flows, paths, queues and events in flight), per channel, and per routing-table entry.
+const (
+	bytesPerMessage = 160
+	bytesPerChannel = 256
+)
+
+// EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs
+// themselves: the engine's state per message and per channel and the leaf-indexed routes
+// (switches x edge switches). It grows linearly with the cluster and the workload.
+func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
+	var ports, switches, edges int64
+	for i := range g.Nodes {
+		ports += int64(len(g.Nodes[i].Ports))
+		if g.Nodes[i].Kind == topo.Switch {
+			switches++
+		}
+	}
+	seen := map[topo.NodeID]bool{}
+	for _, h := range g.Hosts {
+		if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
+			seen[p] = true
+			edges++
+		}
+	}
+	est := float64(len(mg.Msgs))*bytesPerMessage + float64(ports)*bytesPerChannel + float64(switches)*float64(edges)*4
+	return int64(min(est, math.MaxInt64/2))
+}
+
+func gib(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// pathKey names a QP's route: the messages of one connection share it.
+type pathKey struct {
+	src, dst int32
+	hash     uint32
+	qp       int32
+}
+
+// cachedPath is a route (data path then ACK path) and the latency of the last payload size sent
+// on it; key is the route's full key (the cache is indexed by its hash).
+type cachedPath struct {
+	key     pathKey
+	p       []int32
+	hops    int32
+	payload int64
+	lat     units.Time
+}
+
+// maxCachedPaths bounds the route cache (cleared when full).
+const maxCachedPaths = 1 << 20
+
+// paths returns the data and ACK paths of a QP, computed once per connection (a collective's
+// chunks on one channel follow the same route).
+func (e *engine) paths(src, dst int32, hash uint32, qp int32) (*cachedPath, error) {
+	k := pathKey{src, dst, hash, qp}
+	hk := sim.Mix64(uint64(src)<<40^uint64(dst)<<20^uint64(qp)) ^ uint64(hash)
+	if c, ok := e.pathCache[hk]; ok && c.key == k {
+		return c, nil
+	}
+	p, err := e.rt.path(src, dst, hash, qp, nil)
+	if err != nil {
+		return nil, err
+	}
+	hops := int32(len(p))
+	if p, err = e.rt.ackPath(dst, src, hash, qp, p); err != nil {
+		return nil, err
+	}
+	if len(e.pathCache) >= maxCachedPaths {
+		clear(e.pathCache)
+	}
+	c := &cachedPath{key: k, p: p, hops: hops, payload: -1}
+	e.pathCache[hk] = c
+	return c, nil
+}

@@ -1,0 +1,121 @@
+package flow
+
+// fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
+// bytes that arrived in one step form a segment (each flow's share of it), and the link serves
+// segments in order, the head one in proportion to its flows' amounts. A flow that joins a long
+// queue waits behind what was there; a flow that stops arriving leaves with its last segment,
+// one queueing delay later.
+type fifo struct {
+	segs  []segment
+	sh    int // first live segment
+	ents  []qent
+	eh    int // first live entry
+	bytes float64
+	// left is what the queue held after its last service (what a packet arriving in the next
+	// step finds, ECN marking).
+	left float64
+	step int64 // the step the tail segment was opened in
+}
+
+// segment is what arrived in one step: entries ents[from:to], rem bytes of them left.
+type segment struct {
+	from, to int
+	rem      float64
+}
+
+// qent is one flow's bytes in a segment: the flow's (path slot) and the slot's generation, so
+// that an entry of a flow that has ended is recognized after its slot was reused.
+type qent struct {
+	slot int32
+	gen  uint32
+	amt  float64
+}
+
+// push appends amt bytes of path slot at generation gen, arriving in step.
+func (q *fifo) push(slot int32, gen uint32, amt float64, step int64) {
+	if n := len(q.segs); n == q.sh || q.step != step {
+		q.compact()
+		q.segs = append(q.segs, segment{from: len(q.ents), to: len(q.ents)})
+		q.step = step
+	}
+	s := &q.segs[len(q.segs)-1]
+	q.ents = append(q.ents, qent{slot: slot, gen: gen, amt: amt})
+	s.to = len(q.ents)
+	s.rem += amt
+	q.bytes += amt
+}
+
+// compact drops consumed segments and entries once they are most of the slices.
+func (q *fifo) compact() {
+	if q.sh > 0 && q.sh >= len(q.segs)/2 {
+		n := copy(q.segs, q.segs[q.sh:])
+		q.segs = q.segs[:n]
+		q.sh = 0
+	}
+	if q.eh > 0 && q.eh >= len(q.ents)/2 {
+		n := copy(q.ents, q.ents[q.eh:])
+		q.ents = q.ents[:n]
+		for i := range q.segs {
+			q.segs[i].from -= q.eh
+			q.segs[i].to -= q.eh
+		}
+		q.eh = 0
+	}
+	if len(q.segs) == 0 {
+		q.ents = q.ents[:0]
+		q.eh = 0
+	}
+}
+
+// serve takes up to limit bytes from the head, calling take for every entry with the bytes it
+// gives; it returns the bytes served.
+func (q *fifo) serve(limit float64, take func(slot int32, gen uint32, s float64)) float64 {
+	var served float64
+	for q.sh < len(q.segs) && limit > 0 {
+		s := &q.segs[q.sh]
+		if s.rem <= limit*(1+1e-12) {
+			for i := max(s.from, q.eh); i < s.to; i++ {
+				if e := &q.ents[i]; e.amt > 0 {
+					take(e.slot, e.gen, e.amt)
+					e.amt = 0
+				}
+			}
+			limit -= s.rem
+			served += s.rem
+			q.bytes -= s.rem
+			q.eh = s.to
+			q.sh++
+			continue
+		}
+		phi := limit / s.rem
+		for i := max(s.from, q.eh); i < s.to; i++ {
+			if e := &q.ents[i]; e.amt > 0 {
+				x := e.amt * phi
+				e.amt -= x
+				take(e.slot, e.gen, x)
+			}
+		}
+		s.rem -= limit
+		q.bytes -= limit
+		served += limit
+		limit = 0
+	}
+	if q.sh == len(q.segs) {
+		q.segs, q.ents, q.sh, q.eh, q.bytes = q.segs[:0], q.ents[:0], 0, 0, 0
+	}
+	return served
+}
+
+// drop removes the bytes of a path slot (a flow retired with a floating-point residue).
+func (q *fifo) drop(slot int32, gen uint32) {
+	for k := q.sh; k < len(q.segs); k++ {
+		s := &q.segs[k]
+		for i := max(s.from, q.eh); i < s.to; i++ {
+			if e := &q.ents[i]; e.slot == slot && e.gen == gen && e.amt > 0 {
+				s.rem -= e.amt
+				q.bytes -= e.amt
+				e.amt = 0
+			}
+		}
+	}
+}

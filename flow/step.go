@@ -1,0 +1,520 @@
+package flow
+
+import (
+	"math"
+	"slices"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Tolerances of the stationarity test: a step after which no queue moved by more than relTol of
+// what its link carries in a step, and no injection rate by more than relTol of itself, is
+// stationary, and the run jumps to the next event.
+const relTol = 1e-7
+
+// fill is one water-filling demand.
+type fill struct {
+	d float64
+	i int32
+}
+
+// waterFill shares capacity c max-min fairly among demands: each gets min(demand, level), with
+// level the largest that fits (the round robin of a NIC serving flows with their own rate caps).
+// It writes each grant into d and returns what was used.
+func waterFill(c float64, d []fill) float64 {
+	var sum float64
+	for _, x := range d {
+		sum += x.d
+	}
+	if sum <= c {
+		return sum
+	}
+	slices.SortFunc(d, func(a, b fill) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	left := c
+	for k := range d {
+		share := left / float64(len(d)-k)
+		if d[k].d > share {
+			for j := k; j < len(d); j++ {
+				d[j].d = share
+			}
+			return c
+		}
+		left -= d[k].d
+	}
+	return c - left
+}
+
+// eps is the amount of a flow's bytes below which it counts as done (floating-point residue).
+func eps(total float64) float64 { return 1e-9*total + 1e-6 }
+
+// stepTo advances every flow in flight from e.now to tEnd in one step of the fluid network:
+//
+//  1. Each NIC injects: its link rate over the step (less what PFC or credits allow on its link)
+//     shared max-min among its flows, each capped by its congestion-control rate and its bytes.
+//  2. Each switch egress queue, in rank order (climbing links first, then descending ones, so a
+//     byte can cross a whole uncongested path in one step), serves what it holds first in first
+//     out (fifo): its link's bytes for the step, or less where the next hop's PFC or credits
+//     throttle it. Bytes joining a queue are ECN-marked with RED's probability at its depth.
+//  3. Back-pressure (PFC thresholds, credits), congestion control (DCQCN) and completions are
+//     brought up to date for the next step.
+//
+// It reports whether the step left every rate and queue as it found them (stationary).
+func (e *engine) stepTo(tEnd units.Time) bool {
+	tau := float64(tEnd-e.now) / float64(units.Second)
+	if tau <= 0 {
+		return false
+	}
+	e.steps++
+	e.changed = false
+	e.preheat()
+	for _, fid := range e.hot {
+		f := &e.flows[fid]
+		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
+	}
+	e.inject(tau, tEnd)
+	for rank := 1; rank < len(e.act); rank++ {
+		for _, r := range e.act[rank] {
+			e.serve(r, tau)
+		}
+	}
+	if e.fc.update(tau) {
+		e.changed = true
+	}
+	if e.cc != nil && e.cc.afterStep(tEnd, tau) {
+		e.changed = true
+	}
+	if e.loss != nil {
+		e.loss.endStep()
+		if e.loss.rewind(tEnd) || e.loss.random {
+			e.changed = true
+		}
+	}
+	out := e.live > len(e.hot) // quiet flows deliver all the time
+	for _, fid := range e.hot {
+		if e.flows[fid].out > 0 {
+			out = true
+			break
+		}
+	}
+	if out {
+		e.lastDeliv = tEnd
+	}
+	if len(e.ended) > 0 {
+		for _, fid := range e.ended {
+			f := &e.flows[fid]
+			// The last byte left within the step, at tOut seconds into it (serve).
+			at := e.now + units.Time(math.Ceil(min(f.tOut, tau)*float64(units.Second)))
+			e.retire(fid, min(at, tEnd))
+		}
+		e.ended = e.ended[:0]
+		e.changed = true
+	}
+	e.now = tEnd // the flows that cool go quiet from the step's end
+	for _, fid := range e.hot {
+		e.flows[fid].from = tEnd
+	}
+	e.settle(tau)
+	e.overhead.update(tau)
+	return !e.changed
+}
+
+// retire clears a finished flow's residue from the queues and ends it.
+func (e *engine) retire(fid int32, tLast units.Time) {
+	f := &e.flows[fid]
+	for h := int32(1); h < f.hops; h++ {
+		if b := e.back[f.off+h]; b != 0 {
+			e.addIng(e.path[f.off+h-1], f.cls, -b)
+			e.back[f.off+h] = 0
+			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.gen[f.off+h])
+		}
+	}
+	e.endFlow(fid, tLast)
+}
+
+// ccRate is what congestion control lets flow f send, bytes per second (the line rate without it).
+func (e *engine) ccRate(fid int32) float64 {
+	if e.cc != nil {
+		return e.cc.rate(fid)
+	}
+	return math.Inf(1)
+}
+
+// inject is step 1: every NIC's round robin over its flows.
+func (e *engine) inject(tau float64, tEnd units.Time) {
+	nc := e.nc
+	for hi := 0; hi < len(e.activeHosts); hi++ {
+		h := e.activeHosts[hi]
+		hs := &e.hostSt[h]
+		var wmax float64
+		d := e.scratch[:0]
+		for k, fid := range hs.flows {
+			f := &e.flows[fid]
+			// The flow sends from f.from (within the step if it started or heated then, before
+			// it if it catches up) to the step's end.
+			w := max(0, float64(tEnd-f.from)/float64(units.Second))
+			wmax = max(wmax, w)
+			dem := min(f.rem, e.ccRate(fid)*w)
+			if e.loss != nil && e.loss.irn {
+				dem = min(dem, max(0, e.loss.bdpCap-e.inNetwork(fid)))
+			}
+			d = append(d, fill{d: dem, i: int32(k)})
+		}
+		capB := hs.rate * wmax
+		if nc == 1 {
+			capB = min(capB, e.allow[hs.link])
+			waterFill(capB, d)
+		} else {
+			waterFill(capB, d)
+			e.classCap(hs.link, hs.flows, d)
+		}
+		var finished []int32
+		sending := 0
+		for _, x := range d {
+			if x.d > 0 {
+				sending++
+			}
+		}
+		for _, x := range d {
+			fid := hs.flows[x.i]
+			f := &e.flows[fid]
+			amt := x.d
+			if f.rem-amt <= eps(f.total) {
+				amt = f.rem
+			}
+			rate := amt / max(float64(tEnd-f.from)/float64(units.Second), tau*1e-9)
+			if math.Abs(rate-f.rate) > relTol*math.Max(rate, f.rate) {
+				e.changed = true
+			}
+			f.rate = rate
+			if amt <= 0 {
+				continue
+			}
+			f.rem -= amt
+			f.inj = amt
+			e.stats.injected += amt
+			r0 := e.path[f.off]
+			e.net.res[r0].txBytes += amt
+			e.forward(r0, fid, 0, amt)
+			if f.rem == 0 {
+				finished = append(finished, fid)
+				// When the last byte left the NIC: at the flow's share of the round robin.
+				f.tInj = min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))
+				if f.hops == 1 && e.finished(fid) {
+					f.tOut = f.tInj
+					f.done = true
+					e.ended = append(e.ended, fid)
+				}
+			}
+		}
+		e.scratch = d
+		for _, fid := range finished {
+			e.unhost(fid)
+			e.changed = true
+		}
+		if hi >= len(e.activeHosts) || e.activeHosts[hi] != h {
+			hi-- // the host left the list; another took its place
+		}
+	}
+}
+
+// classCap scales down, per class, the grants of flows whose class the link's allowance
+// throttles (PFC pauses and credits are per priority or VL).
+func (e *engine) classCap(link int32, flows []int32, d []fill) {
+	nc := e.nc
+	var sum [16]float64
+	for _, x := range d {
+		sum[e.flows[flows[x.i]].cls] += x.d
+	}
+	for k := range d {
+		c := e.flows[flows[d[k].i]].cls
+		if a := e.allow[int(link)*nc+int(c)]; sum[c] > a {
+			d[k].d *= a / sum[c]
+		}
+	}
+}
+
+// addIng records amt bytes entering (or, negative, leaving) the queues downstream of resource r
+// on class c: r's ingress counter and the downstream switches' buffers.
+func (e *engine) addIng(r, c int32, amt float64) {
+	e.ing[int(r)*e.nc+int(c)] += amt
+	res := &e.net.res[r]
+	if res.to >= 0 {
+		b := &e.net.bufs[res.to]
+		b.used += amt
+		b.maxUse = max(b.maxUse, b.used)
+		return
+	}
+	per := amt / float64(len(res.toSwitches))
+	for _, s := range res.toSwitches {
+		b := &e.net.bufs[s]
+		b.used += per
+		b.maxUse = max(b.maxUse, b.used)
+	}
+}
+
+// enqueue adds amt bytes of flow fid, arriving at hop h (path slot idx), to the queue of
+// resource r, where they are marked with RED's probability at the depth they find. On a lossy
+// class the switch may take less (tail drop, lossModel); it returns what it took.
+func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
+	f := &e.flows[fid]
+	if e.lossy(f.cls) {
+		if ok := e.loss.admit(r, f.cls, amt); ok < amt {
+			e.loss.drop(fid, h, amt-ok, e.now, false)
+			amt = ok
+			if amt <= 0 {
+				return 0
+			}
+		}
+	}
+	idx := f.off + h
+	e.back[idx] += amt
+	q := e.queue(r, f.cls)
+	if e.cc != nil {
+		e.cc.enqueued(fid, r, q, amt)
+	}
+	q.push(idx, e.gen[idx], amt, e.steps)
+	return amt
+}
+
+// forward moves s bytes of flow fid that left resource r (its hop h) on to the next hop, less
+// what the link corrupted.
+func (e *engine) forward(r, fid, h int32, s float64) {
+	f := &e.flows[fid]
+	if e.loss != nil {
+		if lost := e.loss.randomLoss(r, f, s); lost > 0 {
+			e.loss.drop(fid, h+1, lost, e.now, true)
+			s -= lost
+		}
+	}
+	if h == f.hops-1 {
+		e.deliver(fid, s)
+		return
+	}
+	if ok := e.enqueue(e.path[f.off+h+1], fid, h+1, s); ok > 0 {
+		e.addIng(r, f.cls, ok)
+	}
+}
+
+// deliver hands s bytes to flow fid's receiver.
+func (e *engine) deliver(fid int32, s float64) {
+	f := &e.flows[fid]
+	f.out += s
+	e.stats.deliveredWire += s
+	if e.loss != nil {
+		s = e.loss.delivered(fid, s)
+	}
+	f.deliv += s
+}
+
+// finished reports whether flow f has delivered every byte (and no loss is being recovered).
+func (e *engine) finished(fid int32) bool {
+	f := &e.flows[fid]
+	if f.rem != 0 || f.deliv < f.total-eps(f.total) || f.done {
+		return false
+	}
+	return e.loss == nil || !e.loss.state(fid).pending
+}
+
+// queue is the FIFO of resource r and class c.
+func (e *engine) queue(r, c int32) *fifo {
+	k := int(r)*e.nc + int(c)
+	if e.queues[k] == nil {
+		e.queues[k] = &fifo{}
+	}
+	return e.queues[k]
+}
+
+// serve is step 2 at one resource: each class's queue sends, first in first out, what the link
+// (less its ACK and credit overhead) and the next hop's PFC or credits allow.
+func (e *engine) serve(r int32, tau float64) {
+	res := &e.net.res[r]
+	if res.fromHost {
+		return
+	}
+	nc := e.nc
+	old := res.q
+	var q float64
+	var qc [16]float64
+	for c := 0; c < nc; c++ {
+		if fq := e.queues[int(r)*nc+c]; fq != nil {
+			qc[c] = fq.bytes
+			q += fq.bytes
+		}
+	}
+	if q <= 0 {
+		res.q = 0
+		if old != 0 {
+			e.changed = true
+		}
+		return
+	}
+	budget := max(0, res.rate-res.quietLoad) * tau
+	var lim [16]float64
+	if nc == 1 {
+		lim[0] = min(budget, e.allow[r], e.fc.window(r, 0)*tau)
+	} else {
+		e.classShares(r, tau, budget, &qc, &lim)
+	}
+	var served float64
+	rate := budget / tau
+	for c := 0; c < nc; c++ {
+		fq := e.queues[int(r)*nc+c]
+		if fq == nil || fq.bytes <= 0 || lim[c] <= 0 {
+			continue
+		}
+		cls := int32(c)
+		defer func() { fq.left = fq.bytes }()
+		served += fq.serve(lim[c], func(slot int32, gen uint32, s float64) {
+			if e.gen[slot] != gen {
+				return // the residue of a flow that has ended
+			}
+			fid, h := e.slotFlow[slot], e.slotHop[slot]
+			f := &e.flows[fid]
+			e.back[slot] -= s
+			prev := e.path[slot-1]
+			e.addIng(prev, cls, -s)
+			e.drain[int(prev)*nc+c] += s
+			e.forward(r, fid, h, s)
+			if h == f.hops-1 && e.finished(fid) {
+				f.done = true // retired after the sweep
+				e.ended = append(e.ended, fid)
+				// Its last byte left when the link had sent what came before it, not before it
+				// left the NIC.
+				f.tOut = max(f.tInj, min(tau, (served+s)/rate))
+			}
+		})
+	}
+	res.txBytes += served
+	res.q = q - served
+	if math.Abs(res.q-old) > relTol*budget {
+		e.changed = true
+	}
+}
+
+// classShares splits a resource's budget among its classes (equal weights, each class at most
+// what it holds and what the next hop allows it) and sets what each class may send.
+func (e *engine) classShares(r int32, tau, budget float64, qc, lim *[16]float64) {
+	nc := e.nc
+	d := e.scratch[:0]
+	for c := 0; c < nc; c++ {
+		if qc[c] > 0 {
+			lim := min(qc[c], e.allow[int(r)*nc+c], e.fc.window(r, int32(c))*tau)
+			d = append(d, fill{d: lim, i: int32(c)})
+		}
+	}
+	waterFill(budget, d)
+	for _, x := range d {
+		lim[x.i] = x.d
+	}
+	e.scratch = d
+}
+
+// jumpLimit is the earliest time a flow, injecting at its constant rate, runs out of bytes.
+func (e *engine) jumpLimit() units.Time {
+	t := units.MaxTime
+	for _, h := range e.activeHosts {
+		for _, fid := range e.hostSt[h].flows {
+			f := &e.flows[fid]
+			if f.rate <= 0 {
+				continue
+			}
+			d := math.Ceil(f.rem / f.rate * float64(units.Second))
+			if d < float64(units.MaxTime-e.now) {
+				t = min(t, e.now+max(units.Time(d), 1))
+			}
+		}
+	}
+	return t
+}
+
+// jump advances a stationary network to tEnd: every flow injects and delivers at its constant
+// rate, queues stay as they are.
+func (e *engine) jump(tEnd units.Time) {
+	T := float64(tEnd-e.now) / float64(units.Second)
+	if T <= 0 {
+		return
+	}
+	e.jumps++
+	for rank := range e.act {
+		for _, r := range e.act[rank] {
+			e.jumpResource(r, T)
+		}
+	}
+	e.fc.jump(T)
+	e.overhead.account(T)
+	e.jumpFlows(tEnd, T)
+	for _, fid := range e.hot {
+		e.flows[fid].from = tEnd
+	}
+}
+
+// jumpResource counts T seconds of a stationary resource's hot traffic.
+func (e *engine) jumpResource(r int32, T float64) {
+	res := &e.net.res[r]
+	{
+		for _, m := range res.members {
+			f := &e.flows[m.f]
+			if !f.hot {
+				continue // quiet flows are brought up to date when they change
+			}
+			x := f.rate * T
+			res.txBytes += x
+			if res.ecn.pmax > 0 {
+				res.marks += x / e.ideal.maxWire * res.ecn.prob(res.q)
+			}
+		}
+	}
+}
+
+// jumpFlows advances the hot flows' bytes over a stationary stretch of T seconds ending at tEnd.
+func (e *engine) jumpFlows(tEnd units.Time, T float64) {
+	var finished []int32
+	for _, h := range e.activeHosts {
+		for _, fid := range e.hostSt[h].flows {
+			f := &e.flows[fid]
+			x := f.rate * T
+			if f.rem-x <= eps(f.total) || f.rate > 0 && tEnd == e.now+units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))) {
+				x = f.rem
+			}
+			f.rem -= x
+			f.deliv += x
+			e.stats.injected += x
+			e.stats.deliveredWire += x
+			if x > 0 {
+				e.lastDeliv = tEnd
+			}
+			if f.rem == 0 {
+				finished = append(finished, fid)
+			}
+		}
+	}
+	for _, fid := range finished {
+		e.unhost(fid)
+		f := &e.flows[fid]
+		if f.deliv >= f.total-eps(f.total) {
+			f.done = true
+			e.retire(fid, tEnd)
+		}
+	}
+	if len(finished) > 0 {
+		e.stationary = false
+	}
+}
+
+// inNetwork is the bytes of flow fid queued in the network.
+func (e *engine) inNetwork(fid int32) float64 {
+	f := &e.flows[fid]
+	var x float64
+	for _, b := range e.back[f.off+1 : f.off+f.hops] {
+		x += b
+	}
+	return x
+}
