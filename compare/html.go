@@ -173,6 +173,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		costSec.Tables = append(costSec.Tables, bt)
 	}
 	page.Sections = append(page.Sections, costSec)
+	page.Sections = append(page.Sections, r.bomSection())
 
 	// Parameters.
 	params := report.Section{Title: "Variant parameters"}
