@@ -460,7 +460,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 			b.Assumptions = append(b.Assumptions, fmt.Sprintf("%s links of unknown length taken as %g m", c, m))
 		}
 	}
-	if opts.RailOptimized {
+	if opts.RailOptimized && b.Counts.LinksByReach[topo.ReachUnknown.String()] > 0 {
 		b.Assumptions = append(b.Assumptions, "rail-optimized: host links leave the rack")
 	}
 	return b, nil
