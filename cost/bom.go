@@ -238,7 +238,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 	if err := addNICs(g, pk, func(it *Item) {
 		add(lineKey{cat: KindNIC, item: it.Key}, it, 1, it.PriceUSD, it.low(), it.high())
 		b.Counts.NICs++
-		tb := tiers.at(&g.Nodes[g.Hosts[0]], 0)
+		tb := tiers.at(nil, 0)
 		tb.NICs++
 		tb.NICsUSD += it.PriceUSD
 	}); err != nil {
@@ -248,7 +248,11 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 	// Links.
 	lens := resolveLengths(opts)
 	usedDefault := map[string]float64{}
-	fallbacks := map[string]bool{}
+	type fallbackKey struct {
+		reach topo.Reach
+		rate  units.Rate
+	}
+	fallbacks := map[fallbackKey]bool{}
 	twinEnds := map[twinKey]int{} // switch ends waiting for twin-port modules
 	for i := range g.Links {
 		l := &g.Links[i]
@@ -299,18 +303,15 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 				continue
 			}
 		}
-		if l.Reach != topo.ReachUnknown && l.Reach != topo.ReachHall {
+		if k := (fallbackKey{l.Reach, l.Rate}); l.Reach != topo.ReachUnknown && l.Reach != topo.ReachHall && !fallbacks[k] {
 			// The class's own medium is missing or does not reach: say so once per class and rate.
+			fallbacks[k] = true
 			medium := "AOC"
 			if l.Reach == topo.ReachRack {
 				medium = "DAC or AOC"
 			}
-			msg := fmt.Sprintf("%s-reach links at %s: the catalogue has no %s %s that reaches them, cabled with transceivers and fibre",
-				l.Reach, l.Rate, fabric, medium)
-			if !fallbacks[msg] {
-				fallbacks[msg] = true
-				b.Assumptions = append(b.Assumptions, msg)
-			}
+			b.Assumptions = append(b.Assumptions, fmt.Sprintf("%s-reach links at %s: the catalogue has no %s %s that reaches them, cabled with transceivers and fibre",
+				l.Reach, l.Rate, fabric, medium))
 		}
 		// Optics: a transceiver at each end and a fibre between.
 		b.Counts.OpticalLinks++

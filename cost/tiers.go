@@ -137,10 +137,10 @@ func newTierAcc(g *topo.Graph) *tierAcc {
 	return &tierAcc{planes: len(seen) > 1, m: map[tierKey]*TierBill{}, cables: map[tierKey]map[cableKey]int{}}
 }
 
-// at is the tier bill of a switch tier in the plane of node n (NICs: tier 0, no plane).
+// at is the tier bill of a switch tier in the plane of node n (NICs: tier 0 and n nil).
 func (a *tierAcc) at(n *topo.Node, tier int) *TierBill {
 	k := tierKey{plane: -1, tier: tier}
-	if a.planes && tier > 0 && n.Plane >= 0 {
+	if a.planes && n != nil && tier > 0 && n.Plane >= 0 {
 		k.plane = int(n.Plane)
 	}
 	t := a.m[k]

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -381,5 +382,26 @@ func TestCatalogueThreeTierParts(t *testing.T) {
 	}
 	if xdr := c.Items["ib-xdr-switch-144x800g"]; xdr.breakoutFor(g800) != 2 || xdr.Capacity() != 115200*units.Gbps {
 		t.Errorf("XDR switch: %d links per cage at 800G, capacity %s", xdr.breakoutFor(g800), xdr.Capacity())
+	}
+}
+
+// BenchmarkBOMThreeTier prices three-tier rail-optimized clusters of 8,192 and 16,384 GPUs (SUs
+// of 32 servers, radix 64) on InfiniBand: time and memory should double with the cluster.
+func BenchmarkBOMThreeTier(b *testing.B) {
+	for _, servers := range []int{1024, 2048} {
+		g, err := topo.Clos(topo.ClosSpec{Servers: servers, NICsPerServer: 8, RailOptimized: true, Tiers: 3, Radix: 64, ServersPerSU: 32,
+			NIC: topo.LinkSpec{Rate: g400}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat := Default()
+		b.Run(fmt.Sprintf("gpus=%d", servers*8), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := BOM(g, InfiniBand, cat, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
