@@ -198,6 +198,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		costSec.Tables = append(costSec.Tables, bt)
 	}
 	page.Sections = append(page.Sections, costSec)
+	page.Sections = append(page.Sections, r.bomSection())
 
 	// Parameters: one row per scenario key, one column per variant, differing rows highlighted.
 	params := report.Section{Title: "Variant parameters",

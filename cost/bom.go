@@ -85,6 +85,8 @@ type Counts struct {
 	Transceivers int            `json:"transceivers"`  // modules (a twin-port module counts once)
 	Fibres       int            `json:"fibres"`
 	LinksByClass map[string]int `json:"links_by_class"` // "host-tor", "host-rail", "leaf-spine", ...
+	// LinksByReach counts links by cable length class (topo.Reach: rack, row, hall, unknown).
+	LinksByReach map[string]int `json:"links_by_reach"`
 }
 
 // Totals sum a bill.
@@ -118,6 +120,9 @@ type Bill struct {
 	Totals   Totals `json:"totals"`
 	// Assumptions lists the defaults the bill relied on (lengths, GPU count), for the report.
 	Assumptions []string `json:"assumptions"`
+	// Tiers breaks the bill down by switch tier, and by plane in a multi-plane fabric: NICs
+	// first, then each plane's leaf, spine and core tiers with the links from the tier below.
+	Tiers []TierBill `json:"tiers"`
 }
 
 type lineKey struct {
@@ -142,10 +147,24 @@ type acc struct {
 //
 // Switches: each switch node gets the smallest (by capacity, then price) catalogue switch of the
 // fabric whose cages hold all its ports at their rates, or Options.SwitchModel for its tier.
-// NICs: one per host node (a host is one NIC port). Links: a link no longer than a DAC's reach
-// at its rate is a DAC; otherwise an AOC (with PreferAOC, within reach) or two transceivers and
-// a fibre. A link's length is Link.LengthM, else the default for its class (host-tor,
-// host-rail, leaf-spine, spine-core; see the Default*M constants and Options).
+// NICs: one per host node (a host is one NIC port), or one per NIC where hosts are the ports of
+// a multi-port NIC (topo.Clos planes: hosts of one server and rail), at the sum of its ports'
+// rates.
+//
+// Links whose length class is known (topo.Link.Reach, set by topo.Clos) take the medium of
+// their class: in a rack a DAC, between racks of a row an AOC, across the hall two transceivers
+// and a fibre; where the catalogue has no such part that reaches the link's length, the next
+// class's medium (a row link with no AOC gets optics). A switch end of optics takes a twin-port
+// module when the switch's cage carries two links at the link's rate (a QM9700 cage: two NDR
+// ports) and the catalogue has one; otherwise, and at hosts, single-port modules.
+//
+// Links of unknown class keep the rule by length: a link no longer than a DAC's reach at its
+// rate is a DAC; otherwise an AOC (with PreferAOC, within reach) or two transceivers and a fibre,
+// twin-port modules at switch ends with TwinPortOptics. A link's length is Link.LengthM, else
+// the default for its class (host-tor, host-rail, leaf-spine, spine-core; see the Default*M
+// constants and Options).
+//
+// The bill's Tiers break it down by tier (and plane): see TierBill.
 func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, error) {
 	if fabric != InfiniBand && fabric != Ethernet {
 		return nil, fmt.Errorf("bill of materials: unknown fabric %q (valid: %s, %s)", fabric, InfiniBand, Ethernet)
@@ -162,6 +181,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 	b := &Bill{Topology: g.Name, Fabric: fabric, Currency: cat.Currency}
 	b.Counts.SwitchesTier = map[int]int{}
 	b.Counts.LinksByClass = map[string]int{}
+	b.Counts.LinksByReach = map[string]int{}
 	lines := map[lineKey]*acc{}
 	add := func(k lineKey, it *Item, qty int, unit, low, high float64) *acc {
 		a := lines[k]
@@ -173,8 +193,11 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 		a.low, a.high = low, high
 		return a
 	}
+	tiers := newTierAcc(g)
+	pk := newPicker(cat, fabric)
 
 	// Switches.
+	model := make([]*Item, len(g.Nodes)) // the catalogue switch of each switch node
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		if n.Kind != topo.Switch {
@@ -193,6 +216,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 		if err != nil {
 			return nil, err
 		}
+		model[i] = it
 		a := add(lineKey{cat: KindSwitch, item: it.Key, tier: n.Tier}, it, 1, it.PriceUSD, it.low(), it.high())
 		a.used += len(n.Ports)
 		a.avail += it.PortsAt(maxRate)
@@ -201,26 +225,43 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 		}
 		b.Counts.Switches++
 		b.Counts.SwitchesTier[n.Tier]++
+		tb := tiers.at(n, max(n.Tier, 1))
+		tb.Switches++
+		if tb.SwitchModels == nil {
+			tb.SwitchModels = map[string]int{}
+		}
+		tb.SwitchModels[it.Key]++
+		tb.SwitchesUSD += it.PriceUSD
 	}
 
-	// NICs: one per host node.
-	for _, h := range g.Hosts {
-		r := g.PortLink(h, 0).Rate
-		it, err := chooseNIC(cat, fabric, r, g.Nodes[h].Name)
-		if err != nil {
-			return nil, err
-		}
+	// NICs: one per host node, or one per NIC of several ports (hosts sharing server and rail).
+	if err := addNICs(g, pk, func(it *Item) {
 		add(lineKey{cat: KindNIC, item: it.Key}, it, 1, it.PriceUSD, it.low(), it.high())
 		b.Counts.NICs++
+		tb := tiers.at(nil, 0)
+		tb.NICs++
+		tb.NICsUSD += it.PriceUSD
+	}); err != nil {
+		return nil, err
 	}
 
 	// Links.
 	lens := resolveLengths(opts)
 	usedDefault := map[string]float64{}
+	type fallbackKey struct {
+		reach topo.Reach
+		rate  units.Rate
+	}
+	fallbacks := map[fallbackKey]bool{}
 	twinEnds := map[twinKey]int{} // switch ends waiting for twin-port modules
 	for i := range g.Links {
 		l := &g.Links[i]
+		upper, tier := linkEnds(g, l)
+		tb := tiers.at(upper, tier)
 		class := linkClass(g, l, opts.RailOptimized)
+		if l.Reach != topo.ReachUnknown {
+			class = reachClass(g, l)
+		}
 		length := l.LengthM
 		if length <= 0 {
 			length = lens[class]
@@ -228,65 +269,118 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 		}
 		b.Counts.Links++
 		b.Counts.LinksByClass[class]++
-		where := fmt.Sprintf("link %d (%s-%s, %s, %s, %g m)", i, g.Nodes[l.A].Name, g.Nodes[l.B].Name, class, l.Rate, length)
-
-		if dac := chooseCable(cat, KindDAC, fabric, l.Rate, length); dac != nil {
-			add(lineKey{cat: KindDAC, item: dac.Key}, dac, 1, dac.PriceUSD, dac.low(), dac.high())
-			b.Counts.CopperLinks++
-			continue
+		b.Counts.LinksByReach[l.Reach.String()]++
+		where := func() string { // for messages only
+			if l.Reach != topo.ReachUnknown {
+				return fmt.Sprintf("link %d (%s-%s, %s, %s reach, %s, %g m)", i, g.Nodes[l.A].Name, g.Nodes[l.B].Name, class, l.Reach, l.Rate, length)
+			}
+			return fmt.Sprintf("link %d (%s-%s, %s, %s, %g m)", i, g.Nodes[l.A].Name, g.Nodes[l.B].Name, class, l.Rate, length)
 		}
-		if opts.PreferAOC {
-			if aoc := chooseCable(cat, KindAOC, fabric, l.Rate, length); aoc != nil {
+
+		dacOK, aocOK := true, opts.PreferAOC
+		if l.Reach != topo.ReachUnknown {
+			dacOK, aocOK = l.Reach == topo.ReachRack, l.Reach <= topo.ReachRow
+		}
+		if dacOK {
+			if dac := pk.cable(KindDAC, l.Rate, length); dac != nil {
+				add(lineKey{cat: KindDAC, item: dac.Key}, dac, 1, dac.PriceUSD, dac.low(), dac.high())
+				b.Counts.CopperLinks++
+				tiers.cable(tb, l.Reach, MediumDAC)
+				tb.DACs++
+				tb.CablesUSD += dac.PriceUSD
+				continue
+			}
+		}
+		if aocOK {
+			if aoc := pk.cable(KindAOC, l.Rate, length); aoc != nil {
 				k := lineKey{cat: KindAOC, item: aoc.Key, len: fmtLen(length)}
 				a := add(k, aoc, 1, aoc.lengthPrice(length), aoc.low()+aoc.PricePerMUSD*length, aoc.high()+aoc.PricePerMUSD*length)
 				a.lengthM = length
 				b.Counts.AOCLinks++
+				tiers.cable(tb, l.Reach, MediumAOC)
+				tb.AOCs++
+				tb.OpticsUSD += aoc.lengthPrice(length)
 				continue
 			}
 		}
+		if k := (fallbackKey{l.Reach, l.Rate}); l.Reach != topo.ReachUnknown && l.Reach != topo.ReachHall && !fallbacks[k] {
+			// The class's own medium is missing or does not reach: say so once per class and rate.
+			fallbacks[k] = true
+			medium := "AOC"
+			if l.Reach == topo.ReachRack {
+				medium = "DAC or AOC"
+			}
+			b.Assumptions = append(b.Assumptions, fmt.Sprintf("%s-reach links at %s: the catalogue has no %s %s that reaches them, cabled with transceivers and fibre",
+				l.Reach, l.Rate, fabric, medium))
+		}
 		// Optics: a transceiver at each end and a fibre between.
 		b.Counts.OpticalLinks++
+		tiers.cable(tb, l.Reach, MediumOptical)
 		for _, end := range []topo.NodeID{l.A, l.B} {
-			if opts.TwinPortOptics && g.Nodes[end].Kind == topo.Switch {
-				if tw := chooseTransceiver(cat, fabric, l.Rate, length, 2); tw != nil {
-					twinEnds[twinKey{node: end, item: tw.Key}]++
-					continue
+			if g.Nodes[end].Kind == topo.Switch {
+				perCage := 0 // links one module serves at this end: twin-port where > 1
+				if l.Reach == topo.ReachUnknown {
+					if opts.TwinPortOptics {
+						perCage = 2
+					}
+				} else if m := model[end]; m != nil {
+					perCage = m.breakoutFor(l.Rate)
+				}
+				if perCage > 1 {
+					if tw := pk.transceiver(l.Rate, length, perCage); tw != nil {
+						twinEnds[twinKey{node: end, item: tw.Key, tier: tier}]++
+						continue
+					}
 				}
 			}
-			x := chooseTransceiver(cat, fabric, l.Rate, length, 1)
+			x := pk.transceiver(l.Rate, length, 1)
 			if x == nil {
-				return nil, fmt.Errorf("bill of materials: %s: the catalogue has no %s transceiver for %s with reach >= %g m (add one: kind: transceiver, rate: %s, links: 1, max_length_m: ...)",
-					where, fabric, l.Rate, length, l.Rate)
+				return nil, fmt.Errorf("bill of materials: %s: the catalogue has no %s transceiver for %s with reach >= %g m (%s); add one: kind: transceiver, rate: %s, links: 1, max_length_m: %g or more",
+					where(), fabric, l.Rate, length, cat.has(KindTransceiver, fabric), l.Rate, length)
 			}
 			add(lineKey{cat: KindTransceiver, item: x.Key}, x, 1, x.PriceUSD, x.low(), x.high())
 			b.Counts.Transceivers++
+			tb.Transceivers++
+			tb.OpticsUSD += x.PriceUSD
 		}
-		f := chooseFibre(cat, fabric, l.Rate)
+		f := pk.fibre(l.Rate)
 		if f == nil {
-			return nil, fmt.Errorf("bill of materials: %s: the catalogue has no %s fibre for %s (add one: kind: fibre)", where, fabric, l.Rate)
+			return nil, fmt.Errorf("bill of materials: %s: the catalogue has no %s fibre for %s (%s); add one: kind: fibre",
+				where(), fabric, l.Rate, cat.has(KindFibre, fabric))
 		}
 		k := lineKey{cat: KindFibre, item: f.Key, len: fmtLen(length)}
 		a := add(k, f, 1, f.lengthPrice(length), f.low()+f.PricePerMUSD*length, f.high()+f.PricePerMUSD*length)
 		a.lengthM = length
 		b.Counts.Fibres++
+		tb.Fibres++
+		tb.CablesUSD += f.lengthPrice(length)
 	}
-	// Twin-port modules: ceil(ends/2) per switch.
+	// Twin-port modules: ceil(ends / links per module) per switch and tier.
 	twinKeys := make([]twinKey, 0, len(twinEnds))
 	for k := range twinEnds {
 		twinKeys = append(twinKeys, k)
 	}
 	sort.Slice(twinKeys, func(i, j int) bool {
-		if twinKeys[i].node != twinKeys[j].node {
-			return twinKeys[i].node < twinKeys[j].node
+		x, y := twinKeys[i], twinKeys[j]
+		if x.node != y.node {
+			return x.node < y.node
 		}
-		return twinKeys[i].item < twinKeys[j].item
+		if x.tier != y.tier {
+			return x.tier < y.tier
+		}
+		return x.item < y.item
 	})
 	for _, k := range twinKeys {
 		it := cat.Items[k.item]
 		q := (twinEnds[k] + it.Links - 1) / it.Links
 		add(lineKey{cat: KindTransceiver, item: it.Key}, it, q, it.PriceUSD, it.low(), it.high())
 		b.Counts.Transceivers += q
+		tb := tiers.at(&g.Nodes[k.node], k.tier)
+		tb.Transceivers += q
+		tb.TwinTransceivers += q
+		tb.OpticsUSD += float64(q) * it.PriceUSD
 	}
+	b.Tiers = tiers.finish()
 
 	// Lines, in a fixed order.
 	order := map[string]int{KindSwitch: 0, KindNIC: 1, KindTransceiver: 2, KindAOC: 3, KindDAC: 4, KindFibre: 5}
@@ -344,7 +438,8 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 	t.Hosts = len(g.Hosts)
 	t.GPUs = opts.GPUs
 	if t.GPUs == 0 {
-		t.GPUs = t.Hosts
+		// One GPU per NIC: a NIC of several ports (one per plane) still serves one GPU.
+		t.GPUs = b.Counts.NICs
 		b.Assumptions = append(b.Assumptions, fmt.Sprintf("one GPU per host NIC: %d GPUs", t.GPUs))
 	}
 	t.PerHostUSD = roundCents(t.NetworkUSD / float64(t.Hosts))
@@ -366,7 +461,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 			b.Assumptions = append(b.Assumptions, fmt.Sprintf("%s links of unknown length taken as %g m", c, m))
 		}
 	}
-	if opts.RailOptimized {
+	if opts.RailOptimized && b.Counts.LinksByReach[topo.ReachUnknown.String()] > 0 {
 		b.Assumptions = append(b.Assumptions, "rail-optimized: host links leave the rack")
 	}
 	return b, nil
@@ -375,6 +470,7 @@ func BOM(g *topo.Graph, fabric string, cat *Catalogue, opts Options) (*Bill, err
 type twinKey struct {
 	node topo.NodeID
 	item string
+	tier int // the tier of the links served
 }
 
 func fmtLen(m float64) string { return strconv.FormatFloat(m, 'f', -1, 64) }
@@ -414,6 +510,60 @@ func linkClass(g *topo.Graph, l *topo.Link, rail bool) string {
 		return "leaf-spine"
 	}
 	return "switch-switch"
+}
+
+// reachClass names a link of known length class by its ends: a host link is host-tor in a rack
+// and host-rail beyond; a switch link is named by tiers as linkClass does.
+func reachClass(g *topo.Graph, l *topo.Link) string {
+	if g.Nodes[l.A].Kind == topo.Host || g.Nodes[l.B].Kind == topo.Host {
+		if l.Reach == topo.ReachRack {
+			return "host-tor"
+		}
+		return "host-rail"
+	}
+	return linkClass(g, l, false)
+}
+
+// addNICs picks a NIC for every NIC of g and passes it to use. A host is one NIC port: hosts
+// with the same server and rail (topo.Clos with ports_per_nic > 1: one port per plane) are the
+// ports of one NIC, which must carry their summed rate; every other host is a NIC of its own.
+func addNICs(g *topo.Graph, pk *picker, use func(*Item)) error {
+	type nicKey struct{ server, rail int32 }
+	type nic struct {
+		host  topo.NodeID
+		ports int
+		rate  units.Rate
+	}
+	var nics []nic
+	index := map[nicKey]int{}
+	for _, h := range g.Hosts {
+		n := &g.Nodes[h]
+		r := g.PortLink(h, 0).Rate
+		if n.Server >= 0 && n.Rail >= 0 {
+			k := nicKey{n.Server, n.Rail}
+			if i, ok := index[k]; ok {
+				nics[i].ports++
+				nics[i].rate += r
+				continue
+			}
+			index[k] = len(nics)
+		}
+		nics = append(nics, nic{host: h, ports: 1, rate: r})
+	}
+	for _, c := range nics {
+		it := pk.nic(c.rate)
+		if it == nil {
+			what := fmt.Sprintf("host %s has a %s link", g.Nodes[c.host].Name, c.rate)
+			if c.ports > 1 {
+				n := &g.Nodes[c.host]
+				what = fmt.Sprintf("NIC %d of server %d (host %s) has %d ports, %s in all", n.Rail, n.Server, n.Name, c.ports, c.rate)
+			}
+			return fmt.Errorf("bill of materials: %s; the price catalogue has no %s NIC that fast (%s); add one: kind: nic, rate: %s",
+				what, pk.fabric, pk.cat.has(KindNIC, pk.fabric), c.rate)
+		}
+		use(it)
+	}
+	return nil
 }
 
 func resolveLengths(o Options) map[string]float64 {
@@ -492,11 +642,12 @@ func chooseSwitch(cat *Catalogue, fabric string, n *topo.Node, need map[units.Ra
 		return nil, fmt.Errorf("bill of materials: the price catalogue has no %s switch", fabric)
 	}
 	biggest := cands[len(cands)-1]
-	return nil, fmt.Errorf("bill of materials: switch %s (tier %d) needs %d ports (%s); the largest %s switch in the catalogue, %s, has %d cages of %s (breakout %v)",
-		n.Name, n.Tier, len(n.Ports), describeNeed(need), fabric, biggest.where(), biggest.Ports, biggest.PortRate, biggest.breakouts())
+	return nil, fmt.Errorf("bill of materials: switch %s (tier %d) needs %d ports (%s); the largest %s switch in the catalogue, %s, has %d cages of %s (breakout %v), and none holds them (%s); add a switch with enough cages at these rates (kind: switch, ports, port_rate, breakout) or build the topology with a smaller radix",
+		n.Name, n.Tier, len(n.Ports), describeNeed(need), fabric, biggest.where(), biggest.Ports, biggest.PortRate, biggest.breakouts(), cat.has(KindSwitch, fabric))
 }
 
-func chooseNIC(cat *Catalogue, fabric string, r units.Rate, host string) (*Item, error) {
+// chooseNIC is the slowest NIC of at least rate r, the cheapest among equals; nil if none.
+func chooseNIC(cat *Catalogue, fabric string, r units.Rate) *Item {
 	var best *Item
 	for _, it := range cat.usable(KindNIC, fabric) {
 		if it.Rate < r {
@@ -506,11 +657,7 @@ func chooseNIC(cat *Catalogue, fabric string, r units.Rate, host string) (*Item,
 			best = it
 		}
 	}
-	if best == nil {
-		return nil, fmt.Errorf("bill of materials: host %s has a %s link; the price catalogue has no %s NIC that fast (add one: kind: nic, rate: %s)",
-			host, r, fabric, r)
-	}
-	return best, nil
+	return best
 }
 
 // chooseCable is the cheapest DAC or AOC at rate r that reaches length m, or nil.
@@ -591,6 +738,17 @@ func (b *Bill) WriteText(w io.Writer) error {
 	}
 	if len(b.Assumptions) > 0 {
 		fmt.Fprintf(&sb, "assumptions: %s\n", strings.Join(b.Assumptions, "; "))
+	}
+	if len(b.Tiers) > 0 {
+		sb.WriteString("\nby tier (switches, and the links from the tier below by length class and medium):\n")
+		tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "tier\tswitches\tNICs\tlinks\ttransceivers (twin)\tcost\n")
+		for i := range b.Tiers {
+			t := &b.Tiers[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s (%s)\t%s\n", t.Name(), t.SwitchText(), money(float64(t.NICs)), t.CablesText(),
+				money(float64(t.Transceivers)), money(float64(t.TwinTransceivers)), money(t.TotalUSD))
+		}
+		tw.Flush()
 	}
 	sb.WriteString("\nsources:\n")
 	seen := map[string]bool{}

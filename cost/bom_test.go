@@ -204,8 +204,9 @@ func TestBOMTwinPortAndAOC(t *testing.T) {
 	if b.Counts.Transceivers != 2560 || line(t, b, "transceiver-800g-twin-2x400g", 0).Qty != 1536 || line(t, b, "transceiver-400g", 0).Qty != 1024 {
 		t.Fatalf("twin-port: %d transceivers, lines %+v", b.Counts.Transceivers, b.Lines)
 	}
-	// AOC reaches 30 m: every link (20 m and 30 m) becomes one AOC.
-	b, err = BOM(railCluster(true), InfiniBand, Default(), Options{PreferAOC: true})
+	// AOC reaches 30 m: every link (20 m and 30 m) becomes one AOC. (The catalogue's AOCs are
+	// Ethernet's: NVIDIA offers none for NDR twin-port cages.)
+	b, err = BOM(railCluster(true), Ethernet, Default(), Options{PreferAOC: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestBOMTwinPortAndAOC(t *testing.T) {
 		t.Fatalf("AOC: %d AOC links, %d transceivers; want 2048, 0", b.Counts.AOCLinks, b.Counts.Transceivers)
 	}
 	// A 100 m leaf-spine run is beyond the AOC: optics again for those 1024.
-	b, err = BOM(railCluster(true), InfiniBand, Default(), Options{PreferAOC: true, LeafSpineM: 100})
+	b, err = BOM(railCluster(true), Ethernet, Default(), Options{PreferAOC: true, LeafSpineM: 100})
 	if err != nil || b.Counts.AOCLinks != 1024 || b.Counts.OpticalLinks != 1024 {
 		t.Fatalf("AOC at 100 m: %v %+v", err, b.Counts)
 	}
@@ -253,15 +254,19 @@ func TestSwitchChoice(t *testing.T) {
 		{"64x400 eth", repeat(g400, 64), Ethernet, "eth-switch-25.6t-64x400g"},
 		{"65x400 eth: 51.2T split 2x400", repeat(g400, 65), Ethernet, "eth-switch-51.2t-64x800g"},
 		{"128x400 eth", repeat(g400, 128), Ethernet, "eth-switch-51.2t-64x800g"},
-		{"129x400 eth", repeat(g400, 129), Ethernet, "!needs 129 ports (129 at 400Gbps); the largest ethernet switch in the catalogue, eth-switch-51.2t-64x800g"},
+		{"129x400 eth", repeat(g400, 129), Ethernet, "!needs 129 ports (129 at 400Gbps); the largest ethernet switch in the catalogue, eth-sn5600-64x800g"},
 		{"64x800 eth", repeat(g800, 64), Ethernet, "eth-switch-51.2t-64x800g"},
 		// 16 at 800G take 16 cages, 96 at 400G take 48: 64 cages exactly.
 		{"mixed eth", append(repeat(g800, 16), repeat(g400, 96)...), Ethernet, "eth-switch-51.2t-64x800g"},
 		{"mixed eth too many", append(repeat(g800, 17), repeat(g400, 96)...), Ethernet, "!needs 113 ports (17 at 800Gbps + 96 at 400Gbps)"},
 		{"64x400 ib", repeat(g400, 64), InfiniBand, "ib-ndr-switch-64x400g"},
 		{"128x200 ib (NDR200 split)", repeat(200*units.Gbps, 128), InfiniBand, "ib-ndr-switch-64x400g"},
-		{"65x400 ib", repeat(g400, 65), InfiniBand, "!the largest infiniband switch in the catalogue, ib-ndr-switch-64x400g (catalogue.yaml(default):"},
-		{"800G ib", repeat(g800, 2), InfiniBand, "!needs 2 ports (2 at 800Gbps)"},
+		// Beyond 64 NDR ports the XDR switch's 800G ports serve 400G links.
+		{"65x400 ib", repeat(g400, 65), InfiniBand, "ib-xdr-switch-144x800g"},
+		{"800G ib", repeat(g800, 2), InfiniBand, "ib-xdr-switch-144x800g"},
+		{"144x800 ib", repeat(g800, 144), InfiniBand, "ib-xdr-switch-144x800g"},
+		{"145x800 ib", repeat(g800, 145), InfiniBand, "!needs 145 ports (145 at 800Gbps); the largest infiniband switch in the catalogue, ib-xdr-switch-144x800g (catalogue.yaml(default):"},
+		{"1600G ib", repeat(2*g800, 1), InfiniBand, "!the catalogue's infiniband switches: ib-ndr-switch-64x400g (64 x 400Gbps or 128 x 200Gbps), ib-xdr-switch-144x800g (144 x 800Gbps)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := star(c.rates...)
@@ -300,7 +305,7 @@ func TestBOMErrors(t *testing.T) {
 		{"forced model", g, InfiniBand, Options{SwitchModel: map[int]string{2: "connectx7-400g"}}, `switch model "connectx7-400g" for tier 2 is not a switch`},
 		{"forced wrong fabric", g, InfiniBand, Options{SwitchModel: map[int]string{1: "eth-switch-51.2t-64x800g"}}, "for tier 1 is not listed for fabric infiniband"},
 		{"no optics at 200G", star(200 * units.Gbps), Ethernet, Options{HostLinkM: 10}, "no ethernet transceiver for 200Gbps with reach >= 10 m"},
-		{"no NIC at 800G", star(800 * units.Gbps), Ethernet, Options{}, "host h0 has a 800Gbps link; the price catalogue has no ethernet NIC that fast"},
+		{"no NIC at 1.6T", star(1600 * units.Gbps), Ethernet, Options{}, "switch leaf0 (tier 1) needs 1 ports (1 at 1.6Tbps)"},
 		{"gpus", g, InfiniBand, Options{GPUs: -8}, "gpus -8 must not be negative"},
 		{"invalid graph", &topo.Graph{Name: "empty"}, InfiniBand, Options{}, `topology "empty" has no hosts`},
 	} {

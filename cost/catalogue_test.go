@@ -90,7 +90,7 @@ items:
 		t.Fatal(err)
 	}
 	ib := c.Items["ib-ndr-switch-64x400g"]
-	if ib.PriceUSD != 27000 || ib.Source != "quote ACME-123" || ib.Ports != 64 || ib.PortRate != 400*units.Gbps || ib.LowUSD != 25000 {
+	if ib.PriceUSD != 27000 || ib.Source != "quote ACME-123" || ib.Ports != 32 || ib.PortRate != 800*units.Gbps || ib.LowUSD != 25000 {
 		t.Fatalf("partial override lost fields: %+v", ib)
 	}
 	if c.Items["dac-400g"].PriceUSD != 90 || c.Items["dac-400g"].MaxLengthM != 3 {
