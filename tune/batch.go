@@ -200,3 +200,21 @@ func LoadBatch(path string) (*sweep.Sweep, []sweep.Run, error) {
 	}
 	return s, runs, nil
 }
+
+// EvalBatch runs shard sh of the batch file at path into the evaluations directory out, jobs at
+// a time: what a Slurm array task of a tune runs (`fabricsim tune eval`). digest, when set, must
+// be the batch's (sweep.Digest), so that a task never runs a batch rewritten since submission.
+// An evaluation that fails is committed as failed and not retried (a deadlock stays one).
+func EvalBatch(ctx context.Context, path, out string, sh sweep.Shard, jobs int, digest string, runTimeout time.Duration, newEngine func() sweep.Engine) (sweep.Summary, error) {
+	s, runs, err := LoadBatch(path)
+	if err != nil {
+		return sweep.Summary{}, err
+	}
+	if digest != "" && sweep.Digest(runs) != digest {
+		return sweep.Summary{}, fmt.Errorf("%s has digest %s, not %s as when it was submitted", path, sweep.Digest(runs), digest)
+	}
+	if newEngine == nil {
+		newEngine = func() sweep.Engine { return Engine{} }
+	}
+	return sweep.RunLocal(ctx, s, runs, newEngine, sweep.LocalOptions{Dir: out, Jobs: jobs, Shard: sh, RunTimeout: runTimeout, SkipFailed: true})
+}

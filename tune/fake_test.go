@@ -132,6 +132,9 @@ func TestMain(m *testing.M) {
 }
 
 func helperMain() int {
+	if len(os.Args) > 2 && os.Args[1] == "tune" && os.Args[2] == "eval" {
+		return helperEval(os.Args[3:])
+	}
 	var a struct {
 		Scenario, Out string
 		Jobs, SleepMS int
@@ -182,4 +185,34 @@ func writeScenario(t *testing.T, dir, tuneSection string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// helperEval is `fabricsim tune eval BATCH --out DIR --shard i/N --jobs N --sweep-digest D` on
+// the fake engine, as a Slurm array task of a tune runs it.
+func helperEval(args []string) int {
+	batch := args[0]
+	var out, shard, digest string
+	jobs := 1
+	for i := 1; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--out":
+			out = args[i+1]
+		case "--shard":
+			shard = args[i+1]
+		case "--sweep-digest":
+			digest = args[i+1]
+		case "--jobs":
+			jobs, _ = strconv.Atoi(args[i+1])
+		}
+	}
+	sh, err := sweep.ParseShard(shard)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if _, err := EvalBatch(context.Background(), batch, out, sh, jobs, digest, 0, func() sweep.Engine { return fakeEngine{} }); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }

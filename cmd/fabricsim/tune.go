@@ -192,21 +192,13 @@ func newTuneEvalCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			s, runs, err := tune.LoadBatch(args[0])
-			if err != nil {
-				return usageErr(err)
-			}
 			sh, err := sweep.ParseShard(shard)
 			if err != nil {
 				return usageErr(err)
 			}
-			if digest != "" && sweep.Digest(runs) != digest {
-				return usageErr(fmt.Errorf("%s expands to digest %s, not %s as when it was submitted", args[0], sweep.Digest(runs), digest))
-			}
 			ctx, stop := interruptible(c)
 			defer stop()
-			sum, err := sweep.RunLocal(ctx, s, runs, func() sweep.Engine { return tune.Engine{} },
-				sweep.LocalOptions{Dir: out, Jobs: jobs, Shard: sh, RunTimeout: runTimeout, SkipFailed: true})
+			sum, err := tune.EvalBatch(ctx, args[0], out, sh, jobs, digest, runTimeout, nil)
 			if err != nil {
 				if ctx.Err() != nil {
 					return interrupted("tune eval: %v", err)
