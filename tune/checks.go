@@ -23,24 +23,33 @@ func (p *Problem) unseenSeed() uint64 {
 	return p.Seed + 1
 }
 
+// pickBest fills Best with the best valid evaluation of the search so far (nil when none).
+func (s *searcher) pickBest() {
+	b := s.best()
+	if b < 0 {
+		return
+	}
+	win := s.res.Evaluations[b]
+	wc := s.apply("winner", 0, settingsOf(win.Fabric))
+	best := &Best{Evaluation: b + 1, Objective: *win.Objective, Fabric: map[string]string{}, EffectiveFabric: effective(wc.cfg)}
+	for _, q := range s.p.Space {
+		best.Fabric[q.Key] = q.Text(q.Get(wc.cfg))
+	}
+	for k, v := range win.Fabric {
+		best.Fabric[k] = v
+	}
+	s.res.Best = best
+}
+
 // checks re-evaluates the winner beside the references on unseen seeds and on the second mix
 // (one batch), and fills Best and Checks.
 func (s *searcher) checks(ctx context.Context) error {
 	r, p := s.res, s.p
-	b := s.best()
-	if b < 0 {
+	if r.Best == nil {
 		return nil
 	}
-	win := r.Evaluations[b]
+	win := r.Evaluations[r.Best.Evaluation-1]
 	winSettings := settingsOf(win.Fabric)
-	wc := s.apply("winner", 0, winSettings)
-	r.Best = &Best{Evaluation: b + 1, Objective: *win.Objective, Fabric: map[string]string{}, EffectiveFabric: effective(wc.cfg)}
-	for _, q := range p.Space {
-		r.Best.Fabric[q.Key] = q.Text(q.Get(wc.cfg))
-	}
-	for _, kv := range winSettings {
-		r.Best.Fabric[kv[0]] = kv[1]
-	}
 
 	type cond struct {
 		name, what string
@@ -192,7 +201,7 @@ func (s *searcher) check(name, what string, rows map[string]Evaluation, searchWi
 		}
 	default:
 		c.Holds = win <= conf
-		c.Verdict = fmt.Sprintf("on %s the winner gives %s against %s configured (%s)", name, formatObjective(win, unit), formatObjective(conf, unit), pct(*c.Gain, "better", "worse"))
+		c.Verdict = fmt.Sprintf("on the %s the winner gives %s against %s configured (%s)", name, formatObjective(win, unit), formatObjective(conf, unit), pct(*c.Gain, "better", "worse"))
 		if c.Holds {
 			c.Verdict += ": the gain holds"
 		} else {

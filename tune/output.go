@@ -90,7 +90,11 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "  interrupted: the figures below are over the evaluations that finished\n")
 	}
 	if r.Best == nil {
-		fmt.Fprintf(&b, "\nno candidate met the constraints; violations: %s\n", violationText(r.Violations))
+		if r.Interrupted {
+			fmt.Fprintf(&b, "\nno valid candidate finished before the interrupt\n")
+		} else {
+			fmt.Fprintf(&b, "\nno candidate met the constraints; violations: %s\n", violationText(r.Violations))
+		}
 		_, err := io.WriteString(w, b.String())
 		return err
 	}

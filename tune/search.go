@@ -140,6 +140,7 @@ func Run(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	}
 	s.total += p.Budget + checks*perCheck
 	err = s.search(ctx)
+	s.pickBest()
 	if err == nil {
 		err = s.checks(ctx)
 	}
