@@ -56,9 +56,10 @@ func (s *searcher) checks(ctx context.Context) error {
 		seed       uint64
 		mixed      bool
 	}
-	conds := []cond{{"search seeds", s.seedText(p.Seed), p.Seed, false}}
-	if u := p.unseenSeed(); true {
-		conds = append(conds, cond{"unseen seeds", "seeds not used in the search: " + s.seedText(u), u, false})
+	u := p.unseenSeed()
+	conds := []cond{
+		{"search seeds", s.seedText(p.Seed), p.Seed, false},
+		{"unseen seeds", "seeds not used in the search: " + s.seedText(u), u, false},
 	}
 	if p.Holdout != nil {
 		conds = append(conds, cond{"second mix", p.HoldoutText + " (" + s.seedText(p.Seed) + ")", p.Seed, true})

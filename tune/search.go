@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,8 +36,9 @@ type Options struct {
 	Slurm *SlurmOptions
 	// Progress, when set, is told evaluations done and the total planned.
 	Progress func(done, total int)
-	// Log, when set, gets a line per generation.
-	Log io.Writer
+	// Note, when set, is told after each batch how the search stands ("best 4.719ms (evaluation
+	// 5), 0 violating"), for the progress line.
+	Note func(string)
 }
 
 // SearchSigma is CMA-ES's initial step size in units of each range (the unit cube's edge): a
@@ -90,7 +90,6 @@ type searcher struct {
 	res   *Result
 	done  int
 	total int
-	log   io.Writer
 }
 
 // Run tunes the problem: the start points, CMA-ES generations up to the budget, the checks of
@@ -112,11 +111,8 @@ func Run(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	if err != nil {
 		dir = p.Dir
 	}
-	s := &searcher{p: p, o: o, log: o.Log,
+	s := &searcher{p: p, o: o,
 		ev: &evaluator{out: o.Out, name: "tune-" + p.Name, dir: dir, jobs: o.Jobs, newEngine: o.NewEngine, slurm: o.Slurm}}
-	if s.log == nil {
-		s.log = io.Discard
-	}
 	r := &Result{Tool: "fabricsim tune", Scenario: p.File, Name: p.Name, Kind: p.Kind, Variant: p.Variant,
 		Objective: p.Objective, Metric: p.Objective.Metric(), Unit: p.Objective.Unit(), Backend: p.Backend,
 		Seed: o.Seed, ScenarioSeed: p.Seed, Budget: p.Budget, Violations: map[string]int{}}
@@ -338,7 +334,7 @@ func (s *searcher) search(ctx context.Context) error {
 	}
 	s.record(es[:len(starts)])
 	s.res.References = append(s.res.References, es[len(starts):]...)
-	fmt.Fprintf(s.log, "tune: start points: %s\n", s.describe(s.res.Evaluations))
+	s.note()
 	// CMA-ES from the better start point, which every candidate then carries (settings outside
 	// the space keep its values).
 	start, startSettings := 0, [][2]string(nil)
@@ -383,7 +379,7 @@ func (s *searcher) search(ctx context.Context) error {
 		}
 		s.record(es)
 		used += n
-		fmt.Fprintf(s.log, "tune: generation %d: %s\n", gen, s.describe(es))
+		s.note()
 		if n < len(xs) {
 			break
 		}
@@ -443,25 +439,22 @@ func indexOfKey(kv [][2]string, key string) int {
 	return -1
 }
 
-// describe summarizes a batch for the log: its best valid objective and how many violated.
-func (s *searcher) describe(es []Evaluation) string {
-	best, bad := math.Inf(1), 0
-	for _, e := range es {
-		if e.Feasible {
-			best = math.Min(best, *e.Objective)
-		} else {
+// note tells Options.Note the best valid objective so far and how many violated.
+func (s *searcher) note() {
+	if s.o.Note == nil {
+		return
+	}
+	bad := 0
+	for _, e := range s.res.Evaluations {
+		if !e.Feasible {
 			bad++
 		}
 	}
-	overall := "none valid yet"
+	text := "no valid candidate yet"
 	if b := s.best(); b >= 0 {
-		overall = fmt.Sprintf("best so far %s (evaluation %d)", formatObjective(*s.res.Evaluations[b].Objective, s.p.Objective.Unit()), b+1)
+		text = fmt.Sprintf("best %s (evaluation %d)", formatObjective(*s.res.Evaluations[b].Objective, s.p.Objective.Unit()), b+1)
 	}
-	here := "no valid candidate"
-	if !math.IsInf(best, 1) {
-		here = "best " + formatObjective(best, s.p.Objective.Unit())
-	}
-	return fmt.Sprintf("%d evaluated, %s, %d violating; %s", len(es), here, bad, overall)
+	s.o.Note(fmt.Sprintf("%s, %d violating", text, bad))
 }
 
 // sortedKeys returns m's keys in order.

@@ -145,7 +145,7 @@ func runTune(c *cobra.Command, path string, f *tuneFlags) error {
 	ctx, stop := interruptible(c)
 	defer stop()
 	meter := f.progress.meter(c, "tune", "evaluations")
-	o.Progress = meter.Set
+	o.Progress, o.Note = meter.Set, meter.Note
 	res, err := tune.Run(ctx, p, o)
 	meter.Stop()
 	var stopped error
