@@ -247,7 +247,7 @@ func TestBadWorkloads(t *testing.T) {
 		{"variants not a list", "variants: [roce-default]", "variants: {a: 1}", []string{"test.yaml:13:11: variants: want a list of variants"}},
 		{"variant without a name", "variants: [roce-default]", "variants: [{label: x}]", []string{"test.yaml:13:12: variants[0].name: missing"}},
 		{"unknown base", "variants: [roce-default]", "variants: [{name: x, base: nope}]", []string{"test.yaml:13:12: variants[0].base:", `"nope"`, "known: ib-ndr"}},
-		{"unknown variant key", "variants: [roce-default]", "variants: [{name: x, fabrik: {}}]", []string{"test.yaml:13:22: variants[0].fabrik: unknown key (valid keys here: base, fabric, label, name)"}},
+		{"unknown variant key", "variants: [roce-default]", "variants: [{name: x, fabrik: {}}]", []string{"test.yaml:13:22: variants[0].fabrik: unknown key (valid keys here: base, fabric, from_tune, label, name)"}},
 		{"workload key", "zero: 1", "zero: 1\n  zer0: 1", []string{"test.yaml:11:3: workload.zer0: unknown key"}},
 	} {
 		src := strings.Replace(base, c.from, c.to, 1)

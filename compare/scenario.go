@@ -43,12 +43,15 @@ type Scenario struct {
 	// VariantList is the variants: list as written, Variants the variants it resolves to.
 	VariantList VariantList `yaml:"variants" json:"-"`
 	Variants    []*Variant  `yaml:"-" json:"variants"`
-	File        string      `yaml:"-" json:"file"`
-	Dir         string      `yaml:"-" json:"-"`
-	Source      string      `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
-	d           *yamlstrict.Decoder
-	server      gpu.Server
-	trace       *chakra.Job
+	// Tune is the tune: section as written, read by `fabricsim tune` (package tune: what to
+	// search, the budget, the objective); compare itself ignores it.
+	Tune   *yaml.Node `yaml:"tune" json:"-"`
+	File   string     `yaml:"-" json:"file"`
+	Dir    string     `yaml:"-" json:"-"`
+	Source string     `yaml:"-" json:"source"` // the scenario file's text, echoed in compare.json
+	d      *yamlstrict.Decoder
+	server gpu.Server
+	trace  *chakra.Job
 }
 
 // Cluster is the GPU cluster: servers of GPUs, one NIC per GPU, on a rail-optimized fabric.

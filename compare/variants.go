@@ -30,6 +30,10 @@ type Variant struct {
 	// its scenario keys (paramTable).
 	Params [][2]string `json:"params"`
 	node   *yaml.Node
+	// tunedFile and tunedNodes: the tune.json a from_tune variant read, and the positions of
+	// the values it took from it, so that an error there names that file.
+	tunedFile  string
+	tunedNodes map[yamlstrict.Pos]bool
 }
 
 // builtinVariants are the variants a scenario gets without a variants: list, and the bases a
@@ -72,6 +76,10 @@ type VariantSpec struct {
 	Label   string     `yaml:"label"`
 	Base    string     `yaml:"base"`
 	Fabric  *yaml.Node `yaml:"fabric"`
+	// FromTune is a tune.json written by `fabricsim tune` (relative to the scenario): the
+	// variant is the tuned variant (or Base, when given) with the winner's fabric settings,
+	// and Fabric on top (tuned.go).
+	FromTune string `yaml:"from_tune"`
 }
 
 // DecodeYAML reads a built-in variant's name or a variant mapping.
@@ -90,7 +98,7 @@ func (v *VariantSpec) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path strin
 		}
 		return nil
 	}
-	return d.ErrAt(n, path, "want a variant mapping {name, label, base, fabric} or a built-in name")
+	return d.ErrAt(n, path, "want a variant mapping {name, label, base, fabric, from_tune} or a built-in name")
 }
 
 // VariantList is a `variants:` list.
@@ -110,8 +118,9 @@ func (l *VariantList) DecodeYAML(d *yamlstrict.Decoder, n *yaml.Node, path strin
 }
 
 // resolveVariants turns a decoded list into variants: built-ins copied, a base's fabric section
-// merged under the variant's own. d holds the list's positions (at path).
-func resolveVariants(list VariantList, d *yamlstrict.Decoder, path string, builtin map[string]*Variant) ([]*Variant, error) {
+// merged under the variant's own, a tune result's settings (from_tune, read relative to dir)
+// between the two. d holds the list's positions (at path).
+func resolveVariants(list VariantList, d *yamlstrict.Decoder, path, dir string, builtin map[string]*Variant) ([]*Variant, error) {
 	var out []*Variant
 	known := map[string]*Variant{}
 	for k, v := range builtin {
@@ -142,6 +151,23 @@ func resolveVariants(list VariantList, d *yamlstrict.Decoder, path string, built
 			return nil, d.ErrAt(item, p+".name", "variant %q listed twice", v.Name)
 		}
 		seen[v.Name] = true
+		var tuned *yaml.Node
+		if spec.FromTune != "" {
+			t, err := readTuned(spec.FromTune, dir)
+			if err != nil {
+				return nil, d.At(p+".from_tune", "%v", err)
+			}
+			if v.Base == "" {
+				if t.Variant == "" {
+					return nil, d.At(p+".from_tune", "%s tuned a run scenario's fabric, not a compare variant: give base: (e.g. roce-default) to apply its settings to", spec.FromTune)
+				}
+				v.Base = t.Variant
+			}
+			if v.Label == "" {
+				v.Label = fmt.Sprintf("RoCEv2, autotuned by fabricsim tune (%s, from %s)", spec.FromTune, v.Base)
+			}
+			tuned, v.tunedFile, v.tunedNodes = t.Fabric, t.Path, t.nodes
+		}
 		var base *yaml.Node
 		if v.Base != "" {
 			b, ok := known[v.Base]
@@ -155,7 +181,7 @@ func resolveVariants(list VariantList, d *yamlstrict.Decoder, path string, built
 		} else if spec.Fabric == nil {
 			return nil, d.ErrAt(item, p, "variant %q needs a fabric: section or a base: to start from", v.Name)
 		}
-		v.node = mergeNode(base, spec.Fabric)
+		v.node = mergeNode(mergeNode(base, tuned), spec.Fabric)
 		if v.Label == "" {
 			v.Label = v.Name
 		}
@@ -185,7 +211,7 @@ func builtins() map[string]*Variant {
 	if err := d.Decode(&root, reflect.ValueOf(&list).Elem(), "variants"); err != nil {
 		panic("compare: built-in variants: " + err.Error())
 	}
-	vs, err := resolveVariants(list, d, "variants", map[string]*Variant{})
+	vs, err := resolveVariants(list, d, "variants", "", map[string]*Variant{})
 	if err != nil {
 		panic("compare: built-in variants: " + err.Error())
 	}
@@ -216,7 +242,7 @@ func (s *Scenario) loadVariants() error {
 		}
 	} else {
 		var err error
-		if vs, err = resolveVariants(s.VariantList, s.d, "variants", b); err != nil {
+		if vs, err = resolveVariants(s.VariantList, s.d, "variants", s.Dir, b); err != nil {
 			return err
 		}
 		if len(vs) == 0 {
@@ -251,6 +277,9 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 		if errors.As(err, &se) {
 			// Name the variant in the field path: "variants[roce-x].fabric.dcqcn_rate_ai".
 			se.Field = "variants[" + v.Name + "]." + se.Field
+			if v.tunedNodes[se.Pos] {
+				se.File = v.tunedFile // a value read from the tune result: its own line
+			}
 			return se
 		}
 		return s.d.At("variants", "variant %s: %v", v.Name, err)

@@ -117,3 +117,15 @@ func TestLinesOverlapShown(t *testing.T) {
 		t.Errorf("stroke widths %v, want 3 strictly falling", widths)
 	}
 }
+
+// A Points series is a scatter: one dot per point, no line, even on a step chart.
+func TestLinesPoints(t *testing.T) {
+	c := &Lines{Title: "p", Step: true, Series: []Series{{Name: "a", X: []float64{0, 1, 2}, Y: []float64{3, 1, 2}, Points: true}}}
+	svg := c.SVG()
+	if n := strings.Count(svg, `<circle class="mark"`); n != 3 {
+		t.Errorf("%d dots, want 3", n)
+	}
+	if strings.Contains(svg, `<polyline class="mark"`) {
+		t.Error("a scatter drew a line")
+	}
+}

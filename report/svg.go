@@ -91,6 +91,8 @@ type Series struct {
 	Name string
 	X, Y []float64
 	Dash bool
+	// Points draws a dot at each point and no line (a scatter).
+	Points bool
 }
 
 // Lines draws series as polylines (or steps, for CDFs and binned timelines).
@@ -189,6 +191,12 @@ func (c *Lines) SVG() string {
 	widths := nestedWidths(len(c.Series))
 	for si, s := range c.Series {
 		if len(s.X) == 0 {
+			continue
+		}
+		if s.Points {
+			for i := range s.X {
+				fmt.Fprintf(&b, `<circle class="mark" cx="%.2f" cy="%.2f" r="2.5" fill="%s" fill-opacity="0.75"><title>%s</title></circle>`, X(s.X[i]), Y(s.Y[i]), color(si), esc(s.Name))
+			}
 			continue
 		}
 		var pts []string

@@ -29,6 +29,9 @@ type Scenario struct {
 	// Fabric decodes into the packet backend's configuration (fabric.go).
 	Fabric  Fabric  `yaml:"fabric"`
 	Traffic Traffic `yaml:"traffic"`
+	// Tune is the tune: section as written, read by `fabricsim tune` (package tune: what to
+	// search, the budget, the objective); a run ignores it.
+	Tune *yaml.Node `yaml:"tune"`
 
 	// File is the path the scenario was read from ("<embedded>/x.yaml" for built-ins); Dir
 	// resolves relative file references. Neither is part of the YAML.

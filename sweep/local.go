@@ -45,8 +45,8 @@ type Summary struct {
 // with its own Engine, and commits each result as DIR/runs/<id>.json before counting it. A
 // failed run is committed with its error and does not stop the others; it runs again next
 // time unless SkipFailed. When ctx is cancelled the runs in flight are abandoned uncommitted
-// and RunLocal returns ctx's error. A sharded run (Shard.Count > 1) whose runs all end ok
-// writes DIR/shards/<i>.done.
+// and RunLocal returns ctx's error. A sharded run (any Shard given, 0/1 included: a one-task
+// array) whose runs all end ok writes DIR/shards/<i>.done.
 func RunLocal(ctx context.Context, s *Sweep, runs []Run, newEngine func() Engine, opts LocalOptions) (Summary, error) {
 	var sum Summary
 	if err := prepareDir(opts.Dir, s, runs); err != nil {
@@ -122,7 +122,7 @@ feed:
 	if err := context.Cause(ctx); err != nil {
 		return sum, err
 	}
-	if opts.Shard.Count > 1 && sum.Failed == 0 {
+	if opts.Shard.Count >= 1 && sum.Failed == 0 {
 		// Runs skipped as failed-before keep the shard unfinished.
 		for _, r := range selected {
 			if rec, ok := ReadRecord(opts.Dir, r.ID); !ok || rec.Status != StatusOK {

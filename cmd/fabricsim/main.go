@@ -46,7 +46,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr(fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newSweepCmd(), newPcapCheckCmd(), newNCCLTestsCmd(), newCompareCmd(), newHeadroomCmd(), newConfigExportCmd(), newConfigImportCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newSweepCmd(), newPcapCheckCmd(), newNCCLTestsCmd(), newCompareCmd(), newHeadroomCmd(), newConfigExportCmd(), newConfigImportCmd(), newTuneCmd())
 	return root
 }
 

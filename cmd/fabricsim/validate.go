@@ -13,6 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/runner"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/sweep"
+	"github.com/fabricsim/fabricsim/tune"
 )
 
 // The kinds of file fabricsim reads, as validate names them.
@@ -109,6 +110,12 @@ func validateFile(path string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if s.Tune != nil {
+			if err := checkTune(path); err != nil {
+				return "", err
+			}
+			return valid(fmt.Sprintf("%d variants, a tune: section", len(s.Variants)), fmt.Sprintf("run it with `fabricsim compare %s` or `fabricsim tune %s`", path, path)), nil
+		}
 		return valid(fmt.Sprintf("%d variants", len(s.Variants)), fmt.Sprintf("run it with `fabricsim compare %s`", path)), nil
 	case kindCatalogue:
 		c, err := cost.LoadCatalogue(path)
@@ -130,8 +137,19 @@ func validateFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if s.Tune != nil {
+		if err := checkTune(path); err != nil {
+			return "", err
+		}
+	}
 	return valid(fmt.Sprintf("%d hosts, %d switches, %d links, %d messages", len(b.Graph.Hosts), b.Graph.NumSwitches(), len(b.Graph.Links), len(b.Work.Msgs)),
 		fmt.Sprintf("run it with `fabricsim run %s`", path)), nil
+}
+
+// checkTune reads a scenario's tune: section as `fabricsim tune` would.
+func checkTune(path string) error {
+	_, err := tune.Load(path, tune.LoadOptions{})
+	return err
 }
 
 // fileErr is every command's message for a file it cannot read: "PATH: cannot read WHAT: REASON",
