@@ -73,7 +73,9 @@ func TestSingleFlowMatchesPacketBackend(t *testing.T) {
 	}
 }
 
-// LeafRoutes holds topo.Routes' next hops, set for set and in the same order.
+// LeafRoutes holds topo.Routes' next hops, set for set and in the same order. (It used to be
+// smaller than topo.Routes' switches x hosts table too; topo.Routes is now linear itself for
+// these trees, so only the next hops are compared.)
 func TestLeafRoutesMatchRoutes(t *testing.T) {
 	ft, _ := fatTree(t, 8, 100*units.Gbps)
 	ls, err := topo.LeafSpine(topo.LeafSpineSpec{Leaves: 6, Spines: 3, HostsPerLeaf: 6,
@@ -103,9 +105,6 @@ func TestLeafRoutesMatchRoutes(t *testing.T) {
 					t.Fatalf("%s: %s to host %d: %v, topo.Routes %v", g.Name, g.Nodes[n].Name, d, a, b)
 				}
 			}
-		}
-		if got.Bytes() >= want.Bytes() {
-			t.Errorf("%s: leaf routes take %d B, no less than topo.Routes' %d B", g.Name, got.Bytes(), want.Bytes())
 		}
 	}
 }
