@@ -427,6 +427,10 @@ func (r *Result) WriteTimingJSON(w io.Writer) error {
 
 // seconds formats a duration given in seconds with the largest unit that keeps it at or above
 // 1, to 4 significant digits: "1.405s", "373.3ms", "469.3us".
+// FormatSeconds prints a time in seconds with its unit and three significant digits, as the
+// compare table does (also tune's report).
+func FormatSeconds(x float64) string { return seconds(x) }
+
 func seconds(x float64) string {
 	if x == 0 {
 		return "0"

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/fabricsim/fabricsim/compare"
 	"github.com/fabricsim/fabricsim/fabric"
 )
 
@@ -234,28 +235,7 @@ func formatObjective(x float64, unit string) string {
 
 // seconds writes a duration in seconds with the largest unit that keeps it at or above 1, to 4
 // significant digits ("5.228ms", "482.1us").
-func seconds(x float64) string {
-	if x == 0 {
-		return "0"
-	}
-	for _, u := range []struct {
-		name string
-		mult float64
-	}{{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}} {
-		if math.Abs(x) >= u.mult || u.name == "ns" {
-			v := x / u.mult
-			prec := 3
-			switch {
-			case math.Abs(v) >= 100:
-				prec = 1
-			case math.Abs(v) >= 10:
-				prec = 2
-			}
-			return fmt.Sprintf("%.*f%s", prec, v, u.name)
-		}
-	}
-	return ""
-}
+func seconds(x float64) string { return compare.FormatSeconds(x) }
 
 // sensitivity ranks each setting's effect by the rank correlation between its position in the
 // range and the objective over the valid evaluations of the search.
