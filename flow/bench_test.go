@@ -15,7 +15,7 @@ import (
 // RoCE with DCQCN (the sweep-small example's run).
 func BenchmarkPermutationDCQCN(b *testing.B) {
 	g, r := fatTree(b, 8, 100*units.Gbps)
-	cfg := roceDefault()
+	cfg := fabric.DefaultRoCE()
 	cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
 	flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
 	if err != nil {

@@ -220,6 +220,7 @@ type engine struct {
 	// the ingress drained in the last step.
 	nc      int
 	classOf map[uint8]int32
+	msgCls  []uint8 // each message's class index
 	classes []uint8
 	ing     []float64
 	allow   []float64
@@ -274,16 +275,20 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		e.hostSt[h] = hostState{active: -1, link: e.net.channel(n, 0), rate: float64(g.PortLink(n, 0).Rate) / 8}
 	}
 	// Classes: every priority the workload uses, mapped as the packet backend maps it.
+	e.msgCls = make([]uint8, len(mg.Msgs))
 	for i := range mg.Msgs {
 		if mg.Msgs[i].Bytes > 0 {
 			c, err := e.classFor(&mg.Msgs[i], int32(i))
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := e.classOf[c]; !ok {
-				e.classOf[c] = int32(len(e.classes))
+			k, ok := e.classOf[c]
+			if !ok {
+				k = int32(len(e.classes))
+				e.classOf[c] = k
 				e.classes = append(e.classes, c)
 			}
+			e.msgCls[i] = uint8(k)
 		}
 	}
 	e.nc = max(1, len(e.classes))
@@ -616,16 +621,13 @@ func (e *engine) startMessage(i int32, t units.Time) error {
 	pkts := (size + mtu - 1) / mtu
 	nq := min(qps, pkts)
 	per := (pkts + nq - 1) / nq * mtu
-	cls, err := e.classFor(m, i)
-	if err != nil {
-		return err
-	}
+	cls := int32(e.msgCls[i])
 	for q := int64(0); q < nq; q++ {
 		share := min(per, size-q*per)
 		if share <= 0 {
 			break
 		}
-		if err := e.startFlow(i, m, int32(q), share, e.classOf[cls], t); err != nil {
+		if err := e.startFlow(i, m, int32(q), share, cls, t); err != nil {
 			return fmt.Errorf("message %d (%s): %w", i, m.Tag, err)
 		}
 		e.qpLeft[i]++
@@ -806,6 +808,11 @@ func (e *engine) endFlow(fid int32, tLast units.Time) {
 	for h, r := range path {
 		e.leave(r, fid, int32(h), f.off)
 	}
+	sent := f.total
+	if e.loss != nil {
+		sent += e.loss.state(fid).resent
+	}
+	e.overhead.account(f, sent)
 	e.freeSlots[f.hops+f.ackHops] = append(e.freeSlots[f.hops+f.ackHops], f.off)
 	if f.hot {
 		e.unhot(fid)
