@@ -140,12 +140,13 @@ func (b *backpressure) bound(r int32) float64 {
 // A link whose rate times that round trip exceeds the window is credit-limited (an 800 Gb/s
 // link with 500 ns cables and 140 ns switches runs at about 93 %).
 func (b *backpressure) window(r, c int32) float64 {
-	if b.kind != bpCredits {
-		return math.Inf(1)
-	}
 	n := b.e.net
 	res := &n.res[r]
 	if res.credWin > 0 {
+		return res.credWin
+	}
+	if b.kind != bpCredits {
+		res.credWin = math.Inf(1)
 		return res.credWin
 	}
 	w := min(b.vlBuf, fabric.IBMaxCreditWindow*fabric.IBBlock)
@@ -170,7 +171,11 @@ func (b *backpressure) window(r, c int32) float64 {
 
 // capacity is what resource r can carry: its rate, or less where the credit loop limits it.
 func (e *engine) capacity(r int32) float64 {
-	return min(e.net.res[r].rate, e.fc.window(r, 0))
+	res := &e.net.res[r]
+	if res.credWin == 0 {
+		e.fc.window(r, 0) // computes res.credWin
+	}
+	return min(res.rate, res.credWin)
 }
 
 // refreshEvery is how often a held PAUSE is resent: half the pause time of PauseQuanta at the

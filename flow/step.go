@@ -369,7 +369,6 @@ func (e *engine) serve(r int32, tau float64) {
 			continue
 		}
 		cls := int32(c)
-		defer func() { fq.left = fq.bytes }()
 		served += fq.serve(lim[c], func(slot int32, gen uint32, s float64) {
 			if e.gen[slot] != gen {
 				return // the residue of a flow that has ended
@@ -389,6 +388,8 @@ func (e *engine) serve(r int32, tau float64) {
 				f.tOut = max(f.tInj, min(tau, (served+s)/rate))
 			}
 		})
+		// What the queue holds after its link has sent (serving r enqueues only downstream).
+		fq.left = fq.bytes
 	}
 	res.q = q - served
 	if math.Abs(res.q-old) > relTol*budget {

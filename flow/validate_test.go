@@ -201,7 +201,7 @@ var valCases = []valCase{
 	{name: "ring all-reduce 64 MiB across spines, 16 hosts, InfiniBand AR: limitation", limit: true, build: ringIB(true), packet: [4]float64{2944.5, 98.8, 121.7, 99.1}, flow: [4]float64{2784.3, 92.8, 92.8, 92.8}},
 	{name: "PFC victim: 2:1 incast + innocent flow, RoCE PFC", small: true, victim: true, build: victim(false), packet: [4]float64{3271.7, 3271.4, 3271.7, 1607.1}, flow: [4]float64{3271.2, 3271.2, 3271.2, 1606.7}},
 	{name: "credit victim: 2:1 incast + innocent flow, InfiniBand EDR", small: true, victim: true, build: victim(true), packet: [4]float64{3228.7, 3228.4, 3228.7, 1609.8}, flow: [4]float64{3223.7, 3223.7, 3223.7, 1602.8}},
-	{name: "IB CC victim (ib-cc-victim)", small: true, victim: true, victimMsg: 3, build: example("ib-cc-victim.yaml"), packet: [4]float64{2090.5, 2087.8, 2090.5, 540.1}, flow: [4]float64{2145.8, 2145.8, 2145.8, 485.8}},
+	{name: "IB CC victim: 3:1 incast + innocent flow, EDR, IB CC on (ib-cc-victim)", small: true, victim: true, victimMsg: 3, build: example("ib-cc-victim.yaml"), packet: [4]float64{2090.5, 2087.8, 2090.5, 540.1}, flow: [4]float64{2145.8, 2145.8, 2145.8, 485.8}},
 	{name: "permutation, k=8 fat tree, InfiniBand AR (ib-permutation-ar): limitation", limit: true, build: example("ib-permutation-ar.yaml"), packet: [4]float64{63.6, 54.3, 63.4, 55.7}, flow: [4]float64{44.4, 44.4, 44.4, 44.4}},
 }
 
