@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -84,5 +85,58 @@ func TestFlowBackendDeterministicWorkers(t *testing.T) {
 	}
 	if !bytes.Equal(out[0], out[1]) {
 		t.Fatal("the flow backend's compare differs between 1 and 4 workers")
+	}
+}
+
+// scaleScenario is a compare of servers x 8 H100 (rail-optimized, 1:1) with compare's four
+// default variants, running workload: the speed benchmarks' scenarios.
+func scaleScenario(b *testing.B, servers int, workload string) *Scenario {
+	b.Helper()
+	src := fmt.Sprintf(`name: scale-%d
+seed: 1
+steps: 1
+tokens: 1T
+cluster: {servers: %d, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, oversubscription: 1}
+workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, %s}
+variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
+`, 8*servers, servers, workload)
+	s, err := Parse([]byte(src), "scale.yaml", ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkCompareScale runs four-variant compares on the flow backend and, for the speed-up, the
+// packet backend (minutes per iteration): a Llama-3-8B step with TP 8 and DP 128 on 1,024 GPUs
+// (its DP ring has 2 x 127 x 128 messages per channel and bucket), and, for the growth with the
+// cluster, a Llama-3-70B step with TP 8, DP 8 and PP 8 or 16 on 512 or 1,024 GPUs (messages in
+// proportion to the GPUs). go test ./compare -run '^$' -bench CompareScale -benchtime 1x;
+// docs/flow.md quotes the figures.
+func BenchmarkCompareScale(b *testing.B) {
+	const (
+		dense = "model: llama3-8b, tp: 8, dp: 128, global_batch: 1024"
+		pp8   = "model: llama3-70b, tp: 8, pp: 8, dp: 8, micro_batch: 1, global_batch: 64"
+		pp16  = "model: llama3-70b, tp: 8, pp: 16, dp: 8, micro_batch: 1, global_batch: 64"
+	)
+	for _, c := range []struct {
+		name, backend string
+		servers       int
+		workload      string
+	}{
+		{"8b-dp128-1024GPUs", "flow", 128, dense},
+		{"8b-dp128-1024GPUs", "packet", 128, dense},
+		{"70b-pp8-512GPUs", "flow", 64, pp8},
+		{"70b-pp16-1024GPUs", "flow", 128, pp16},
+	} {
+		b.Run(c.backend+"/"+c.name, func(b *testing.B) {
+			s := scaleScenario(b, c.servers, c.workload)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Run(s, Options{Backend: c.backend}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -90,7 +90,7 @@ func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	if est := EstimateMemory(g, mg); est > limit {
+	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != "infiniband"); est > limit {
 		return nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
 	if nh == nil && cfg.Kind != "infiniband" {
@@ -893,18 +893,39 @@ func (e *engine) rehost(fid int32) {
 	e.heatHost(f.src)
 }
 
-// Planning figures for EstimateMemory (measured on the 1,024- and 16,384-GPU benchmarks,
-// docs/flow.md): per message of the graph (the engine's per-message arrays and its share of the
-// flows, paths, queues and events in flight), per channel, and per routing-table entry.
+// Planning figures for EstimateMemory: per message of the graph (the engine's per-message arrays
+// and its share of the flows, paths, queues and events in flight; BenchmarkRing1024 allocates
+// 152 B per message in all) and per channel.
 const (
 	bytesPerMessage = 160
 	bytesPerChannel = 256
 )
 
 // EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs
-// themselves: the engine's state per message and per channel and the leaf-indexed routes
-// (switches x edge switches). It grows linearly with the cluster and the workload.
+// themselves, when it routes with LeafRoutes (no NextHopper given): the engine's state per
+// message and per channel, and the leaf-indexed routes (switches x edge switches).
 func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
+	return estimate(g, int64(len(mg.Msgs)), true)
+}
+
+// PlannedMemory is EstimateMemory before the message graph is built, from the number of
+// messages it will have (a flat ring's 2 (n-1) n per channel, for instance), for callers that
+// should refuse a run before compiling its graph; with routes given (no LeafRoutes).
+func PlannedMemory(g *topo.Graph, messages int64) int64 { return estimate(g, messages, false) }
+
+// CheckPlanned returns a *LimitError when a run of that many messages on g would plan more
+// memory than limit (0: DefaultMemoryLimit).
+func CheckPlanned(g *topo.Graph, messages int64, limit int64) error {
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	if est := PlannedMemory(g, messages); est > limit {
+		return &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: int(min(messages, math.MaxInt32))}
+	}
+	return nil
+}
+
+func estimate(g *topo.Graph, messages int64, leafRoutes bool) int64 {
 	var ports, switches, edges int64
 	for i := range g.Nodes {
 		ports += int64(len(g.Nodes[i].Ports))
@@ -912,14 +933,17 @@ func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
 			switches++
 		}
 	}
-	seen := map[topo.NodeID]bool{}
-	for _, h := range g.Hosts {
-		if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
-			seen[p] = true
-			edges++
+	est := float64(messages)*bytesPerMessage + float64(ports)*bytesPerChannel
+	if leafRoutes {
+		seen := map[topo.NodeID]bool{}
+		for _, h := range g.Hosts {
+			if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
+				seen[p] = true
+				edges++
+			}
 		}
+		est += float64(switches) * float64(edges) * 4
 	}
-	est := float64(len(mg.Msgs))*bytesPerMessage + float64(ports)*bytesPerChannel + float64(switches)*float64(edges)*4
 	return int64(min(est, math.MaxInt64/2))
 }
 
