@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -39,8 +40,11 @@ type backpressure struct {
 	// refresh is the time after which a held PAUSE is resent (fabric: half the pause time).
 	alpha, xoff float64
 	vlBuf       float64
-	maxOver     float64 // largest ingress counter above its bound (PFC headroom used)
-	tau         float64 // the last step's length, seconds
+	// minRate is, per node, its slowest port: a packet's serialization on the downstream
+	// switch's egress is part of the credit round trip (credits return when it has left).
+	minRate []units.Rate
+	maxOver float64 // largest ingress counter above its bound (PFC headroom used)
+	tau     float64 // the last step's length, seconds
 }
 
 func newBackpressure(e *engine) *backpressure {
@@ -63,6 +67,15 @@ func newBackpressure(e *engine) *backpressure {
 			b.lossless[i] = true
 		}
 		b.vlBuf = float64(int64(cfg.IB.VLBuffer) / fabric.IBBlock * fabric.IBBlock)
+		g := e.net.g
+		b.minRate = make([]units.Rate, len(g.Nodes))
+		for i := range g.Nodes {
+			for p := range g.Nodes[i].Ports {
+				if r := g.PortLink(topo.NodeID(i), p).Rate; b.minRate[i] == 0 || r < b.minRate[i] {
+					b.minRate[i] = r
+				}
+			}
+		}
 	}
 	return b
 }
@@ -120,19 +133,49 @@ func (b *backpressure) bound(r int32) float64 {
 
 // window is the rate (bytes/s) the credit loop allows one class of resource r when nothing
 // downstream is congested: a VL's at most 2048 outstanding 64-byte blocks (IBA vol. 1 §7.9) per
-// credit round trip (two serializations, the propagation both ways, the switch latency).
+// credit round trip, as fabric/ibcredit.go times it: the packet's serialization on the link,
+// its propagation and the receiving switch's latency, its serialization on that switch's egress
+// (the credits return when it has left; an HCA returns them on arrival), the flow-control
+// frame's serialization, and its propagation and the sending switch's latency on the way back.
+// A link whose rate times that round trip exceeds the window is credit-limited (an 800 Gb/s
+// link with 500 ns cables and 140 ns switches runs at about 93 %).
 func (b *backpressure) window(r, c int32) float64 {
+	n := b.e.net
+	res := &n.res[r]
+	if res.credWin > 0 {
+		return res.credWin
+	}
 	if b.kind != bpCredits {
-		return math.Inf(1)
+		res.credWin = math.Inf(1)
+		return res.credWin
 	}
-	res := &b.e.net.res[r]
 	w := min(b.vlBuf, fabric.IBMaxCreditWindow*fabric.IBBlock)
-	pkt := units.Time(b.e.ideal.maxWire / (float64(res.linkRate) / 8) * float64(units.Second))
-	rtt := 2*pkt + res.delay + res.prop
-	if rtt <= 0 {
-		return math.Inf(1)
+	ser := func(rate units.Rate, bytes float64) units.Time {
+		return units.Time(bytes / (float64(rate) / 8) * float64(units.Second))
 	}
-	return w * float64(res.links) / rtt.Seconds()
+	rtt := ser(res.linkRate, b.e.ideal.maxWire) + res.delay
+	if !res.toHost {
+		to := res.to
+		if to < 0 {
+			to = res.toSwitches[0]
+		}
+		rtt += ser(b.minRate[to], b.e.ideal.maxWire)
+	}
+	rtt += ser(res.linkRate, fabric.IBFCPacketBytes) + n.res[n.reverse(res.first)].delay
+	res.credWin = math.Inf(1)
+	if rtt > 0 {
+		res.credWin = w * float64(res.links) / rtt.Seconds()
+	}
+	return res.credWin
+}
+
+// capacity is what resource r can carry: its rate, or less where the credit loop limits it.
+func (e *engine) capacity(r int32) float64 {
+	res := &e.net.res[r]
+	if res.credWin == 0 {
+		e.fc.window(r, 0) // computes res.credWin
+	}
+	return min(res.rate, res.credWin)
 }
 
 // refreshEvery is how often a held PAUSE is resent: half the pause time of PauseQuanta at the

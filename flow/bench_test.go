@@ -51,10 +51,12 @@ func BenchmarkRing1024(b *testing.B) {
 	}
 	cfg := fabric.DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		if _, err := Run(g, nil, cfg, mg, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(mg.Msgs)), "messages")
 }

@@ -66,9 +66,13 @@ func (q *endHeap) set(fid int32, t units.Time, seq uint64) {
 		q.pos = append(q.pos, -1)
 	}
 	if i := q.pos[fid]; i >= 0 {
+		later := t > q.h[i].t || t == q.h[i].t && seq > q.h[i].seq
 		q.h[i].t, q.h[i].seq = t, seq
-		q.up(int(i))
-		q.down(int(q.pos[fid]))
+		if later {
+			q.down(int(i))
+		} else {
+			q.up(int(i))
+		}
 		return
 	}
 	q.h = append(q.h, endEntry{t: t, seq: seq, fid: fid})

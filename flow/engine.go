@@ -90,7 +90,7 @@ func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	if est := EstimateMemory(g, mg); est > limit {
+	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != "infiniband"); est > limit {
 		return nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
 	if nh == nil && cfg.Kind != "infiniband" {
@@ -220,6 +220,7 @@ type engine struct {
 	// the ingress drained in the last step.
 	nc      int
 	classOf map[uint8]int32
+	msgCls  []uint8 // each message's class index
 	classes []uint8
 	ing     []float64
 	allow   []float64
@@ -274,16 +275,20 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		e.hostSt[h] = hostState{active: -1, link: e.net.channel(n, 0), rate: float64(g.PortLink(n, 0).Rate) / 8}
 	}
 	// Classes: every priority the workload uses, mapped as the packet backend maps it.
+	e.msgCls = make([]uint8, len(mg.Msgs))
 	for i := range mg.Msgs {
 		if mg.Msgs[i].Bytes > 0 {
 			c, err := e.classFor(&mg.Msgs[i], int32(i))
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := e.classOf[c]; !ok {
-				e.classOf[c] = int32(len(e.classes))
+			k, ok := e.classOf[c]
+			if !ok {
+				k = int32(len(e.classes))
+				e.classOf[c] = k
 				e.classes = append(e.classes, c)
 			}
+			e.msgCls[i] = uint8(k)
 		}
 	}
 	e.nc = max(1, len(e.classes))
@@ -616,16 +621,13 @@ func (e *engine) startMessage(i int32, t units.Time) error {
 	pkts := (size + mtu - 1) / mtu
 	nq := min(qps, pkts)
 	per := (pkts + nq - 1) / nq * mtu
-	cls, err := e.classFor(m, i)
-	if err != nil {
-		return err
-	}
+	cls := int32(e.msgCls[i])
 	for q := int64(0); q < nq; q++ {
 		share := min(per, size-q*per)
 		if share <= 0 {
 			break
 		}
-		if err := e.startFlow(i, m, int32(q), share, e.classOf[cls], t); err != nil {
+		if err := e.startFlow(i, m, int32(q), share, cls, t); err != nil {
 			return fmt.Errorf("message %d (%s): %w", i, m.Tag, err)
 		}
 		e.qpLeft[i]++
@@ -806,6 +808,11 @@ func (e *engine) endFlow(fid int32, tLast units.Time) {
 	for h, r := range path {
 		e.leave(r, fid, int32(h), f.off)
 	}
+	sent := f.total
+	if e.loss != nil {
+		sent += e.loss.state(fid).resent
+	}
+	e.overhead.account(f, sent)
 	e.freeSlots[f.hops+f.ackHops] = append(e.freeSlots[f.hops+f.ackHops], f.off)
 	if f.hot {
 		e.unhot(fid)
@@ -886,18 +893,39 @@ func (e *engine) rehost(fid int32) {
 	e.heatHost(f.src)
 }
 
-// Planning figures for EstimateMemory (measured on the 1,024- and 16,384-GPU benchmarks,
-// docs/flow.md): per message of the graph (the engine's per-message arrays and its share of the
-// flows, paths, queues and events in flight), per channel, and per routing-table entry.
+// Planning figures for EstimateMemory: per message of the graph (the engine's per-message arrays
+// and its share of the flows, paths, queues and events in flight; BenchmarkRing1024 allocates
+// 152 B per message in all) and per channel.
 const (
 	bytesPerMessage = 160
 	bytesPerChannel = 256
 )
 
 // EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs
-// themselves: the engine's state per message and per channel and the leaf-indexed routes
-// (switches x edge switches). It grows linearly with the cluster and the workload.
+// themselves, when it routes with LeafRoutes (no NextHopper given): the engine's state per
+// message and per channel, and the leaf-indexed routes (switches x edge switches).
 func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
+	return estimate(g, int64(len(mg.Msgs)), true)
+}
+
+// PlannedMemory is EstimateMemory before the message graph is built, from the number of
+// messages it will have (a flat ring's 2 (n-1) n per channel, for instance), for callers that
+// should refuse a run before compiling its graph; with routes given (no LeafRoutes).
+func PlannedMemory(g *topo.Graph, messages int64) int64 { return estimate(g, messages, false) }
+
+// CheckPlanned returns a *LimitError when a run of that many messages on g would plan more
+// memory than limit (0: DefaultMemoryLimit).
+func CheckPlanned(g *topo.Graph, messages int64, limit int64) error {
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	if est := PlannedMemory(g, messages); est > limit {
+		return &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: int(min(messages, math.MaxInt32))}
+	}
+	return nil
+}
+
+func estimate(g *topo.Graph, messages int64, leafRoutes bool) int64 {
 	var ports, switches, edges int64
 	for i := range g.Nodes {
 		ports += int64(len(g.Nodes[i].Ports))
@@ -905,14 +933,17 @@ func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
 			switches++
 		}
 	}
-	seen := map[topo.NodeID]bool{}
-	for _, h := range g.Hosts {
-		if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
-			seen[p] = true
-			edges++
+	est := float64(messages)*bytesPerMessage + float64(ports)*bytesPerChannel
+	if leafRoutes {
+		seen := map[topo.NodeID]bool{}
+		for _, h := range g.Hosts {
+			if p := g.Nodes[h].Ports[0].Peer; !seen[p] {
+				seen[p] = true
+				edges++
+			}
 		}
+		est += float64(switches) * float64(edges) * 4
 	}
-	est := float64(len(mg.Msgs))*bytesPerMessage + float64(ports)*bytesPerChannel + float64(switches)*float64(edges)*4
 	return int64(min(est, math.MaxInt64/2))
 }
 

@@ -11,7 +11,8 @@ import (
 // backend's per-QP state machine (package transport/ibcc) and its switch rule (fabric/ibcc.go):
 //   - a data packet joining an egress queue whose VL holds more than the threshold is marked
 //     FECN, one in MarkingRate+1 of them, unless the port lacks credits (a victim of congestion
-//     further down; marked only with the victim mask);
+//     further down; marked only with the victim mask): a port throttled to a fraction of its
+//     rate marks that fraction of its packets;
 //   - the receiving HCA returns a BECN for every FECN; each raises the QP's CCT index, which
 //     falls by one every CCTI timer;
 //   - the QP waits the table's delay CCT[CCTI] between the starts of its packets, so it sends at
@@ -82,13 +83,15 @@ func (m *ibCCModel) enqueued(fid, r int32, q *fifo, amt float64) {
 	if q.left <= m.thresh {
 		return
 	}
+	k := amt / e.ideal.maxWire / m.every
 	if !m.victims {
-		// A port that cannot send for lack of credits is a victim, not the root.
-		if e.allow[int(r)*e.nc+int(e.flows[fid].cls)] < e.ideal.maxWire {
-			return
+		// A port that cannot send for lack of credits is a victim, not the root: a packet
+		// joining its queue is marked only if the port has credits then, which a port throttled
+		// to a fraction of its rate has for that fraction of the time.
+		if tau := e.fc.tau; tau > 0 {
+			k *= min(1, e.allow[int(r)*e.nc+int(e.flows[fid].cls)]/(e.net.res[r].rate*tau))
 		}
 	}
-	k := amt / e.ideal.maxWire / m.every
 	m.st[fid].fecn += k
 	m.marked += k
 }

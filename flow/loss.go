@@ -52,8 +52,10 @@ type lossFlow struct {
 	lost     float64
 	// waste is the flow's bytes in the network that the receiver will discard.
 	waste float64
-	// hadLoss: the flow lost bytes (its per-flow byte balance no longer holds, check).
+	// hadLoss: the flow lost bytes (its per-flow byte balance no longer holds, check); resent the
+	// bytes it sent again.
 	hadLoss bool
+	resent  float64
 }
 
 func newLossModel(e *engine) *lossModel {
@@ -315,6 +317,7 @@ func (l *lossModel) rewind(t units.Time) bool {
 			s.waste = max(0, inNet-aheadInNet)
 		}
 		l.retransmitted += again
+		s.resent += again
 		f.rem += again
 		s.pending = false
 		if l.lostOn(f, f.off, f.hops) {

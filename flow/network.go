@@ -56,6 +56,9 @@ type resource struct {
 	active int32
 
 	ecn ecnThresholds
+	// credWin is the rate a VL's credit loop allows (backpressure.window; +Inf without credits), 0
+	// until computed.
+	credWin float64
 
 	// Counters.
 	txBytes float64

@@ -85,10 +85,6 @@ func (e *engine) materialize(fid int32) {
 	f.deliv += x
 	e.stats.injected += x
 	e.stats.deliveredWire += x
-	for _, r := range e.path[f.off : f.off+f.hops] {
-		e.net.res[r].txBytes += x
-	}
-	e.overhead.accountQuiet(fid, dt)
 	f.t0 = e.now
 }
 
@@ -215,7 +211,7 @@ func (e *engine) preheat() {
 					}
 				}
 			}
-			if demand <= res.rate*(1+relTol) {
+			if demand <= e.capacity(r)*(1+relTol) {
 				continue
 			}
 			e.heatMembers(r)
@@ -268,7 +264,7 @@ func (e *engine) reshare(h int32) bool {
 		for _, r := range e.path[f.off : f.off+f.hops] {
 			res := &e.net.res[r]
 			res.quietLoad += delta
-			if res.hotN > 0 || res.q > 0 || e.fc.throttled(r) || res.quietLoad > res.rate*(1+1e-12) {
+			if res.hotN > 0 || res.q > 0 || e.fc.throttled(r) || res.quietLoad > e.capacity(r)*(1+1e-12) {
 				ok = false
 			}
 		}

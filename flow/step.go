@@ -122,7 +122,6 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		e.flows[fid].from = tEnd
 	}
 	e.settle(tau)
-	e.overhead.update(tau)
 	return !e.changed
 }
 
@@ -201,7 +200,6 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			f.inj = amt
 			e.stats.injected += amt
 			r0 := e.path[f.off]
-			e.net.res[r0].txBytes += amt
 			e.forward(r0, fid, 0, amt)
 			if f.rem == 0 {
 				finished = append(finished, fid)
@@ -371,7 +369,6 @@ func (e *engine) serve(r int32, tau float64) {
 			continue
 		}
 		cls := int32(c)
-		defer func() { fq.left = fq.bytes }()
 		served += fq.serve(lim[c], func(slot int32, gen uint32, s float64) {
 			if e.gen[slot] != gen {
 				return // the residue of a flow that has ended
@@ -391,8 +388,9 @@ func (e *engine) serve(r int32, tau float64) {
 				f.tOut = max(f.tInj, min(tau, (served+s)/rate))
 			}
 		})
+		// What the queue holds after its link has sent (serving r enqueues only downstream).
+		fq.left = fq.bytes
 	}
-	res.txBytes += served
 	res.q = q - served
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
@@ -449,7 +447,6 @@ func (e *engine) jump(tEnd units.Time) {
 		}
 	}
 	e.fc.jump(T)
-	e.overhead.account(T)
 	e.jumpFlows(tEnd, T)
 	for _, fid := range e.hot {
 		e.flows[fid].from = tEnd
@@ -466,7 +463,6 @@ func (e *engine) jumpResource(r int32, T float64) {
 				continue // quiet flows are brought up to date when they change
 			}
 			x := f.rate * T
-			res.txBytes += x
 			if res.ecn.pmax > 0 {
 				res.marks += x / e.ideal.maxWire * res.ecn.prob(res.q)
 			}

@@ -1,0 +1,47 @@
+package flow
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// A run planned above the memory limit is refused before anything is built, with the estimate
+// and the limit in the message; the planned figure is linear in the messages.
+func TestMemoryLimit(t *testing.T) {
+	g, r := fatTree(t, 4, 100*units.Gbps)
+	mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+	for i := 0; i < 1000; i++ {
+		mg.Add(msggraph.Message{Src: int32(i % 16), Dst: int32((i + 1) % 16), Bytes: units.KB})
+	}
+	base := PlannedMemory(g, 0)
+	if got, want := PlannedMemory(g, 1000)-base, int64(1000*bytesPerMessage); got != want {
+		t.Errorf("1,000 messages plan %d B above the network's, want %d", got, want)
+	}
+	if got, want := PlannedMemory(g, 2000)-base, 2*(PlannedMemory(g, 1000)-base); got != want {
+		t.Errorf("2,000 messages plan %d B, want twice 1,000's: %d", got, want)
+	}
+	limit := PlannedMemory(g, 1000) - 1
+	_, err := Run(g, r, fabrics(t)["roce"], mg, Options{MemoryLimit: limit})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Messages != 1000 || le.Limit != limit {
+		t.Fatalf("run above the limit: %v, want a LimitError for 1000 messages and limit %d", err, limit)
+	}
+	if !strings.Contains(err.Error(), "above the memory limit") {
+		t.Errorf("message %q does not say what is wrong", err)
+	}
+	if _, err := Run(g, r, fabrics(t)["roce"], mg, Options{MemoryLimit: limit + 1}); err != nil {
+		t.Errorf("run at the limit: %v", err)
+	}
+	// A flat ring of 131,072 ranks (2 x 131,071 x 131,072 messages per channel) is refused from its
+	// message count, before its graph is compiled.
+	if err := CheckPlanned(g, 2*131071*131072, 0); !errors.As(err, &le) {
+		t.Errorf("a 131,072-rank ring: %v, want a LimitError", err)
+	}
+	if err := CheckPlanned(g, 1000, 0); err != nil {
+		t.Errorf("1,000 messages: %v", err)
+	}
+}
