@@ -10,7 +10,9 @@ import (
 // file: it is the one place that knows that InfiniBand's credits, arbiter and router are called
 // directly (on the per-hop path an interface call costs more than the work they do) while every
 // other policy goes through its extension interface. Nothing else on the path tests which
-// fabric it runs on.
+// fabric it runs on, but for Port.kick, which sends the InfiniBand credit updates a port has
+// pending (Port.inlineFC, set only by ibCredits), and the prefetchers (prefetch.go), which read
+// ahead what the InfiniBand credits will touch.
 
 // policies are the network's installed policies; nil means none (hooks.go says what each nil
 // does). The set methods of hooks.go keep the typed fields in step with the interfaces.
@@ -57,44 +59,50 @@ func (n *Network) route(s *Switch, pkt *Packet) int32 {
 	return hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
 }
 
-// Each flow-control hook is two functions: a guard small enough to be inlined at the call
-// site, so that a fabric without the policy pays one test and no call, and the dispatch proper.
+// A packet at a switch meets the policies three times: ingress (admission and arrival),
+// dequeue (the scheduler's pick and the credits it consumes) and departed (its buffer space
+// freed). Each is one call from the switch or port, which calls the policies; the hooks that a
+// fabric without link-level flow control skips are split in two, a guard small enough to be
+// inlined at the call site (one test, no call) and the dispatch proper. The hooks find the
+// packet's ingress port (pkt.InPort) themselves: a fabric without the policy does not read it.
 
-// admit asks the installed Admitter whether switch s takes pkt, arriving through in for egress
-// out, into its buffer: -1 admits it, else the drop cause. PFC decides with its headroom;
-// InfiniBand's credits never let a sender overrun a buffer and only check that. (Without an
-// Admitter the switch's shared buffer decides: Switch.Handle.)
-func (n *Network) admit(s *Switch, in, out *Port, pkt *Packet) int {
+// ingress takes pkt, which arrived at switch s through port pkt.InPort for egress out, into the
+// switch's buffer as link-level flow control decides: admission by the Admitter (PFC, with its
+// headroom; InfiniBand's credits never let a sender overrun a buffer and only check that with
+// --check) or else the shared buffer, then, once admitted, the arrival (PFC may pause upstream;
+// an InfiniBand VL buffer takes the blocks). It returns -1 when admitted, else the drop cause.
+// (Without link-level flow control Switch.Handle asks the shared buffer itself.)
+func (n *Network) ingress(s *Switch, out *Port, pkt *Packet) int {
+	in := s.Ports[pkt.InPort]
 	if f := n.ibfc; f != nil {
-		return f.Admit(s, in, out, pkt)
-	}
-	return n.adm.Admit(s, in, out, pkt)
-}
-
-// arrived tells link-level flow control that pkt entered a switch's buffer through in.
-func (n *Network) arrived(in *Port, pkt *Packet) {
-	if n.fc != nil {
-		n.fcArrived(in, pkt)
-	}
-}
-
-func (n *Network) fcArrived(in *Port, pkt *Packet) {
-	if f := n.ibfc; f != nil {
+		if f.check {
+			f.Admit(s, in, out, pkt)
+		}
 		f.Arrived(in, pkt)
+		return -1
+	}
+	var cause int
+	if n.adm != nil {
+		cause = n.adm.Admit(s, in, out, pkt)
 	} else {
+		cause = s.sharedBufferAdmits(out, pkt)
+	}
+	if cause < 0 {
 		n.fc.Arrived(in, pkt)
 	}
+	return cause
 }
 
-// departed tells link-level flow control that pkt, which came in through in, left a switch's
-// buffer.
-func (n *Network) departed(in *Port, pkt *Packet) {
+// departed tells link-level flow control that pkt, which came in through port pkt.InPort,
+// left switch s's buffer.
+func (n *Network) departed(s *Switch, pkt *Packet) {
 	if n.fc != nil {
-		n.fcDeparted(in, pkt)
+		n.fcDeparted(s, pkt)
 	}
 }
 
-func (n *Network) fcDeparted(in *Port, pkt *Packet) {
+func (n *Network) fcDeparted(s *Switch, pkt *Packet) {
+	in := s.Ports[pkt.InPort]
 	if f := n.ibfc; f != nil {
 		f.Departed(in, pkt)
 	} else {
@@ -137,21 +145,33 @@ func (n *Network) fcSent(out *Port, pkt *Packet) {
 	}
 }
 
-// pick chooses the queue port p, which has packets queued, serves next: the scheduler's
-// choice, or strict priority; -1 when no queued packet may start.
-func (n *Network) pick(p *Port) int {
+// dequeue takes from port p's queues, which hold a packet, the one it sends next: the
+// scheduler's pick (strict priority, highest class first, when none is installed) among the
+// classes that may start; link-level flow control is told it is sent. nil if none may start.
+func (n *Network) dequeue(p *Port) *Packet {
+	prio := -1
 	if a := n.ibArb; a != nil {
-		return a.Pick(p)
-	}
-	if n.sched != nil {
-		return n.sched.Pick(p)
-	}
-	for m := p.qmask; m != 0; {
-		prio := bits.Len16(m) - 1 // highest class first
-		m &^= 1 << prio
-		if p.Eligible(prio) {
-			return prio
+		prio = a.Pick(p)
+	} else if n.sched != nil {
+		prio = n.sched.Pick(p)
+	} else {
+		for m := p.qmask; m != 0; {
+			q := bits.Len16(m) - 1 // highest class first
+			m &^= 1 << q
+			if p.Eligible(q) {
+				prio = q
+				break
+			}
 		}
 	}
-	return -1
+	if prio < 0 {
+		return nil
+	}
+	pkt := p.dequeue(prio)
+	if f := n.ibfc; f != nil { // what sent does, without its call: one per packet per hop
+		f.Sent(p, pkt)
+	} else if n.fc != nil {
+		n.fc.Sent(p, pkt)
+	}
+	return pkt
 }

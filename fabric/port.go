@@ -158,9 +158,7 @@ func (p *Port) next() *Packet {
 	}
 	n := p.net
 	if p.qmask != 0 { // (most calls at a host port find its queues empty)
-		if prio := n.pick(p); prio >= 0 {
-			pkt := p.dequeue(prio)
-			n.sent(p, pkt)
+		if pkt := n.dequeue(p); pkt != nil {
 			return pkt
 		}
 	}

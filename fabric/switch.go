@@ -43,10 +43,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 		return
 	}
 	port := s.Ports[out]
-	in := s.Ports[pkt.InPort]
-	cause := -1
-	if n.adm != nil {
-		cause = n.admit(s, in, port, pkt)
+	var cause int
+	if n.fc != nil {
+		cause = n.ingress(s, port, pkt) // admission and arrival (dispatch.go)
 	} else {
 		cause = s.sharedBufferAdmits(port, pkt)
 	}
@@ -63,7 +62,6 @@ func (s *Switch) Handle(ev *sim.Event) {
 			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
 		}
 	}
-	n.arrived(in, pkt)
 	if n.marker != nil {
 		n.marker.Enqueue(port, pkt)
 	}
@@ -88,7 +86,7 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 // release returns a departing packet's buffer space.
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
-	s.net.departed(s.Ports[pkt.InPort], pkt)
+	s.net.departed(s, pkt)
 	if s.net.cfg.Check && s.bufUsed < 0 {
 		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
 	}
