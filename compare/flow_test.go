@@ -1,12 +1,14 @@
 package compare
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
 )
 
@@ -27,7 +29,7 @@ func TestFlowBackendMoE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, Options{Backend: "flow"})
+	r, err := Run(context.Background(), s, Options{Backend: "flow"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestFlowBackendDeterministicWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(s, Options{Backend: "flow", Workers: w})
+		r, err := Run(context.Background(), s, Options{Backend: "flow", Workers: w})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +135,7 @@ func BenchmarkCompareScale(b *testing.B) {
 			s := scaleScenario(b, c.servers, c.workload)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Run(s, Options{Backend: c.backend}); err != nil {
+				if _, err := Run(context.Background(), s, Options{Backend: backend.Name(c.backend)}); err != nil {
 					b.Fatal(err)
 				}
 			}
