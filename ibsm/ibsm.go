@@ -55,6 +55,8 @@ type Tables struct {
 	group []uint32 // [row*hosts+dst] -> AR port set id
 	start []uint32 // set i is ports[start[i]:start[i+1]]
 	ports []int32
+	// in is set for GPU clusters: their server-internal nodes have no row (see innerPicks).
+	in *innerPicks
 	// Rank is, for updown, each node's distance from the root set (hosts: -1); nil otherwise.
 	Rank []int32
 }
@@ -64,6 +66,9 @@ func (t *Tables) Port(sw topo.NodeID, dst int) int32 {
 	if t.rt != nil {
 		return t.onDemand(sw, dst)
 	}
+	if t.inner(sw) {
+		return t.innerPort(sw, dst)
+	}
 	return int32(t.lft[int(t.row[sw])*t.hosts+dst])
 }
 
@@ -72,6 +77,9 @@ func (t *Tables) Port(sw topo.NodeID, dst int) int32 {
 func (t *Tables) Group(sw topo.NodeID, dst int) []int32 {
 	if t.rt != nil {
 		return t.rt.NextHops(sw, dst)
+	}
+	if t.inner(sw) {
+		return t.in.rt.NextHops(sw, dst)
 	}
 	s := t.group[int(t.row[sw])*t.hosts+dst]
 	return t.ports[t.start[s]:t.start[s+1]]
@@ -162,12 +170,33 @@ func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
 	return t, nil
 }
 
-// computeStored runs the engine over every destination and stores the tables.
+// computeStored runs the engine over every destination and stores the tables: a row for every
+// switch, but for a GPU cluster's server-internal nodes (innerPicks).
 func computeStored(g *topo.Graph, engine string) (*Tables, error) {
+	in, err := innerRoutes(g)
+	if err != nil {
+		return nil, err
+	}
+	return computeRows(g, engine, in)
+}
+
+// computeRows is computeStored with the cluster routes of a GPU cluster given (nil: a row for
+// every switch, the plain form TestServerFormMatchesStored compares with).
+func computeRows(g *topo.Graph, engine string, in *topo.Routes) (*Tables, error) {
+	var err error
 	t := &Tables{Engine: engine, g: g, hosts: len(g.Hosts), row: make([]int32, len(g.Nodes))}
+	if in != nil {
+		t.in = &innerPicks{rt: in, row: make([]int32, len(g.Nodes))}
+	}
 	rows := 0
 	for i := range g.Nodes {
 		t.row[i] = -1
+		if t.in != nil {
+			t.in.row[i] = -1
+			if g.Nodes[i].Tier == 0 {
+				continue // server-internal: no row
+			}
+		}
 		if g.Nodes[i].Kind == topo.Switch {
 			if len(g.Nodes[i].Ports) > math.MaxInt16 {
 				return nil, fmt.Errorf("subnet manager: switch %s has %d ports; forwarding tables hold at most %d", g.Nodes[i].Name, len(g.Nodes[i].Ports), math.MaxInt16)
@@ -186,7 +215,6 @@ func computeStored(g *topo.Graph, engine string) (*Tables, error) {
 	for i := range g.Nodes {
 		b.load[i] = make([]int32, len(g.Nodes[i].Ports))
 	}
-	var err error
 	switch engine {
 	case "minhop":
 		err = b.minHop(false)
@@ -212,9 +240,10 @@ type builder struct {
 // destinations so far (lowest port on ties), unless pick >= 0 names one.
 func (b *builder) set(n topo.NodeID, dst int, cand []int32, pick int) {
 	t := b.t
-	e := int(t.row[n])*t.hosts + dst
 	if len(cand) == 0 {
-		t.lft[e] = -1
+		if t.row[n] >= 0 {
+			t.lft[int(t.row[n])*t.hosts+dst] = -1
+		}
 		return
 	}
 	if pick < 0 {
@@ -227,6 +256,15 @@ func (b *builder) set(n topo.NodeID, dst int, cand []int32, pick int) {
 	}
 	port := cand[pick]
 	b.load[n][port]++
+	if t.row[n] < 0 {
+		// A server-internal node: its candidate set comes from the cluster routes when asked,
+		// and only a choice among several is kept.
+		if len(cand) > 1 {
+			t.in.setPick(t.g, t.hosts, n, dst, pick)
+		}
+		return
+	}
+	e := int(t.row[n])*t.hosts + dst
 	t.lft[e] = int16(port)
 	b.key = b.key[:0]
 	for _, p := range cand {

@@ -56,13 +56,23 @@ func TestMemoryDoublingAnalytic(t *testing.T) {
 
 // TestMemoryDoublingPacket: a send/recv of 1 MiB from every GPU to the next on the packet
 // backend (a workload linear in the GPUs) allocates at most 2.2x as much when the GPUs double,
-// from 128 to 512 GPUs: the cluster routes keep nothing per pair of nodes.
+// from 128 to 512 GPUs, on Ethernet and on InfiniBand: the cluster routes keep nothing per pair
+// of nodes, and the subnet manager's tables keep no row for the servers' insides (ibsm).
 func TestMemoryDoublingPacket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	ib, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []fabric.Config{fabric.DefaultEthernet(), ib} {
+		memoryDoublingPacket(t, cfg)
+	}
+}
+
+func memoryDoublingPacket(t *testing.T, cfg fabric.Config) {
 	srv, _ := gpu.Preset("h100")
-	cfg := fabric.DefaultEthernet()
 	var prev uint64
 	for _, servers := range []int{16, 32, 64} {
 		b := allocated(t, func() {
@@ -78,9 +88,9 @@ func TestMemoryDoublingPacket(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
+		t.Logf("%s: %d GPUs: %.1f MB allocated", cfg.Kind, servers*8, float64(b)/1e6)
 		if prev > 0 && float64(b) > 2.2*float64(prev) {
-			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+			t.Errorf("%s: %d GPUs allocate %.2fx what half as many do", cfg.Kind, servers*8, float64(b)/float64(prev))
 		}
 		prev = b
 	}
