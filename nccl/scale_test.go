@@ -11,6 +11,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -96,20 +97,33 @@ func memoryDoublingPacket(t *testing.T, cfg fabric.Config) {
 	}
 }
 
-// BenchmarkAllReduceAnalytic: a 1 GiB all-reduce on the analytic backend at 8,192 GPUs, cluster
-// built and routed included (the target: 2 s and 300 MB on one core):
-// GOMAXPROCS=1 go test ./nccl -run XXX -bench AllReduceAnalytic -benchtime 1x
+// BenchmarkAllReduceAnalytic: a 1 GiB all-reduce on the analytic backend (the ring pipeline
+// model), cluster built and routed included, at 8,192 GPUs (1,024 H100 servers, three tiers) and
+// at 131,072 GPUs (16,384 servers, a plane per rail), what nccl-tests all_reduce_perf -b 1G
+// -e 1G --backend analytic runs (the targets on one core: 2 s and 300 MB, 60 s and 4 GB):
+// GOMAXPROCS=1 go test ./nccl -run '^$' -bench AllReduceAnalytic -benchtime 1x
 func BenchmarkAllReduceAnalytic(b *testing.B) {
 	srv, _ := gpu.Preset("h100")
 	cfg := fabric.DefaultEthernet()
-	b.ReportAllocs()
-	for b.Loop() {
-		cl, err := cluster.Build(cluster.Spec{Servers: 1024, Server: srv})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
+	for _, c := range []struct {
+		name    string
+		servers int
+		net     cluster.Network
+	}{
+		{"8192GPUs", 1024, cluster.Network{}},
+		{"131072GPUs", 16384, cluster.Network{Kind: "clos", Clos: topo.ClosSpec{RailOptimized: true, RailPlanes: true}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cl, err := cluster.Build(cluster.Spec{Servers: c.servers, Server: srv, Net: c.net})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
 	}
 }

@@ -78,6 +78,10 @@ func (s *Scenario) BuildTopology() (*topo.Graph, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w (topology.file of %s)", err, s.File)
 		}
+		// Known only now: its size, and whether it routes as a tree or by a table.
+		if err := topo.CheckGraphMemory(path, g, MemoryLimit); err != nil {
+			return nil, s.errf("topology.file", "%v", err)
+		}
 		return g, nil
 	}
 	return nil, s.errf("topology.kind", "%q unknown", t.Kind)

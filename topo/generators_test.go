@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -423,5 +424,58 @@ func TestEstimateMemory(t *testing.T) {
 	}
 	if EstimateMemory(1<<40, 1<<40, 1<<40) <= 0 {
 		t.Fatal("EstimateMemory must saturate, not overflow")
+	}
+}
+
+// TestEstimateGraphMemory: a graph that is no layered tree (switches in a cycle, a host on
+// each) is estimated with its breadth-first table, switches x hosts entries, which the table's
+// own size check confirms; a fat tree keeps EstimateMemory's linear estimate; a cycle of 4,000
+// switches (96 MB of table) is refused under a limit its linear terms fit, with a message that
+// names the table.
+func TestEstimateGraphMemory(t *testing.T) {
+	cycle := func(n int) *Graph {
+		g := &Graph{Name: "cycle"}
+		sw := make([]NodeID, n)
+		for i := range sw {
+			sw[i] = g.AddNode(Switch, fmt.Sprintf("sw%d", i), 1)
+		}
+		for i := range sw {
+			g.Connect(sw[i], sw[(i+1)%n], 100*units.Gbps, units.Microsecond)
+		}
+		for i := range sw {
+			g.Connect(g.AddNode(Host, fmt.Sprintf("h%d", i), 0), sw[i], 100*units.Gbps, units.Microsecond)
+		}
+		return g
+	}
+	small := cycle(40)
+	rt, err := ComputeRoutes(small)
+	if err != nil || rt.Form() != "table" {
+		t.Fatalf("a cycle routes as %v (%v), want table", rt.Form(), err)
+	}
+	linear := EstimateMemory(40, 40, 80)
+	extra := EstimateGraphMemory(small) - linear
+	// The table's entries (40 x 40 x 6 B) less the tree term the linear estimate holds.
+	if want := int64(40*40*BytesPerTableEntry - 40*BytesPerHostRoute); extra != want {
+		t.Fatalf("cycle of 40: %d B above the linear estimate, want %d", extra, want)
+	}
+	// 4 B per entry with fewer than 65,536 distinct port sets, 6 B otherwise.
+	if b := rt.Bytes(); b < 40*40*4 || b > 40*40*BytesPerTableEntry+64<<10 {
+		t.Fatalf("cycle of 40: the table takes %d B, estimated at most %d", b, 40*40*BytesPerTableEntry)
+	}
+	ft, err := FatTree(8, LinkSpec{Rate: 100 * units.Gbps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, s, l := FatTreeSize(8); EstimateGraphMemory(ft) != EstimateMemory(h, s, l) {
+		t.Fatalf("fat tree k=8: %d, want the linear %d", EstimateGraphMemory(ft), EstimateMemory(h, s, l))
+	}
+	big := cycle(4000)
+	limit := EstimateMemory(4000, 4000, 8000) + 1<<20
+	err = CheckGraphMemory("cycle.txt", big, limit)
+	if err == nil || !strings.Contains(err.Error(), "not a layered tree, so routed by a table of 4000 switches x 4000 hosts") {
+		t.Fatalf("a cycle of 4,000 switches under %d B: %v", limit, err)
+	}
+	if err := CheckGraphMemory("cycle.txt", small, limit); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -50,6 +50,44 @@ func CheckMemory(what string, hosts, switches, links int, limit int64) error {
 		what, humanBytes(est), hosts, switches, links, BytesPerPort, BytesPerHostRoute, humanBytes(limit))
 }
 
+// BytesPerTableEntry is the most the breadth-first table form of Routes keeps per (switch,
+// destination host): a 4-byte index of its next-hop set (2 bytes with fewer than 65,536
+// distinct sets) and a 2-byte hop count (tableRoutes).
+const BytesPerTableEntry = 6
+
+// EstimateGraphMemory is EstimateMemory for a built graph, with the routes ComputeRoutes will
+// give it: a layered tree keeps BytesPerHostRoute per host (EstimateMemory's term), any other
+// graph the breadth-first table, switches x hosts entries of BytesPerTableEntry, quadratic. (GPU
+// clusters, the cluster form, are built by package cluster, not imported: counted as tables
+// here.) The tree test is linear in the graph; ComputeRoutes repeats it.
+func EstimateGraphMemory(g *Graph) int64 {
+	switches := g.NumSwitches()
+	est := EstimateMemory(len(g.Hosts), switches, len(g.Links))
+	if len(g.Hosts) == 0 || g.Validate() != nil || buildTreeTiers(g, hostAttachments(g)) != nil {
+		return est
+	}
+	table := float64(switches)*float64(len(g.Hosts))*BytesPerTableEntry - float64(len(g.Hosts))*BytesPerHostRoute
+	if float64(est)+table >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return est + int64(table)
+}
+
+// CheckGraphMemory is CheckMemory for a graph already built or imported (an imported topology's
+// size is known only once it is read), with its routes' form (EstimateGraphMemory).
+func CheckGraphMemory(what string, g *Graph, limit int64) error {
+	est := EstimateGraphMemory(g)
+	if est <= limit {
+		return nil
+	}
+	form := "tree routes"
+	if est > EstimateMemory(len(g.Hosts), g.NumSwitches(), len(g.Links)) {
+		form = fmt.Sprintf("not a layered tree, so routed by a table of %d switches x %d hosts at %d B", g.NumSwitches(), len(g.Hosts), BytesPerTableEntry)
+	}
+	return fmt.Errorf("%s: estimated memory %s (%d hosts, %d switches, %d links; %d B per port; %s) exceeds the limit of %s; choose a smaller fabric or raise the limit",
+		what, humanBytes(est), len(g.Hosts), g.NumSwitches(), len(g.Links), BytesPerPort, form, humanBytes(limit))
+}
+
 // humanBytes prints n in the largest binary unit that keeps one decimal meaningful.
 func humanBytes(n int64) string {
 	const unit = 1024
