@@ -288,6 +288,19 @@ func PlanClos(spec ClosSpec) (ClosPlan, error) {
 		p.Cores = p.SpinesPerPod * p.CoresPerGroup
 		links += p.Leaves*p.UpPerLeaf + p.Spines*p.UpPerSpine
 	}
+	// One tier: leaves with nothing above them, so more than one per rail would share no switch.
+	switch {
+	case tiers == 1 && s.RailOptimized && p.Leaves > p.RailsPerPlane:
+		return ClosPlan{}, fmt.Errorf("clos: one tier of radix-%d switches (a leaf per rail) joins at most %d servers, not %d; use two or three tiers (0 picks the fewest that fit) or a larger radix",
+			K, p.ServersPerSU, s.Servers)
+	case tiers == 1 && !s.RailOptimized && p.Leaves > 1:
+		return ClosPlan{}, fmt.Errorf("clos: one tier of radix-%d switches joins at most %d NIC ports per plane, not %d; use two or three tiers (0 picks the fewest that fit) or a larger radix",
+			K, K, p.HostsPerPlane)
+	}
+	if tiers < 3 && len(spec.Oversubscription) > 1 && spec.Oversubscription[1] > 0 {
+		return ClosPlan{}, fmt.Errorf("clos: spine oversubscription %v: the spines of this %d-tier Clos are its top tier, with no uplinks to oversubscribe; use three tiers or drop it",
+			spec.Oversubscription[1], tiers)
+	}
 	p.Tiers = tiers
 	p.Switches = (p.Leaves + p.Spines + p.Cores) * p.Planes
 	totalLinks := float64(links) * float64(p.Planes)

@@ -297,6 +297,13 @@ func TestClosErrors(t *testing.T) {
 		{ClosSpec{Servers: 4, Radix: 2, Oversubscription: []float64{0.5}, NIC: link400}, "cannot hold even one NIC port"},
 		{ClosSpec{Servers: 64, Tiers: 3, Radix: 4, Oversubscription: []float64{1, 0.25}, NIC: link400}, "spine cannot hold even one leaf link"},
 		{ClosSpec{Servers: 64, Tiers: 3, Spines: 4, NIC: link400}, "spines fixes the spine count of two tiers"},
+		// One tier: 128 servers on radix-64 rail leaves would need two unconnected leaves per
+		// rail; 65 NIC ports two unconnected switches.
+		{ClosSpec{Servers: 128, NICsPerServer: 8, RailOptimized: true, Tiers: 1, NIC: link400}, "joins at most 64 servers, not 128"},
+		{ClosSpec{Servers: 65, Tiers: 1, NIC: link400}, "joins at most 64 NIC ports per plane, not 65"},
+		// A spine oversubscription where the spines are the top tier: nothing to oversubscribe.
+		{ClosSpec{Servers: 64, Tiers: 2, Oversubscription: []float64{1, 2}, NIC: link400}, "spines of this 2-tier Clos are its top tier"},
+		{ClosSpec{Servers: 16, Oversubscription: []float64{0, 3}, NIC: link400}, "spines of this 2-tier Clos are its top tier"},
 	} {
 		_, err := Clos(c.spec)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestClusterShapeBadInput: a cluster the requested tiers or radix cannot build, and an
-// InfiniBand subnet of more LIDs than one subnet holds, exit with status 2 and say what to change.
+// TestClusterShapeBadInput: a cluster the requested tiers or radix cannot build, a spine
+// oversubscription on spines that have no uplinks, and an InfiniBand subnet of more LIDs than one
+// subnet holds, exit with status 2 and say what to change.
 func TestClusterShapeBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -17,6 +18,8 @@ func TestClusterShapeBadInput(t *testing.T) {
 		{"two tiers too small", []string{"--nodes", "4096", "--tiers", "2"}, "use three tiers, a larger radix"},
 		{"three tiers too small", []string{"--nodes", "4096", "--tiers", "3"}, "join at most 64 pods"},
 		{"bad tier count", []string{"--nodes", "16", "--tiers", "4"}, "tiers=4"},
+		{"one tier too small", []string{"--nodes", "128", "--tiers", "1"}, "joins at most 64 servers, not 128"},
+		{"spines without uplinks", []string{"--nodes", "16", "--tiers", "2", "--spine-oversubscription", "2"}, "no uplinks to oversubscribe"},
 		{"LIDs of one subnet", []string{"--nodes", "8192", "--radix", "128", "--fabric", "infiniband"}, "more than the 49151 unicast LIDs one subnet holds"},
 	} {
 		code, out := run(t, append([]string{"nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "1M", "--backend", "analytic"}, tc.args...)...)
