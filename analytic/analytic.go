@@ -193,6 +193,46 @@ func (h flowHeap) Less(i, j int) bool {
 }
 func (h flowHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *flowHeap) Push(x any)   { *h = append(*h, x.(flowEntry)) }
+
+// push and pop are heap.Push and heap.Pop without boxing an entry in an interface (an
+// allocation each: a run pushes an entry per flow of every component it re-allocates).
+func (h *flowHeap) push(x flowEntry) {
+	*h = append(*h, x)
+	for i := len(*h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.Less(i, parent) {
+			break
+		}
+		h.Swap(i, parent)
+		i = parent
+	}
+}
+
+func (h *flowHeap) pop() flowEntry {
+	old := *h
+	n := len(old) - 1
+	top := old[0]
+	old[0] = old[n]
+	old[n] = flowEntry{}
+	*h = old[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && h.Less(r, l) {
+			c = r
+		}
+		if !h.Less(c, i) {
+			break
+		}
+		h.Swap(i, c)
+		i = c
+	}
+	return top
+}
+
 func (h *flowHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -214,9 +254,13 @@ type engine struct {
 	portMap    map[[2]int64]*port
 	dirty      []*port
 	flows      flowHeap
-	epoch      uint64
-	completed  int
-	ctx        context.Context // the run stops when it is cancelled (looked at every ctxEvery steps)
+	live       int // flows transmitting: the heap is compacted when stale entries outnumber them
+	// scratch of allocate, reused: a component's ports and flows
+	compPorts []*port
+	compFlows []*flow
+	epoch     uint64
+	completed int
+	ctx       context.Context // the run stops when it is cancelled (looked at every ctxEvery steps)
 }
 
 // ctxEvery is how many steps of the event loop pass between two looks at the context.
@@ -248,7 +292,7 @@ func (e *engine) nextFlowEnd() units.Time {
 	for len(e.flows) > 0 {
 		top := e.flows[0]
 		if top.f.ended || top.ver != top.f.ver {
-			heap.Pop(&e.flows)
+			e.flows.pop()
 			continue
 		}
 		return top.t
@@ -276,7 +320,7 @@ func (e *engine) run() error {
 		now := next
 		// Transmissions that end now leave; their completion comes after the path latency.
 		for e.nextFlowEnd() <= now {
-			f := heap.Pop(&e.flows).(flowEntry).f
+			f := e.flows.pop().f
 			if err := e.end(now, f); err != nil {
 				return err
 			}
@@ -324,6 +368,7 @@ func removeFlow(p *port, f *flow) {
 // end finishes f's transmission at t.
 func (e *engine) end(t units.Time, f *flow) error {
 	f.ended = true
+	e.live--
 	removeFlow(f.tx, f)
 	removeFlow(f.rx, f)
 	e.markDirty(f.tx)
@@ -423,6 +468,7 @@ func (e *engine) activate(now units.Time, id int32) error {
 	}
 	f.tx.flows = append(f.tx.flows, f)
 	f.rx.flows = append(f.rx.flows, f)
+	e.live++
 	e.markDirty(f.tx)
 	e.markDirty(f.rx)
 	return nil
@@ -434,8 +480,12 @@ func (e *engine) activate(now units.Time, id int32) error {
 // max-min fairness is decided per connected component.
 func (e *engine) allocate(now units.Time) {
 	e.epoch++
-	var ports []*port
-	var flows []*flow
+	ports, flows := e.compPorts[:0], e.compFlows[:0]
+	defer func() {
+		clear(ports)
+		clear(flows)
+		e.compPorts, e.compFlows = ports[:0], flows[:0]
+	}()
 	stack := e.dirty
 	for _, p := range stack {
 		p.seen = e.epoch
@@ -528,6 +578,27 @@ func (e *engine) allocate(now units.Time) {
 			continue
 		}
 		f.finish = now + units.Time(max(ps, 0))
-		heap.Push(&e.flows, flowEntry{t: f.finish, id: f.id, ver: f.ver, f: f})
+		e.flows.push(flowEntry{t: f.finish, id: f.id, ver: f.ver, f: f})
 	}
+	if len(e.flows) > 4*e.live+1024 {
+		e.compactFlows()
+	}
+}
+
+// compactFlows drops the stale entries of the flow heap (ended flows, superseded finish
+// times). Each re-allocation pushes a new entry for every flow of the component and the old ones
+// leave only when they reach the top, so without this the heap grows with the sum of the
+// components' sizes over the run, not with the flows transmitting (a tree all-reduce over 1,024
+// GPUs: components span the cluster). A flow has at most one current entry and entries order
+// by (time, id), so the live entries pop in the same order either way.
+func (e *engine) compactFlows() {
+	h := e.flows[:0]
+	for _, x := range e.flows {
+		if !x.f.ended && x.ver == x.f.ver {
+			h = append(h, x)
+		}
+	}
+	clear(e.flows[len(h):])
+	e.flows = h
+	heap.Init(&e.flows)
 }

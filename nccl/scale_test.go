@@ -97,6 +97,39 @@ func memoryDoublingPacket(t *testing.T, cfg fabric.Config) {
 	}
 }
 
+// TestMemoryDoublingTree: a double-binary-tree all-reduce has a message graph linear in the
+// GPUs (per chunk, one message up and one down per rank), unlike a flat ring's (steps x ranks),
+// so it runs on the analytic backend message by message at any size: compiling and running a
+// 64 MiB tree all-reduce allocates at most 2.2x as much when the GPUs double, 128 to 512 GPUs.
+func TestMemoryDoublingTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	srv, _ := gpu.Preset("h100")
+	cfg := fabric.DefaultEthernet()
+	var prev uint64
+	for _, servers := range []int{16, 32, 64} {
+		b := allocated(t, func() {
+			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Compile(cl, collective.AllReduce, 64*units.MiB, Options{Algo: collective.Tree})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Analytic, Fabric: cfg}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
+		if prev > 0 && float64(b) > 2.2*float64(prev) {
+			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+		}
+		prev = b
+	}
+}
+
 // BenchmarkAllReduceAnalytic: a 1 GiB all-reduce on the analytic backend (the ring pipeline
 // model), cluster built and routed included, at 8,192 GPUs (1,024 H100 servers, three tiers) and
 // at 131,072 GPUs (16,384 servers, a plane per rail), what nccl-tests all_reduce_perf -b 1G
