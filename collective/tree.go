@@ -100,3 +100,19 @@ func (b *builder) treeAllReduce() {
 		}
 	}
 }
+
+// TreeParents returns, for tree which (0 or 1) of the double binary tree over n ranks, each
+// rank's parent (-1 for the root), as Tree all-reduce lays the tree out (for models that time
+// the tree without building its messages: nccl.TreeTime).
+func TreeParents(which, n int) []int {
+	t := newBinaryTree(n)
+	rank := treeRanks(which, n)
+	out := make([]int, n)
+	for v := range rank {
+		out[rank[v]] = -1
+		if t.parent[v] >= 0 {
+			out[rank[v]] = rank[t.parent[v]]
+		}
+	}
+	return out
+}

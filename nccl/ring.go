@@ -10,9 +10,10 @@ import (
 )
 
 // RingModelMessages is the size of a collective's message graph, in messages, above which
-// RingTime models a flat ring instead of running it message by message on the analytic
-// backend: 2^21 keeps every ring of up to 256 GPUs (8 channels of a 1 GiB all-reduce: 1.04 M
-// messages) on the message graph, as before, and costs the engine a few seconds.
+// RingTime models a flat ring (and TreeTime a tree all-reduce) instead of running it message by
+// message on the analytic backend: 2^21 keeps every ring of up to 256 GPUs (8 channels of a
+// 1 GiB all-reduce: 1.04 M messages) and every 1 GiB tree of up to 512 GPUs (2.1 M) on the
+// message graph, as before, and costs the engine a few seconds.
 const RingModelMessages = 1 << 21
 
 // RingMessages is the number of messages Compile would build for a flat ring collective on the

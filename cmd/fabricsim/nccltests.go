@@ -378,6 +378,21 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				return t, nil
 			}
 		}
+		// A tree too large for its message graph: the pipeline model (nccl/tree.go).
+		if f.backend == backend.Analytic && mode == datapath.GPUDirect && nccl.TreeMessages(cl, op, b, copts) > nccl.RingModelMessages {
+			t, ok, err := nccl.TreeTime(cl, op, b, copts, cfg)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				if !modelled {
+					fmt.Fprintf(stderr, "fabricsim: trees of more than %d messages (%d bytes and up here) computed with the tree pipeline model (docs/architecture.md)\n", nccl.RingModelMessages, b)
+					modelled = true
+				}
+				cache[k] = t
+				return t, nil
+			}
+		}
 		g, err := nccl.Compile(cl, op, b, copts)
 		if err != nil {
 			return 0, err

@@ -52,3 +52,26 @@ func TestNCCLTestsAtScale(t *testing.T) {
 		t.Fatalf("all-reduce of 1 GiB on 4,096 GPUs: %g us, want between %g and %g", us, 8190*0.8, 8190*4.0+20000)
 	}
 }
+
+// TestNCCLTestsTreeAtScale: a 1 GiB tree all-reduce on 4,096 GPUs (4.2 M messages) runs on the
+// tree pipeline model. Each tree carries half the data, and a rank whose NIC is its way to its
+// parent sends it all through that 400 Gb/s NIC: at least 512 MiB / 50 GB/s = 10.7 ms. A rank
+// sends at most twice the data in all (half up and twice half down in the tree where it is
+// interior, half up in the other), 4x that through one NIC, plus the trees' latencies: at most
+// 5x.
+func TestNCCLTestsTreeAtScale(t *testing.T) {
+	code, out := run(t, "nccl-tests", "all_reduce_perf", "-b", "1G", "-e", "1G", "--nodes", "512", "--backend", "analytic", "--algo", "tree")
+	if code != 0 || !strings.Contains(out, "tree pipeline model") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var us float64
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[0] == "1073741824" {
+			us, _ = strconv.ParseFloat(f[5], 64)
+		}
+	}
+	if lo := float64(512<<20) / 50e9 * 1e6; us < lo || us > 5*lo {
+		t.Fatalf("tree all-reduce of 1 GiB on 4,096 GPUs: %g us, want between %g and %g", us, lo, 5*lo)
+	}
+}
