@@ -3,6 +3,7 @@ package analytic
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -120,14 +121,42 @@ func pipePaths(g PipeGroup, r []float64) (pre, suf []float64) {
 // window; on each port it gets the rate over one plus the other hops' duty times their overlap
 // with its window. Iterated from the uncontended rates to a fixed point (damped).
 func shareByOverlap(groups []PipeGroup, all []*PipeHop) []float64 {
+	// The hops on each port, as ranges of one array (port index: transmit and receive ports
+	// numbered apart), and each hop's two ports.
 	type portKey struct {
 		side int
 		id   int64
 	}
-	on := map[portKey][]int{}
+	index := map[portKey]int32{}
+	txOf, rxOf := make([]int32, len(all)), make([]int32, len(all))
+	var count []int32
 	for i, h := range all {
-		on[portKey{0, h.Tx.ID}] = append(on[portKey{0, h.Tx.ID}], i)
-		on[portKey{1, h.Rx.ID}] = append(on[portKey{1, h.Rx.ID}], i)
+		for side, id := range [2]int64{h.Tx.ID, h.Rx.ID} {
+			p, ok := index[portKey{side, id}]
+			if !ok {
+				p = int32(len(count))
+				index[portKey{side, id}] = p
+				count = append(count, 0)
+			}
+			count[p]++
+			if side == 0 {
+				txOf[i] = p
+			} else {
+				rxOf[i] = p
+			}
+		}
+	}
+	start := make([]int32, len(count)+1)
+	for p, c := range count {
+		start[p+1] = start[p] + c
+	}
+	on := make([]int32, start[len(count)])
+	fill := slices.Clone(start[:len(count)])
+	for i := range all {
+		for _, p := range [2]int32{txOf[i], rxOf[i]} {
+			on[fill[p]] = int32(i)
+			fill[p]++
+		}
 	}
 	rates := make([]float64, len(all))
 	for i, h := range all {
@@ -153,10 +182,10 @@ func shareByOverlap(groups []PipeGroup, all []*PipeHop) []float64 {
 		}
 		change := 0.0
 		for i, h := range all {
-			load := func(side int, id int64) float64 {
+			load := func(p int32) float64 {
 				l := 1.0
-				for _, f := range on[portKey{side, id}] {
-					if f == i {
+				for _, f := range on[start[p]:start[p+1]] {
+					if int(f) == i {
 						continue
 					}
 					ov := min(e[i], e[f]) - max(s[i], s[f])
@@ -166,7 +195,7 @@ func shareByOverlap(groups []PipeGroup, all []*PipeHop) []float64 {
 				}
 				return l
 			}
-			nr := min(float64(h.BW), float64(h.Tx.Rate)/load(0, h.Tx.ID), float64(h.Rx.Rate)/load(1, h.Rx.ID))
+			nr := min(float64(h.BW), float64(h.Tx.Rate)/load(txOf[i]), float64(h.Rx.Rate)/load(rxOf[i]))
 			nr = (rates[i] + nr) / 2
 			change = max(change, math.Abs(nr-rates[i])/rates[i])
 			rates[i] = nr
