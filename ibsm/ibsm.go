@@ -171,8 +171,13 @@ func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
 }
 
 // computeStored runs the engine over every destination and stores the tables: a row for every
-// switch, but for a GPU cluster's server-internal nodes (innerPicks).
+// switch, but for a GPU cluster's server-internal nodes under min-hop and D-mod-K (innerPicks).
 func computeStored(g *topo.Graph, engine string) (*Tables, error) {
+	if engine == "updown" {
+		// Its candidate sets are the legal up*/down* ports, not the minimum-hop ones the
+		// cluster routes give (a NIC of a PCIe server may go up, where min-hop stays inside).
+		return computeRows(g, engine, nil)
+	}
 	in, err := innerRoutes(g)
 	if err != nil {
 		return nil, err
@@ -437,6 +442,10 @@ func (b *builder) upDown() error {
 	for i := range g.Nodes {
 		if g.Nodes[i].Kind == topo.Switch {
 			if rank[i] < 0 {
+				if g.Nodes[i].Tier == 0 && g.Nodes[i].Server >= 0 {
+					// A GPU cluster's NVSwitch hangs off GPUs only: no switch path to the core.
+					return fmt.Errorf("subnet manager: up*/down* ranks switches by their switch-only distance from the core, and %s inside a GPU server has none (it hangs off GPUs only); use routing_engine minhop or dmodk for a GPU cluster", g.Nodes[i].Name)
+				}
 				return fmt.Errorf("subnet manager: switch %s is not connected to the root %s", g.Nodes[i].Name, g.Nodes[roots[0]].Name)
 			}
 			order = append(order, topo.NodeID(i))

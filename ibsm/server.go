@@ -2,8 +2,10 @@ package ibsm
 
 import "github.com/fabricsim/fabricsim/topo"
 
-// GPU clusters (topo.Routes of the cluster form: identical servers on a tree network) keep
-// stored rows only for the network's switches. A server-internal node (NVSwitch, PCIe switch,
+// GPU clusters (topo.Routes of the cluster form: identical servers on a tree network) routed by
+// min-hop or D-mod-K keep stored rows only for the network's switches (up*/down*, whose
+// candidate sets are its legal ports rather than the minimum-hop ones, keeps a row for every
+// switch). A server-internal node (NVSwitch, PCIe switch,
 // root port, CPU socket, NIC: Tier 0 with a Server) is no InfiniBand switch, but the engines
 // route it like one so that a packet crossing a server follows a minimum-hop path: a row for
 // each would be every internal node x every endpoint of the cluster (84 MB of a 1,024-GPU

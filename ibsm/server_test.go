@@ -2,6 +2,7 @@ package ibsm_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/cluster"
@@ -13,8 +14,9 @@ import (
 // TestServerFormMatchesStored: on GPU clusters of every server model and on rail-optimized
 // networks of one, two and three tiers, planes included, the tables that keep no row for the
 // servers' insides give every switch, internal or not, the LFT port and adaptive-routing group
-// of the tables with a row for every switch, toward every endpoint; and they take less memory
-// for the internal nodes than those rows (6 bytes an entry).
+// of the tables with a row for every switch, toward every endpoint, for every engine that routes
+// the cluster (up*/down* refuses NVLink servers with a message); and they take less memory for
+// the internal nodes than those rows (6 bytes an entry).
 func TestServerFormMatchesStored(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -43,10 +45,16 @@ func TestServerFormMatchesStored(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		g := cl.Graph
-		// up*/down* ranks the servers' insides from the core and finds no root for an NVSwitch
-		// (it hangs off no network switch); min-hop and D-mod-K route GPU clusters.
-		for _, engine := range []string{"minhop", "dmodk"} {
+		for _, engine := range ibsm.Engines {
 			plain, err := ibsm.ComputeAllRows(g, engine)
+			if engine == "updown" && cl.HasNVLink() {
+				// up*/down* ranks switches by their switch-only distance from the core; an
+				// NVSwitch hangs off GPUs only and has none.
+				if err == nil || !strings.Contains(err.Error(), "use routing_engine minhop or dmodk for a GPU cluster") {
+					t.Fatalf("%s: up*/down* on a GPU cluster with NVLink: %v", c.name, err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.name, engine, err)
 			}
