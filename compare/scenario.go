@@ -203,7 +203,7 @@ func (s *Scenario) defaults() error {
 		s.Seed = 1
 	}
 	if s.Backend == "" {
-		s.Backend = backend.Packet
+		s.Backend = backend.Auto
 	}
 	if s.Steps == 0 {
 		s.Steps = 3
