@@ -60,7 +60,7 @@ func Names() []Name {
 	return out
 }
 
-// valid is "packet, flow or analytic": the names for an error message.
+// valid is "packet, flow, analytic or auto": the names for an error message.
 func valid() string {
 	names := Names()
 	s := make([]string, len(names))
