@@ -77,7 +77,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 				fmt.Fprintln(w)
 			}
 			noted = true
-			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet does)\n",
+			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet or flow does)\n",
 				v.Variant.Name, r.Backend, strings.Join(v.Omitted, ", "))
 		}
 	}
