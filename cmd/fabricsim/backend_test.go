@@ -98,4 +98,8 @@ traffic: {kind: incast, senders: 6, size: 1MB}
 	if want := "! the analytic backend leaves out PFC, ECN marking, DCQCN congestion control: its times do not show them"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("nccl-tests --backend analytic --fabric roce: exit %d, want %q in\n%s", code, want, out)
 	}
+	code, out = run(t, "nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "1M", "-g", "8", "--nodes", "2", "--backend", "auto")
+	if want := "fabricsim: 1048576 bytes and up: backend packet: estimated "; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("nccl-tests --backend auto: exit %d, want %q in\n%s", code, want, out)
+	}
 }

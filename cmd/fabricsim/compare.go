@@ -44,7 +44,10 @@ RoCEv2 tuned), prices each network, and prints one row per variant: step time, e
 communication, collective completion percentiles, step-to-step variation, drops, pauses and
 stalls, network cost, cost per GPU, and the time and cost to train the scenario's tokens.
 
-With no argument it runs the built-in ` + DefaultCompare + ` (Llama-3-8B on 64 H100s). It writes
+With no argument it runs the built-in ` + DefaultCompare + ` (Mixtral-8x7B on 1,024 H100s,
+five variants). --backend auto, the default, runs the packet backend where its estimated time
+for the whole compare (one core) is within --auto-budget and the flow backend beyond it; the
+table's backend column and the line under it say which ran and why. It writes
 DIR/compare.json (every number and the scenario) and DIR/report.html (self-contained charts).
 See docs/compare.md for the scenario format and what is simulated at packet level.
 

@@ -400,7 +400,7 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		lastScale = res.PacketScale
 		if res.BackendReason != "" && res.Backend != lastBackend {
-			fmt.Fprintf(stderr, "fabricsim: %d bytes and up on the %s\n", b, res.BackendReason)
+			fmt.Fprintf(stderr, "fabricsim: %d bytes and up: backend %s\n", b, res.BackendReason)
 		}
 		lastBackend = res.Backend
 		cache[k] = res.SimTime
