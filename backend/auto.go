@@ -21,15 +21,15 @@ const DefaultAutoBudget = 60 * time.Second
 
 // EventsPerPacketHop is the packet backend's events per data packet and link crossed: each hop
 // costs the port's transmission and the next node's arrival, and the ACKs, CNPs, credit updates
-// and pause frames going back add about as many again. Measured over the packet runs of the
-// compare examples (docs/architecture.md, "Choosing a backend: auto": 3.4 to 4.3 per hop, the
-// upper end on congested RoCE); the figure errs towards the upper end so that auto errs towards
-// the faster backend.
+// and pause frames going back add about as many again. Measured against EstimateJob's
+// packet-hops (docs/architecture.md, "Choosing a backend: auto"): 4.0 on the 64-GPU dense
+// compare, 4.2 on the congested MoE compare, 2.5 (InfiniBand, adaptive routing) to 6.2 (an
+// incast with drops) on the run examples.
 const EventsPerPacketHop = 4
 
-// PacketEventsPerSecond is what one core of the packet backend gets through: measured 9 to 14 M
-// events/s on the compare examples on a 2-core x86-64 host of 2026 (timing.json's
-// events_per_second; docs/architecture.md). The lower end, for the same reason as above.
+// PacketEventsPerSecond is what one core of the packet backend gets through: 11.5 M events per
+// CPU second on the 64-GPU dense compare, 6.3 M on the congested MoE one (DCQCN timers and PFC
+// state cost more per event), on the shared 2-core x86-64 host of this project, 2026.
 const PacketEventsPerSecond = 10e6
 
 // AutoOptions are auto's own options.
