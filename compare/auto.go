@@ -5,6 +5,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // chooseBackend resolves the backend a compare runs on. A named one (packet, flow, analytic)
@@ -21,11 +22,23 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 		return backend.Choice{Backend: name, Reason: fmt.Sprintf("%s: %s", name, why)}, nil
 	}
 	var total backend.Estimate
+	// Variants on the same network with the same MTU send the same packets: estimate once.
+	type key struct {
+		net *backend.Network
+		mtu units.Size
+		g   int
+	}
+	seen := map[key]backend.Estimate{}
 	for vi, v := range variants {
-		for _, g := range graphs {
-			e, err := backend.EstimateJob(&backend.Job{Work: g, Net: vnet[vi], Fabric: v.Fabric})
-			if err != nil {
-				return backend.Choice{}, fmt.Errorf("backend auto, variant %s: %w", v.Name, err)
+		for gi, g := range graphs {
+			k := key{vnet[vi], v.Fabric.MTU, gi}
+			e, ok := seen[k]
+			if !ok {
+				var err error
+				if e, err = backend.EstimateJob(&backend.Job{Work: g, Net: vnet[vi], Fabric: v.Fabric}); err != nil {
+					return backend.Choice{}, fmt.Errorf("backend auto, variant %s: %w", v.Name, err)
+				}
+				seen[k] = e
 			}
 			for range s.Steps {
 				total = total.Add(e)
