@@ -47,8 +47,9 @@ type Backend interface {
 	Run(ctx context.Context, job *Job) (*result.Run, error)
 }
 
-// registry lists the backends in the order error messages name them.
-var registry = []Backend{packetBackend{}, flowBackend{}, analyticBackend{}}
+// registry lists the backends in the order error messages name them. Auto (auto.go) is last:
+// it runs one of the others.
+var registry = []Backend{packetBackend{}, flowBackend{}, analyticBackend{}, autoBackend{}}
 
 // Names lists the valid backend names.
 func Names() []Name {
@@ -59,7 +60,7 @@ func Names() []Name {
 	return out
 }
 
-// valid is "packet, flow or analytic": the names for an error message.
+// valid is "packet, flow, analytic or auto": the names for an error message.
 func valid() string {
 	names := Names()
 	s := make([]string, len(names))
@@ -138,6 +139,8 @@ type Job struct {
 	Flow FlowOptions
 	// Analytic holds the analytic backend's own options.
 	Analytic AnalyticOptions
+	// Auto holds auto's options (its budget); the backend it picks reads its own struct above.
+	Auto AutoOptions
 }
 
 // Network is a job's network: the topology and, on first use, its routes. Several jobs may

@@ -16,21 +16,21 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	for _, name := range []string{"packet", "analytic"} {
+	for _, name := range []string{"packet", "analytic", "flow", "auto"} {
 		if n, err := Parse(name); err != nil || string(n) != name {
 			t.Errorf("Parse(%q) = %q, %v", name, n, err)
 		}
 	}
-	if got := Names(); !slices.Equal(got, []Name{Packet, Flow, Analytic}) {
+	if got := Names(); !slices.Equal(got, []Name{Packet, Flow, Analytic, Auto}) {
 		t.Errorf("Names() = %v", got)
 	}
 	for _, bad := range []string{"", "fluid", "Packet"} {
 		_, err := Parse(bad)
-		if err == nil || !strings.Contains(err.Error(), "want packet, flow or analytic") {
+		if err == nil || !strings.Contains(err.Error(), "want packet, flow, analytic or auto") {
 			t.Errorf("Parse(%q): %v, want an error naming the valid backends", bad, err)
 		}
 	}
-	if _, err := Run(context.Background(), "fluid", &Job{}); err == nil || !strings.Contains(err.Error(), "want packet, flow or analytic") {
+	if _, err := Run(context.Background(), "fluid", &Job{}); err == nil || !strings.Contains(err.Error(), "want packet, flow, analytic or auto") {
 		t.Errorf("Run on an unknown backend: %v", err)
 	}
 }

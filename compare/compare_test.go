@@ -98,20 +98,22 @@ func variant(t *testing.T, r *Result, name string) *VariantResult {
 	return nil
 }
 
-func TestDefaultScenario(t *testing.T) {
-	data, err := examples.Read("compare-default.yaml")
+// TestDense64Scenario: examples/compare-dense-64.yaml, the default of compare before the
+// 1,024-GPU one, on the analytic backend.
+func TestDense64Scenario(t *testing.T) {
+	data, err := examples.Read("compare-dense-64.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Parse(data, "compare-default.yaml", "")
+	s, err := Parse(data, "compare-dense-64.yaml", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := len(s.Variants); got != 4 {
-		t.Errorf("default has %d variants, want 4", got)
+		t.Errorf("dense-64 has %d variants, want 4", got)
 	}
 	if s.Workload.GPUs != 64 || s.Cluster.LinkRate.Gbps() != 400 {
-		t.Errorf("default: %d GPUs at %v", s.Workload.GPUs, s.Cluster.LinkRate)
+		t.Errorf("dense-64: %d GPUs at %v", s.Workload.GPUs, s.Cluster.LinkRate)
 	}
 	// The analytic backend runs it in well under a second: check the table and the identity.
 	r, err := Run(context.Background(), s, Options{Backend: "analytic", Variants: []string{"ib-ndr", "roce-default"}})
@@ -347,8 +349,8 @@ func TestExamples(t *testing.T) {
 		}
 		n++
 	}
-	if n < 2 {
-		t.Errorf("%d compare examples, want compare-default.yaml and compare-moe-3to1.yaml", n)
+	if n < 3 {
+		t.Errorf("%d compare examples, want compare-default.yaml, compare-dense-64.yaml and compare-moe-3to1.yaml", n)
 	}
 }
 

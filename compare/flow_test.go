@@ -61,13 +61,13 @@ func TestFlowBackendMoE(t *testing.T) {
 // Same scenario and seed, same bytes out, with one worker or several (the flow runs of a compare
 // are independent and each is sequential).
 func TestFlowBackendDeterministicWorkers(t *testing.T) {
-	data, err := examples.Read("compare-default.yaml")
+	data, err := examples.Read("compare-dense-64.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [2][]byte
 	for k, w := range []int{1, 4} {
-		s, err := Parse(data, "compare-default.yaml", "../examples")
+		s, err := Parse(data, "compare-dense-64.yaml", "../examples")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,3 +59,20 @@ func TestAnalyticSaysWhatItLeavesOut(t *testing.T) {
 		t.Errorf("packet compare.json has backend_omits")
 	}
 }
+
+// TestAnalyticSaysItLeavesOutSpines: on the 12-server MoE (radix 8: 4 servers per leaf at 1:1,
+// so every rail spans three leaves and the all-to-all crosses the spines) the analytic
+// backend's uniform network also leaves out the contention on leaf uplinks and spines, and
+// says so; on the dense 8-server step (one leaf per rail) it does not.
+func TestAnalyticSaysItLeavesOutSpines(t *testing.T) {
+	const note = "contention on leaf uplinks and spines (one uniform network)"
+	m := run(t, fmt.Sprintf(moe, 1.0, "roce-pfc-only"), Options{Backend: backend.Analytic})
+	if got := m.Variants[0].Omitted; !slices.Equal(got, []string{"PFC", note}) {
+		t.Errorf("moe on analytic omits %q, want PFC and %q", got, note)
+	}
+	src := strings.Replace(fmt.Sprintf(dense, "400Gbps", "gpudirect", "roce-pfc-only"), "steps: 1", "steps: 1\nfidelity: classes", 1)
+	d := run(t, src, Options{Backend: backend.Analytic})
+	if got := d.Variants[0].Omitted; !slices.Equal(got, []string{"PFC"}) {
+		t.Errorf("dense on analytic omits %q, want only PFC", got)
+	}
+}

@@ -85,8 +85,13 @@ type StepResult struct {
 
 // VariantResult is one fabric variant's outcome.
 type VariantResult struct {
-	Variant *Variant     `json:"variant"`
-	Steps   []StepResult `json:"steps"`
+	Variant *Variant `json:"variant"`
+	// Backend ran the variant's simulations; BackendReason says why ("flow: estimated 310 M
+	// packet events, about 31 s on the packet backend, above the 30s budget" under --backend
+	// auto, "packet: --backend" when named).
+	Backend       backend.Name `json:"backend"`
+	BackendReason string       `json:"backend_reason"`
+	Steps         []StepResult `json:"steps"`
 	// StepsFinished is the number of simulated steps in Steps; Unfinished says it is below
 	// the scenario's steps because the run was interrupted (then every figure below is over
 	// the finished steps only, and all zero when none finished).

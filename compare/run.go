@@ -25,6 +25,9 @@ import (
 type Options struct {
 	// Backend overrides the scenario's when set.
 	Backend backend.Name
+	// AutoBudget is backend auto's budget of packet-backend time for the whole compare
+	// (0: backend.DefaultAutoBudget; negative is an error).
+	AutoBudget time.Duration
 	// Variants keeps only the named variants, in the scenario's order.
 	Variants []string
 	// Progress, when set, is called with jobs done and total: once before the first
@@ -114,6 +117,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	if _, err := backend.Lookup(backendName); err != nil {
 		return nil, fmt.Errorf("backend: %v", err)
+	}
+	if opt.AutoBudget < 0 {
+		return nil, &Error{File: s.File, Msg: fmt.Sprintf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", opt.AutoBudget)}
 	}
 	if opt.Fidelity != "" {
 		if _, err := ParseFidelity(string(opt.Fidelity)); err != nil {
@@ -208,6 +214,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		graphs[ci] = g
 	}
 
+	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs)
+	if err != nil {
+		return nil, err
+	}
+	backendName = choice.Backend
+
 	// Every (variant, step, class) is an independent simulation.
 	type job struct{ v, k, c int }
 	var jobs []job
@@ -287,7 +299,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
 	for vi, v := range variants {
-		vr := &VariantResult{Variant: v}
+		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
 			if !slices.Contains(runs[vi][k], nil) {
@@ -331,6 +343,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					}
 				}
 			}
+		}
+		if backendName == backend.Analytic && railSpansLeaves(vnet[vi].Graph) {
+			vr.Omitted = append(slices.Clone(vr.Omitted), "contention on leaf uplinks and spines (one uniform network)")
 		}
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
@@ -383,6 +398,26 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, v *V
 	}
 	out.Wall = time.Since(w).Seconds()
 	return out, nil
+}
+
+// railSpansLeaves says whether the NICs of some rail sit on more than one leaf, so that traffic
+// between them crosses leaf uplinks and spines: where the analytic stand-in (analyticNet), one
+// uniform network, sees no contention at all.
+func railSpansLeaves(g *topo.Graph) bool {
+	leaf := map[int32]topo.NodeID{}
+	for _, h := range g.Hosts {
+		n := &g.Nodes[h]
+		if len(n.Ports) == 0 {
+			continue
+		}
+		l := n.Ports[0].Peer
+		if first, ok := leaf[n.Rail]; !ok {
+			leaf[n.Rail] = l
+		} else if first != l {
+			return true
+		}
+	}
+	return false
 }
 
 // analyticNet is the fluid stand-in of a fabric: every NIC at its link rate times the framing

@@ -23,7 +23,9 @@ import (
 type Scenario struct {
 	Name string `yaml:"name" json:"name"`
 	Seed uint64 `yaml:"seed" json:"seed"`
-	// Backend runs the network phases: "packet" (every packet) or "analytic" (fluid).
+	// Backend runs the network phases: "packet" (every packet), "flow" (fluid flows with the
+	// fabric's mechanisms), "analytic" (max-min fluid) or "auto" (the default: packet within
+	// Options.AutoBudget, else flow; compare/auto.go).
 	Backend backend.Name `yaml:"backend" json:"backend"`
 	// Fidelity is auto, full (whole steps as one message graph) or classes (network collectives
 	// class by class); auto runs whole steps up to FullStepPackets.
@@ -203,7 +205,7 @@ func (s *Scenario) defaults() error {
 		s.Seed = 1
 	}
 	if s.Backend == "" {
-		s.Backend = backend.Packet
+		s.Backend = backend.Auto
 	}
 	if s.Steps == 0 {
 		s.Steps = 3

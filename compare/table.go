@@ -23,6 +23,7 @@ var Columns = [][2]string{
 	{"$/GPU", "network cost per GPU"},
 	{"train", "days to train the scenario's tokens at this step time"},
 	{"net $ to train", "network capital cost amortized over the training time (cost.amortization_years)"},
+	{"backend", "the backend that simulated the variant (packet, flow or analytic); why is printed below the table"},
 }
 
 // WriteTable prints the comparison: a header naming the workload and cluster, one row per
@@ -40,15 +41,15 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, v := range r.Variants {
 		if v.StepsFinished == 0 {
 			// Interrupted before any step finished: only the cost is known.
-			fmt.Fprintf(tw, "%s\tunfinished\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t-\t-\t\n",
-				v.Variant.Name, v.money(v.NetworkUSD), v.money(v.PerGPUUSD))
+			fmt.Fprintf(tw, "%s\tunfinished\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t-\t-\t%s\t\n",
+				v.Variant.Name, v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.Backend)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s / %s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			v.Variant.Name, seconds(v.StepTime), seconds(v.Compute), seconds(v.ExposedComm),
 			seconds(v.CollP50), seconds(v.CollP99), v.Variation*100,
 			count(v.Drops), count(v.Pauses), seconds(v.CreditStall),
-			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney())
+			v.money(v.NetworkUSD), v.money(v.PerGPUUSD), v.trainDays(), v.trainMoney(), v.Backend)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -57,6 +58,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, v := range r.Variants {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
 	}
+	r.writeBackendReasons(w)
 	if r.Interrupted {
 		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
 		sep := " unfinished:"
@@ -75,7 +77,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 				fmt.Fprintln(w)
 			}
 			noted = true
-			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet does)\n",
+			fmt.Fprintf(w, "  ! %s: the %s backend leaves out %s; its step time does not show them (--backend packet or flow does)\n",
 				v.Variant.Name, r.Backend, strings.Join(v.Omitted, ", "))
 		}
 	}
@@ -117,4 +119,25 @@ func money(x float64) string {
 		return fmt.Sprintf("$%.0fk", x/1e3)
 	}
 	return fmt.Sprintf("$%.0f", x)
+}
+
+// writeBackendReasons prints which backend ran the variants and why: one line when every
+// variant ran on the same backend for the same reason (a compare chooses once), else one per
+// variant.
+func (r *Result) writeBackendReasons(w io.Writer) {
+	same := true
+	for _, v := range r.Variants {
+		same = same && v.BackendReason == r.Variants[0].BackendReason
+	}
+	if len(r.Variants) == 0 || r.Variants[0].BackendReason == "" && same {
+		return
+	}
+	fmt.Fprintln(w)
+	if same {
+		fmt.Fprintf(w, "  backend (all variants) %s\n", r.Variants[0].BackendReason)
+		return
+	}
+	for _, v := range r.Variants {
+		fmt.Fprintf(w, "  backend of %-14s %s\n", v.Variant.Name+":", v.BackendReason)
+	}
 }

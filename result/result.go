@@ -36,6 +36,9 @@ type Run struct {
 	Scenario string
 	Seed     uint64
 	Backend  string
+	// BackendReason says why Backend ran the job when it was chosen for it (--backend auto:
+	// "flow: estimated 310 M packet events, ..."); empty when the user named the backend.
+	BackendReason string
 	// SimTime is when the last message completed.
 	SimTime units.Time
 	// EndTime is the simulated time the run stopped at: after SimTime when the event queue

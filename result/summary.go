@@ -18,6 +18,7 @@ type Summary struct {
 	Scenario           string             `json:"scenario"`
 	Seed               uint64             `json:"seed"`
 	Backend            string             `json:"backend"`
+	BackendReason      string             `json:"backend_reason,omitempty"` // why, when --backend auto chose it
 	SimTimeNs          float64            `json:"sim_time_ns"`
 	Flows              int                `json:"flows"`
 	Unfinished         int                `json:"unfinished,omitempty"`
@@ -69,7 +70,7 @@ func (r *Run) Summary() Summary {
 		drops = map[string]int64{}
 	}
 	return Summary{
-		Scenario: r.Scenario, Seed: r.Seed, Backend: r.Backend,
+		Scenario: r.Scenario, Seed: r.Seed, Backend: r.Backend, BackendReason: r.BackendReason,
 		SimTimeNs: r.SimTime.Nanoseconds(), Flows: flows, Unfinished: unfinished, FCTNs: Summarize(fct),
 		Slowdown:  SlowdownDist{P50: sd.P50, P99: sd.P99, Max: sd.Max, Mean: sd.Mean},
 		BytesSent: r.BytesSent, BytesDelivered: r.BytesDelivered, BytesRetransmitted: r.BytesRetransmitted,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
@@ -34,6 +35,8 @@ type Options struct {
 	SeriesEvery units.Time
 	// FlowStep is the flow backend's time step (0: its default).
 	FlowStep units.Time
+	// AutoBudget is backend auto's budget (0: backend.DefaultAutoBudget).
+	AutoBudget time.Duration
 }
 
 // PcapOptions select what to capture.
@@ -86,6 +89,7 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 		}
 	}
 	job.Flow = backend.FlowOptions{Step: opt.FlowStep, MemoryLimit: scenario.MemoryLimit}
+	job.Auto.Budget = opt.AutoBudget
 	res, err := backend.Run(ctx, name, job)
 	var le *flow.LimitError
 	if errors.As(err, &le) {

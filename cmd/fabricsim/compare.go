@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ type compareFlags struct {
 	out      string
 	variants string
 	backend  string
+	budget   time.Duration
 	steps    int
 	seed     uint64
 	prices   string
@@ -34,7 +36,7 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	var f compareFlags
 	c := &cobra.Command{
-		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend packet|analytic] [--fidelity auto|full|classes]",
+		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend auto|packet|flow|analytic] [--auto-budget DURATION] [--fidelity auto|full|classes]",
 		Short: "Run one training workload on InfiniBand and RoCEv2 variants, with cost, in one report",
 		Long: `Compare simulates one training step of a transformer workload on a GPU cluster for every
 fabric variant of the scenario (by default InfiniBand NDR, RoCEv2 with vendor-default DCQCN and
@@ -42,7 +44,10 @@ RoCEv2 tuned), prices each network, and prints one row per variant: step time, e
 communication, collective completion percentiles, step-to-step variation, drops, pauses and
 stalls, network cost, cost per GPU, and the time and cost to train the scenario's tokens.
 
-With no argument it runs the built-in ` + DefaultCompare + ` (Llama-3-8B on 64 H100s). It writes
+With no argument it runs the built-in ` + DefaultCompare + ` (Mixtral-8x7B on 1,024 H100s,
+five variants). --backend auto, the default, runs the packet backend where its estimated time
+for the whole compare (one core) is within --auto-budget and the flow backend beyond it; the
+table's backend column and the line under it say which ran and why. It writes
 DIR/compare.json (every number and the scenario) and DIR/report.html (self-contained charts).
 See docs/compare.md for the scenario format and what is simulated at packet level.
 
@@ -56,7 +61,8 @@ marks the rest unfinished, and exits with status 130.`,
 	}
 	c.Flags().StringVar(&f.out, "out", "compare-out", "write compare.json and report.html into this directory (\"\" for none)")
 	c.Flags().StringVar(&f.variants, "variants", "", "run only these variants, comma-separated (e.g. ib-ndr,roce-tuned)")
-	c.Flags().StringVar(&f.backend, "backend", "", "network backend: packet or analytic (default: the scenario's)")
+	c.Flags().StringVar(&f.backend, "backend", "", "network backend: auto, packet, flow or analytic (default: the scenario's, auto: packet within --auto-budget, else flow)")
+	c.Flags().DurationVar(&f.budget, "auto-budget", backend.DefaultAutoBudget, "--backend auto runs the packet backend when its estimated time for the whole compare (one core) is within this, else flow")
 	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps, 1..100 (default: the scenario's)")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (step k runs with seed + 7919 k)")
 	c.Flags().StringVar(&f.prices, "prices", "", "price catalogue merged over the built-in one (format: docs/cost.md); overrides the scenario's cost.catalogue")
@@ -87,6 +93,10 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 			return usageErr(fmt.Errorf("--backend: %v", err))
 		}
 	}
+	if f.budget <= 0 {
+		return usageErr(fmt.Errorf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", f.budget))
+	}
+	opt.AutoBudget = f.budget
 	if c.Flags().Changed("steps") {
 		if f.steps < 1 || f.steps > 100 {
 			return usageErr(fmt.Errorf("--steps %d: valid: 1..100", f.steps))

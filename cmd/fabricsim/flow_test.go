@@ -31,10 +31,10 @@ func TestFlowBackendCLI(t *testing.T) {
 		{[]string{"run", scen, "--flow-step", "2us"}, "--flow-step is an option of the flow backend, and this run uses the packet backend"},
 		{[]string{"run", scen, "--backend", "flow", "--flow-step", "0"}, `--flow-step "0": want a duration above 0 and at most 4us`},
 		{[]string{"run", scen, "--backend", "flow", "--flow-step", "1ms"}, `--flow-step "1ms": want a duration above 0 and at most 4us`},
-		{[]string{"run", scen, "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow or analytic`},
+		{[]string{"run", scen, "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow, analytic or auto`},
 		{[]string{"run", scen, "--backend", "flow", "--series", filepath.Join(dir, "s.csv")}, "packet captures and series need the packet backend, not flow"},
-		{[]string{"compare", "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow or analytic`},
-		{[]string{"nccl-tests", "all_reduce_perf", "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow or analytic`},
+		{[]string{"compare", "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow, analytic or auto`},
+		{[]string{"nccl-tests", "all_reduce_perf", "--backend", "fluid"}, `"fluid" is not a backend: want packet, flow, analytic or auto`},
 	} {
 		code, out := run(t, c.args...)
 		if code != exitUsage || !strings.Contains(out, c.want) {

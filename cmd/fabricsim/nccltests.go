@@ -44,7 +44,10 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
   --gpus N              total GPUs; must be a multiple of --gpus-per-node
   --server MODEL        server model: h100 (default), h200, a100, pcie
   --fabric KIND         ethernet (default), roce or infiniband, with fabricsim's defaults
-  --backend B           packet (default: every packet simulated) or analytic (fluid model)
+  --backend B           packet (default: every packet simulated), flow (fluid flows with the
+                        fabric's queues, PFC, credits and DCQCN), analytic (max-min fluid model)
+                        or auto (packet while a size's estimated run is within a minute of one
+                        core, flow above it; stderr says where it switches and why)
   --data-path P         gpudirect (default), rdma-host or host-staged
   --algo A              ring (default), tree, hierarchical; direct for alltoall/sendrecv
   --channels C          rings (default: one per GPU of a server)
@@ -98,7 +101,7 @@ type ncclFlags struct {
 
 func newNCCLTestsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:                "nccl-tests BINARY [nccl-tests flags] [--cluster FILE] [--nodes N] [--gpus-per-node G] [--fabric infiniband|roce|ethernet] [--backend packet|analytic] [--data-path gpudirect|rdma-host|host-staged] [--json]",
+		Use:                "nccl-tests BINARY [nccl-tests flags] [--cluster FILE] [--nodes N] [--gpus-per-node G] [--fabric infiniband|roce|ethernet] [--backend packet|flow|analytic|auto] [--data-path gpudirect|rdma-host|host-staged] [--json]",
 		Short:              "Run nccl-tests (all_reduce_perf ...) on a simulated GPU cluster",
 		Long:               ncclTestsHelp,
 		DisableFlagParsing: true,
@@ -356,6 +359,7 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cache := map[key]units.Time{}
 	var lastScale int
+	var lastBackend string
 	var merged []string // "from SIZE: K-fold", for the table's label
 	modelled := false
 	runner := func(op collective.Op, b units.Size, _ bool) (units.Time, error) {
@@ -410,11 +414,18 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			merged = append(merged, fmt.Sprintf("%d-fold from %d B", res.PacketScale, b))
 		}
 		lastScale = res.PacketScale
+		if res.BackendReason != "" && res.Backend != lastBackend {
+			fmt.Fprintf(stderr, "fabricsim: %d bytes and up: backend %s\n", b, res.BackendReason)
+		}
+		lastBackend = res.Backend
 		cache[k] = res.SimTime
 		return res.SimTime, nil
 	}
 	fmt.Fprintf(stderr, "fabricsim: %d x %s server (%d GPUs, %d NICs at %v), %s fabric, %s backend, %s data path, network %s\n",
 		nodes, srv.Name, G, cl.Server.NICs, cl.Server.NICRate, cfg.Kind, f.backend, mode, cl.Graph.Name)
+	if omits := backend.AnalyticOmits(cfg); f.backend == backend.Analytic && len(omits) > 0 {
+		fmt.Fprintf(stderr, "fabricsim: ! the analytic backend leaves out %s: its times do not show them (--backend packet or flow does)\n", strings.Join(omits, ", "))
+	}
 	meter := progress.Start(stderr, progress.Options{Label: "nccl-tests", Unit: "rows", Quiet: f.quiet, Every: f.every})
 	nc := nccltests.Config{Procs: procs, ProcsPerHost: procs / nodes, GPUName: srv.GPUName, Progress: meter.Set}
 	rep, err := nc.Measure(o, runner)

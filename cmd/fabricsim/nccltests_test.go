@@ -30,7 +30,7 @@ func TestNCCLTestsBadInput(t *testing.T) {
 		{"size not a multiple of the element", []string{"all_reduce_perf", "-b", "6", "-e", "6", "-g", "8"}, "not a multiple of 4"},
 		{"all_gather granule", []string{"all_gather_perf", "-b", "1000", "-e", "1000", "-g", "8"}, "not a multiple of 128"},
 		{"unknown data path", []string{"all_reduce_perf", "--data-path", "nvme"}, "unknown data path"},
-		{"unknown backend", []string{"all_reduce_perf", "--backend", "fluid"}, "want packet, flow or analytic"},
+		{"unknown backend", []string{"all_reduce_perf", "--backend", "fluid"}, "want packet, flow, analytic or auto"},
 		{"unknown fabric", []string{"all_reduce_perf", "--fabric", "myrinet"}, "want ethernet, roce or infiniband"},
 		{"unknown server", []string{"all_reduce_perf", "--server", "b300"}, "unknown server model"},
 		{"bad nodes", []string{"all_reduce_perf", "--nodes", "0"}, "--nodes"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,7 @@ func loadScenario(args []string) (*scenario.Scenario, error) {
 
 type runFlags struct {
 	backend  string
+	budget   time.Duration
 	step     string
 	out      string
 	seed     uint64
@@ -66,7 +68,8 @@ and prints what finished, and exits with status 130.`,
 			return runScenario(c, args, &f)
 		},
 	}
-	c.Flags().StringVar(&f.backend, "backend", "", "packet, flow (fluid flows with the fabric's queues, PFC, credits and DCQCN; docs/flow.md) or analytic (default: the scenario's, packet)")
+	c.Flags().StringVar(&f.backend, "backend", "", "packet, flow (fluid flows with the fabric's queues, PFC, credits and DCQCN; docs/flow.md), analytic or auto (packet within --auto-budget, else flow) (default: the scenario's, packet)")
+	c.Flags().DurationVar(&f.budget, "auto-budget", backend.DefaultAutoBudget, "--backend auto runs the packet backend when its estimated time on one core is within this, else flow")
 	c.Flags().StringVar(&f.step, "flow-step", "", "the flow backend's time step while queues or rates change (default 1us, at most 4us)")
 	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv, ports.csv and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
@@ -95,9 +98,12 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		}
 		s.Backend = string(b)
 	}
-	opt := runner.Options{Check: f.check}
+	if f.budget <= 0 {
+		return usageErr(fmt.Errorf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", f.budget))
+	}
+	opt := runner.Options{Check: f.check, AutoBudget: f.budget}
 	if c.Flags().Changed("flow-step") {
-		if s.Backend != string(backend.Flow) {
+		if s.Backend != string(backend.Flow) && s.Backend != string(backend.Auto) {
 			return usageErr(fmt.Errorf("--flow-step is an option of the flow backend, and this run uses the %s backend (add --backend flow)", s.Backend))
 		}
 		d, err := units.ParseTime(f.step)
@@ -266,6 +272,9 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 	}
 	us := func(ns float64) string { return units.Time(ns * 1000).String() }
 	fmt.Fprintf(w, "fabricsim %s: %s backend, seed %d\n", s.Name, res.Backend, res.Seed)
+	if res.BackendReason != "" {
+		fmt.Fprintf(w, "  backend   %s\n", res.BackendReason)
+	}
 	fmt.Fprintf(w, "  topology  %s: %d hosts, %d switches, %d links\n", s.Topology.Kind, len(b.Graph.Hosts), b.Graph.NumSwitches(), len(b.Graph.Links))
 	fmt.Fprintf(w, "  traffic   %s: %d flows, %v\n", s.Traffic.Kind, sum.Flows, units.Size(total))
 	fmt.Fprintf(w, "  finished  %d/%d flows at %v simulated\n", done, sum.Flows, res.SimTime)

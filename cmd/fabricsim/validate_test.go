@@ -26,7 +26,7 @@ func TestValidateEveryKind(t *testing.T) {
 	prices := filepath.Join(dir, "prices.yaml")
 	os.WriteFile(prices, []byte(block), 0o644)
 	want := map[string]string{
-		"../../examples/compare-default.yaml": "../../examples/compare-default.yaml: a compare scenario, valid (4 variants); run it with `fabricsim compare ../../examples/compare-default.yaml`",
+		"../../examples/compare-default.yaml": "../../examples/compare-default.yaml: a compare scenario, valid (5 variants); run it with `fabricsim compare ../../examples/compare-default.yaml`",
 		"../../examples/sweep-small.yaml":     "../../examples/sweep-small.yaml: a sweep file, valid (24 runs); run it with `fabricsim sweep ../../examples/sweep-small.yaml --out DIR`",
 		"../../examples/leaf-spine-2to1.yaml": "../../examples/leaf-spine-2to1.yaml: a run scenario, valid (128 hosts, 12 switches, 160 links, 128 messages); run it with `fabricsim run ../../examples/leaf-spine-2to1.yaml`",
 		"../../cost/catalogue.yaml":           "a price catalogue, valid",

@@ -1,0 +1,90 @@
+package backend
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// TestEstimateJob: on twoHosts (a - switch - b: 2 links each way) with a 4096-byte MTU, a 1 MiB
+// message is 256 packets of 2 hops, a 4097-byte one 2 packets; a zero-byte node and a message to
+// itself cross nothing. Packets 258, packet-hops 516, events 4 x 516 = 2,064.
+func TestEstimateJob(t *testing.T) {
+	g := &msggraph.Graph{Endpoints: 2}
+	first := g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.MiB})
+	g.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 4097, Deps: []msggraph.ID{first}})
+	g.Add(msggraph.Message{Src: 1, Dst: 1, Bytes: units.MiB})
+	g.Add(msggraph.Message{Src: 0, Dst: 1})
+	cfg := fabric.DefaultEthernet()
+	if cfg.MTU != 4096 {
+		t.Fatalf("default MTU %v, the test assumes 4096", cfg.MTU)
+	}
+	e, err := EstimateJob(&Job{Work: g, Net: twoHosts(t), Fabric: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Packets != 258 || e.PacketHops != 516 || e.Events() != 2064 {
+		t.Errorf("estimate %+v, events %v; want 258 packets, 516 packet-hops, 2064 events", e, e.Events())
+	}
+	// 2,064 events at 10 M/s: 206.4 us.
+	if got, want := e.CPU(), 206400*time.Nanosecond; got != want {
+		t.Errorf("CPU %v, want %v", got, want)
+	}
+}
+
+// TestChoose: the rule's arithmetic. 150 M packet-hops are 600 M events, 60 s at 10 M events/s:
+// exactly the default budget, so packet; one packet-hop more (4 events, 0.4 us) is above it, so
+// flow. 775 M packet-hops (3.1 G events, 310 s) are above a 5-minute budget and within 6 minutes.
+func TestChoose(t *testing.T) {
+	for _, c := range []struct {
+		hops   float64
+		budget time.Duration
+		want   Name
+		reason string
+	}{
+		{150e6, 0, Packet, "packet: estimated 600 M packet events, about 60 s on the packet backend, within the 60 s budget"},
+		{150e6 + 1, 0, Flow, "flow: estimated 600 M packet events, about 60 s on the packet backend, above the 60 s budget"},
+		{775e6, 5 * time.Minute, Flow, "flow: estimated 3.1 G packet events, about 310 s on the packet backend, above the 300 s budget"},
+		{775e6, 6 * time.Minute, Packet, "packet: estimated 3.1 G packet events, about 310 s on the packet backend, within the 360 s budget"},
+		{250e3, 1500 * time.Millisecond, Packet, "packet: estimated 1 M packet events, about 0.1 s on the packet backend, within the 1.5s budget"},
+	} {
+		got, err := Choose(Estimate{PacketHops: c.hops}, c.budget)
+		if err != nil || got.Backend != c.want || got.Reason != c.reason {
+			t.Errorf("Choose(%v packet-hops, %v) = %+v, %v; want %s, %q", c.hops, c.budget, got, err, c.want, c.reason)
+		}
+	}
+	if _, err := Choose(Estimate{}, -time.Second); err == nil || !strings.Contains(err.Error(), "want a positive duration") {
+		t.Errorf("negative budget: %v", err)
+	}
+}
+
+// TestAutoRuns: auto runs the backend it chooses and says why. The 1 MiB message of
+// TestEstimateJob is 2,048 events, 205 us on one core: packet within a second, flow within a
+// microsecond's budget; the two backends agree on its completion within 2 %.
+func TestAutoRuns(t *testing.T) {
+	g := &msggraph.Graph{Endpoints: 2}
+	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.MiB})
+	var fin [2]units.Time
+	for i, c := range []struct {
+		budget time.Duration
+		want   Name
+	}{{time.Second, Packet}, {time.Microsecond, Flow}} {
+		j := &Job{Work: g, Net: twoHosts(t), Fabric: fabric.DefaultEthernet(), Auto: AutoOptions{Budget: c.budget}}
+		res, err := Run(context.Background(), Auto, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Backend != string(c.want) || !strings.HasPrefix(res.BackendReason, string(c.want)+": estimated 2.05 k packet events") {
+			t.Errorf("budget %v: ran %s (%q), want %s", c.budget, res.Backend, res.BackendReason, c.want)
+		}
+		fin[i] = res.Messages[0].Finish
+	}
+	if d := float64(fin[1]-fin[0]) / float64(fin[0]); d > 0.02 || d < -0.02 {
+		t.Errorf("packet %v, flow %v: differ by %.1f %%", fin[0], fin[1], 100*d)
+	}
+}

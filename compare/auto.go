@@ -1,0 +1,53 @@
+package compare
+
+import (
+	"fmt"
+
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// chooseBackend resolves the backend a compare runs on. A named one (packet, flow, analytic)
+// runs as named; auto estimates the packet backend's cost of every simulation the compare is
+// about to run (each variant's graphs, once per step) and lets backend.Choose pick one backend
+// for all variants: the comparison stays between fabrics, never between backends. fromFlag
+// says whether --backend (Options.Backend) named it rather than the scenario.
+func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph) (backend.Choice, error) {
+	if name != backend.Auto {
+		why := "the scenario's backend"
+		if fromFlag {
+			why = "--backend"
+		}
+		return backend.Choice{Backend: name, Reason: fmt.Sprintf("%s: %s", name, why)}, nil
+	}
+	var total backend.Estimate
+	// Variants on the same network with the same MTU send the same packets: estimate once.
+	type key struct {
+		net *backend.Network
+		mtu units.Size
+		g   int
+	}
+	seen := map[key]backend.Estimate{}
+	for vi, v := range variants {
+		for gi, g := range graphs {
+			k := key{vnet[vi], v.Fabric.MTU, gi}
+			e, ok := seen[k]
+			if !ok {
+				var err error
+				if e, err = backend.EstimateJob(&backend.Job{Work: g, Net: vnet[vi], Fabric: v.Fabric}); err != nil {
+					return backend.Choice{}, fmt.Errorf("backend auto, variant %s: %w", v.Name, err)
+				}
+				seen[k] = e
+			}
+			for range s.Steps {
+				total = total.Add(e)
+			}
+		}
+	}
+	c, err := backend.Choose(total, opt.AutoBudget)
+	if err != nil {
+		return backend.Choice{}, &Error{File: s.File, Msg: "--auto-budget: " + err.Error()}
+	}
+	return c, nil
+}
