@@ -116,7 +116,7 @@ func TestDocsListEveryKey(t *testing.T) {
 		if kind == "" {
 			kind = "ethernet"
 		}
-		if r.kind != kind && !(k.Kind == "" && r.kind == "") {
+		if r.kind != string(kind) && !(k.Kind == "" && r.kind == "") {
 			t.Errorf("docs/scenario.md:%d: %s is documented under kind %q, it belongs to %q", r.line, k.Name, r.kind, kind)
 		}
 		if k.Index == nil {

@@ -259,8 +259,11 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(fmt.Errorf("--data-path: %v", err))
 	}
-	if f.fabric != "" && f.fabric != "ethernet" && f.fabric != "roce" && f.fabric != "infiniband" {
-		return usageErr(fmt.Errorf("--fabric %q: want ethernet, roce or infiniband", f.fabric))
+	if f.fabric != "" {
+		var k fabric.Kind
+		if err := k.UnmarshalText([]byte(f.fabric)); err != nil {
+			return usageErr(fmt.Errorf("--fabric: %v", err))
+		}
 	}
 	algo, err := collective.ParseAlgo(f.algo)
 	if err != nil {
@@ -341,7 +344,7 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(err)
 	}
-	if cfg.Kind == "infiniband" {
+	if cfg.Kind == fabric.KindInfiniBand {
 		if err := ibsm.CheckLIDs(cl.Graph); err != nil {
 			return usageErr(err)
 		}
