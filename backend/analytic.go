@@ -110,7 +110,7 @@ func analyticResult(g *msggraph.Graph, net analytic.Network, r analytic.Result, 
 func AnalyticOmits(cfg fabric.Config) []string {
 	var out []string
 	switch cfg.Kind {
-	case "roce":
+	case fabric.KindRoCE:
 		if cfg.RoCE.PFC {
 			out = append(out, "PFC")
 		}
@@ -123,7 +123,7 @@ func AnalyticOmits(cfg fabric.Config) []string {
 		if cfg.RoCE.RandomLoss > 0 {
 			out = append(out, "random loss")
 		}
-	case "infiniband":
+	case fabric.KindInfiniBand:
 		out = append(out, "credit-based flow control")
 		if cfg.IB.CC.Enabled {
 			out = append(out, "IB congestion control")
@@ -132,7 +132,7 @@ func AnalyticOmits(cfg fabric.Config) []string {
 			out = append(out, "adaptive routing")
 		}
 	}
-	if cfg.Routing == "spray" {
+	if cfg.Routing == fabric.RoutingSpray {
 		out = append(out, "packet spraying")
 	}
 	return out

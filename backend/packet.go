@@ -62,7 +62,7 @@ func (packetBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.Packet.GPUCluster && cfg.Kind == "ethernet" {
+	if j.Packet.GPUCluster && cfg.Kind == fabric.KindEthernet {
 		net.SetCongestionControl(newPacer(j.Net.Graph, routes))
 	}
 	var after func() error

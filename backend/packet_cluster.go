@@ -48,9 +48,9 @@ const MaxPacketScaleIB = 4
 // AutoScale picks the packet scale for a graph on fabric kind: the smallest power of two (up
 // to MaxPacketScale, MaxPacketScaleIB on infiniband) that brings the graph's data packets
 // under PacketBudget. Runs use it only when asked (RunOptions.PacketScale = PacketScaleAuto).
-func AutoScale(g *msggraph.Graph, mtu units.Size, kind string) int {
+func AutoScale(g *msggraph.Graph, mtu units.Size, kind fabric.Kind) int {
 	limit := MaxPacketScale
-	if kind == "infiniband" {
+	if kind == fabric.KindInfiniBand {
 		limit = MaxPacketScaleIB
 	}
 	var pkts int64
@@ -78,10 +78,10 @@ const LosslessRTO = 10 * units.Second
 // adaptToCluster returns the graph and configuration a GPU-cluster run uses on the packet
 // backend: messages spread over the VLs on InfiniBand, lossless depth on generic Ethernet.
 func adaptToCluster(g *msggraph.Graph, cfg fabric.Config) (*msggraph.Graph, fabric.Config) {
-	if cfg.Kind == "infiniband" && cfg.IB.VLs > 1 {
+	if cfg.Kind == fabric.KindInfiniBand && cfg.IB.VLs > 1 {
 		g = spreadVLs(g, cfg.IB.VLs)
 	}
-	if cfg.Kind == "ethernet" {
+	if cfg.Kind == fabric.KindEthernet {
 		// Lossless by depth (LosslessBuffer): nothing is dropped, so a retransmission timeout
 		// could only fire spuriously, on a deep queue; keep it out of the way.
 		cfg.Buffer = max(cfg.Buffer, LosslessBuffer)

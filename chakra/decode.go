@@ -175,14 +175,8 @@ func fields(b []byte, name func(protowire.Number) string, f func(num protowire.N
 		var v uint64
 		var val []byte
 		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(b)
-			v = uint64(x)
-		case protowire.Fixed64Type:
-			v, n = protowire.ConsumeFixed64(b)
+		case protowire.VarintType, protowire.Fixed32Type, protowire.Fixed64Type:
+			v, n = consumeScalar(typ, b)
 		case protowire.BytesType:
 			val, n = protowire.ConsumeBytes(b)
 		default:
@@ -225,15 +219,7 @@ func decodeMetadata(b []byte, m *Metadata) *fieldErr {
 			}
 			m.Version = string(val)
 		case 2:
-			field := fmt.Sprintf("GlobalMetadata.attr[%d]", len(m.Attrs))
-			if err := wantType(field, typ, protowire.BytesType); err != nil {
-				return err
-			}
-			var a Attr
-			if err := decodeAttr(val, &a, field); err != nil {
-				return err
-			}
-			m.Attrs = append(m.Attrs, a)
+			return appendAttr(&m.Attrs, "GlobalMetadata.attr", typ, val)
 		}
 		return nil
 	})
@@ -292,15 +278,7 @@ func decodeNode(b []byte, n *Node) *fieldErr {
 			}
 			return decodeIOInfo(val, *io, name(num))
 		case 10:
-			field := fmt.Sprintf("attr[%d]", len(n.Attrs))
-			if err := wantType(field, typ, protowire.BytesType); err != nil {
-				return err
-			}
-			var a Attr
-			if err := decodeAttr(val, &a, field); err != nil {
-				return err
-			}
-			n.Attrs = append(n.Attrs, a)
+			return appendAttr(&n.Attrs, "attr", typ, val)
 		}
 		return nil
 	})
@@ -308,6 +286,22 @@ func decodeNode(b []byte, n *Node) *fieldErr {
 		err.hasID = hasID
 	}
 	return err
+}
+
+// consumeScalar reads one value of a scalar wire type (varint, fixed32, fixed64) from b: the
+// value's bits and the bytes it took, or a negative protowire error code. Callers pass only
+// those three types; any other is skipped as protowire skips a field value, with value 0.
+func consumeScalar(typ protowire.Type, b []byte) (uint64, int) {
+	switch typ {
+	case protowire.VarintType:
+		return protowire.ConsumeVarint(b)
+	case protowire.Fixed32Type:
+		x, n := protowire.ConsumeFixed32(b)
+		return uint64(x), n
+	case protowire.Fixed64Type:
+		return protowire.ConsumeFixed64(b)
+	}
+	return 0, protowire.ConsumeFieldValue(1, typ, b)
 }
 
 // appendUvarints appends a repeated uint64 field's values: packed (one length-delimited run of
@@ -329,6 +323,21 @@ func appendUvarints(dst *[]uint64, field string, typ protowire.Type, v uint64, v
 	default:
 		return ferr(field, "%s, want varint or packed (length-delimited)", wireName(typ))
 	}
+	return nil
+}
+
+// appendAttr decodes a repeated AttributeProto field's next entry (named field[i] in errors)
+// and appends it to attrs.
+func appendAttr(attrs *[]Attr, field string, typ protowire.Type, val []byte) *fieldErr {
+	field = fmt.Sprintf("%s[%d]", field, len(*attrs))
+	if err := wantType(field, typ, protowire.BytesType); err != nil {
+		return err
+	}
+	var a Attr
+	if err := decodeAttr(val, &a, field); err != nil {
+		return err
+	}
+	*attrs = append(*attrs, a)
 	return nil
 }
 
@@ -466,18 +475,7 @@ func decodeList(b []byte, a *Attr, elem AttrType, field string) *fieldErr {
 				return ferr(field+".values", "%s, want %s", wireName(typ), wireName(want))
 			}
 			for len(val) > 0 { // packed
-				var x uint64
-				k := 0
-				switch want {
-				case protowire.VarintType:
-					x, k = protowire.ConsumeVarint(val)
-				case protowire.Fixed32Type:
-					var y uint32
-					y, k = protowire.ConsumeFixed32(val)
-					x = uint64(y)
-				case protowire.Fixed64Type:
-					x, k = protowire.ConsumeFixed64(val)
-				}
+				x, k := consumeScalar(want, val)
 				if k < 0 {
 					return ferr(field+".values", "packed value: %s", parseErr(k))
 				}

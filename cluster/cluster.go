@@ -46,22 +46,33 @@ type Framing struct {
 	Header, L1 int
 }
 
+// NetworkKind is how Build makes a cluster's network between the NICs.
+type NetworkKind string
+
+const (
+	// NetRail is a two-tier rail-optimized network (topo.RailSpec); "" means it too.
+	NetRail NetworkKind = "rail"
+	// NetClos is a topo.Clos: one to three tiers, scalable units, planes.
+	NetClos NetworkKind = "clos"
+	// NetGraph uses Network.Graph as it is.
+	NetGraph NetworkKind = "graph"
+)
+
 // Network is the cluster network between the servers' NICs.
 type Network struct {
-	// Kind is "rail" (two-tier rail-optimized, the default), "clos" (topo.Clos: one to three
-	// tiers, scalable units, planes) or "graph" to use Graph as it is.
-	Kind string
+	// Kind is NetRail (the default), NetClos or NetGraph.
+	Kind NetworkKind
 	// Rail-optimized: leaf radix, leaf oversubscription, spine count (topo.RailSpec) and the
 	// latency of the NIC and spine links.
 	Radix            int
 	Oversubscription float64
 	Spines           int
 	LinkLatency      units.Time
-	// Graph, for Kind "graph", is a network whose hosts are the NICs' ports: host
+	// Graph, for NetGraph, is a network whose hosts are the NICs' ports: host
 	// (s*NICs+k)*P+p is port p of NIC k of server s, P the ports per NIC (a scenario's
 	// leaf-spine, fat tree or HPCC topology, with P = 1).
 	Graph *topo.Graph
-	// Clos, for Kind "clos", shapes the network (topo.ClosSpec); Build fills in the servers, the
+	// Clos, for NetClos, shapes the network (topo.ClosSpec); Build fills in the servers, the
 	// NICs per server and, where zero, the NIC link (the server's NIC rate and LinkLatency) and
 	// the radix, oversubscription and spine count above.
 	Clos topo.ClosSpec
@@ -164,7 +175,7 @@ func Build(spec Spec) (*Cluster, error) {
 		fr = Framing{MTU: 4096, Header: 62, L1: 20}
 	}
 	net := spec.Net.Graph
-	if spec.Net.Kind == "" || spec.Net.Kind == "rail" {
+	if spec.Net.Kind == "" || spec.Net.Kind == NetRail {
 		lat := spec.Net.LinkLatency
 		if lat == 0 {
 			lat = 500 * units.Nanosecond // est.: ~100 m of fibre and the optics, [EST]
@@ -188,7 +199,7 @@ func Build(spec Spec) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster network: %w", err)
 		}
-	} else if spec.Net.Kind == "clos" {
+	} else if spec.Net.Kind == NetClos {
 		cs := spec.Net.Clos
 		cs.Servers, cs.NICsPerServer = spec.Servers, srv.NICs
 		if cs.NIC.Rate == 0 {
@@ -212,7 +223,7 @@ func Build(spec Spec) (*Cluster, error) {
 		if net, err = topo.Clos(cs); err != nil {
 			return nil, fmt.Errorf("cluster network: %w", err)
 		}
-	} else if spec.Net.Kind != "graph" || net == nil {
+	} else if spec.Net.Kind != NetGraph || net == nil {
 		return nil, fmt.Errorf("cluster network kind %q: want rail, clos, or graph with a Graph", spec.Net.Kind)
 	}
 	nicPorts := spec.Servers * srv.NICs

@@ -147,7 +147,7 @@ func (s *Scenario) serverOf(rank int) int { return rank / s.Cluster.GPUsPerServe
 func (s *Scenario) checkLIDs(variants []*Variant) error {
 	ib := false
 	for _, v := range variants {
-		ib = ib || v.Fabric.Kind == "infiniband"
+		ib = ib || v.Fabric.Kind == fabric.KindInfiniBand
 	}
 	if !ib {
 		return nil

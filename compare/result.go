@@ -116,7 +116,7 @@ type VariantResult struct {
 	Pauses      float64            `json:"pfc_pauses_per_step"`
 	CreditStall float64            `json:"credit_stall_s_per_step"` // summed over ports
 	ECNMarks    float64            `json:"ecn_marks_per_step"`
-	Counters    map[string]float64 `json:"counters_per_step"` // high-water marks ("max_"): the maximum
+	Counters    map[string]float64 `json:"counters_per_step"` // counters declared result.Max (high-water marks): the maximum
 	Timeline    *Timeline          `json:"timeline"`
 	// Cost.
 	Bill            *cost.Bill `json:"bill"`

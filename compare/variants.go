@@ -21,8 +21,8 @@ type Variant struct {
 	Base  string `json:"base,omitempty"`
 	// Kind is the fabric kind asked for (infiniband, roce, ethernet); CostFabric the BOM's
 	// (infiniband or ethernet).
-	Kind       string `json:"kind"`
-	CostFabric string `json:"cost_fabric"`
+	Kind       fabric.Kind `json:"kind"`
+	CostFabric string      `json:"cost_fabric"`
 	// FabricYAML is the variant's fabric section after overrides, as loaded.
 	FabricYAML string        `json:"fabric_yaml"`
 	Fabric     fabric.Config `json:"fabric"`
@@ -286,7 +286,7 @@ func (s *Scenario) resolveFabric(v *Variant) error {
 	}
 	v.Fabric = sc.FabricConfig()
 	v.Kind, v.CostFabric = v.Fabric.Kind, "ethernet"
-	if v.Kind == "infiniband" {
+	if v.Kind == fabric.KindInfiniBand {
 		v.CostFabric = "infiniband"
 	}
 	if err := v.Fabric.Validate(); err != nil {

@@ -112,7 +112,7 @@ func (n *Network) EnableCapture(dir, sel string, snapLen int, maxPackets int64) 
 		return nil, err
 	}
 	lt := wire.LinkTypeEthernet
-	if n.cfg.Kind == "infiniband" {
+	if n.cfg.Kind == KindInfiniBand {
 		lt = wire.LinkTypeInfiniBand
 	}
 	if snapLen <= 0 {
@@ -264,7 +264,7 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 	src := portMAC(p.Owner, p.Index)
 	peerNode := n.g.Nodes[p.Owner].Ports[p.Index].Peer
 	dstMAC := portMAC(peerNode, p.peerPort)
-	if n.cfg.Kind == "infiniband" {
+	if n.cfg.Kind == KindInfiniBand {
 		if pkt.Kind == LinkCtrl {
 			fc := wire.IBFlowControl{Op: 0, FCTBS: pkt.CtrlWord(1) & 0xfff, VL: pkt.Prio, FCCL: pkt.CtrlWord(0) & 0xfff}
 			return fc.AppendPacket(dst)
@@ -292,7 +292,7 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 		UDPSrcPort: 0xc000 | uint16(pkt.Hash&0x3fff),
 		BTH:        b, RETH: reth, AETH: aeth, PayloadLen: payload,
 	}
-	if n.cfg.Kind == "roce" {
+	if n.cfg.Kind == KindRoCE {
 		rp.VLAN = &wire.VLANTag{PCP: pkt.Prio & 7}
 		rp.DSCP = 26 // RoCE traffic class commonly mapped to DSCP 26 (priority 3)
 	}

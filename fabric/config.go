@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/units"
 	"github.com/fabricsim/fabricsim/yamlstrict"
@@ -17,8 +18,8 @@ import (
 // valid only with that kind, `notfor:"infiniband"` one that kind rejects. docs/scenario.md documents every key (TestDocsListEveryKey).
 // The zero value is not valid; use a Default* constructor as a base.
 type Config struct {
-	// Kind is "ethernet", "roce" or "infiniband": which policies New installs.
-	Kind string `yaml:"kind"`
+	// Kind is KindEthernet, KindRoCE or KindInfiniBand: which policies New installs.
+	Kind Kind `yaml:"kind"`
 	// RoCE and IB hold the kind-specific parameters (roce.go, infiniband.go).
 	RoCE RoCEConfig `yaml:",inline" fabric:"roce"`
 	IB   IBConfig   `yaml:",inline" fabric:"infiniband"`
@@ -97,14 +98,11 @@ type Config struct {
 	QPsPerConn int `yaml:"qps_per_conn" fabric:"roce"`
 }
 
-// Kinds are the fabric kinds.
-var Kinds = []string{"ethernet", "roce", "infiniband"}
-
 // DefaultEthernet is the generic Ethernet-like fabric of the foundation: RoCEv2 framing, no link
 // flow control, no congestion control, tail drop, go-back-N recovery on NAK and timeout.
 func DefaultEthernet() Config {
 	return Config{
-		Kind:          "ethernet",
+		Kind:          KindEthernet,
 		MTU:           4096,
 		HeaderBytes:   62,
 		AckBytes:      66,
@@ -126,15 +124,15 @@ func DefaultEthernet() Config {
 // with the DCQCN preset dcqcnPreset ("" = connectx), or DefaultInfiniBand of generation ("" =
 // ndr). An unknown kind, generation or preset falls back to the first; Validate reports the
 // name once the file's value is decoded over the result.
-func Defaults(kind, generation, dcqcnPreset string) Config {
+func Defaults(kind Kind, generation, dcqcnPreset string) Config {
 	switch kind {
-	case "roce":
+	case KindRoCE:
 		c := DefaultRoCE()
 		if p, err := dcqcn.Preset(dcqcnPreset); err == nil {
 			c.RoCE.DCQCNPreset, c.RoCE.DCQCNParams = dcqcnPreset, p
 		}
 		return c
-	case "infiniband":
+	case KindInfiniBand:
 		c, err := DefaultInfiniBand(generation)
 		if err != nil {
 			c, _ = DefaultInfiniBand("ndr")
@@ -156,7 +154,7 @@ func (c *Config) Derive(written func(key string) bool) {
 		}
 	}
 	switch c.Kind {
-	case "roce":
+	case KindRoCE:
 		r := &c.RoCE
 		def("mtu", func() { c.MTU = units.Size(RoCEMTU(r.NetdevMTU)) })
 		data, ack, cnp := RoCEFraming(r.IPv6, r.VLAN)
@@ -164,7 +162,7 @@ func (c *Config) Derive(written func(key string) bool) {
 		def("ack_bytes", func() { c.AckBytes = ack })
 		c.CNPBytes = cnp
 		def("pfc_xon_offset", func() { r.XONOffset = units.Size(2 * (int(c.MTU) + c.HeaderBytes)) })
-	case "infiniband":
+	case KindInfiniBand:
 		ib := &c.IB
 		def("header_bytes", func() { c.HeaderBytes = IBHeaderBytes(ib.GRH) })
 		def("ack_bytes", func() { c.AckBytes = c.HeaderBytes + ibAETH })
@@ -186,14 +184,14 @@ type Key struct {
 	Name string
 	// Kind is the fabric kind the key belongs to, "" for every kind; NotFor a kind that has
 	// no use for a key of every kind (InfiniBand routes by routing_engine, not routing).
-	Kind   string
-	NotFor string
+	Kind   Kind
+	NotFor Kind
 	// Index locates the field in Config (reflect.Value.FieldByIndex).
 	Index []int
 }
 
 // For reports whether the key is a setting of fabric kind.
-func (k Key) For(kind string) bool {
+func (k Key) For(kind Kind) bool {
 	return (k.Kind == "" || k.Kind == kind) && k.NotFor != kind
 }
 
@@ -201,14 +199,14 @@ func (k Key) For(kind string) bool {
 // their dotted names.
 func Keys() []Key {
 	var out []Key
-	var walk func(t reflect.Type, prefix string, index []int, kind string)
-	walk = func(t reflect.Type, prefix string, index []int, kind string) {
+	var walk func(t reflect.Type, prefix string, index []int, kind Kind)
+	walk = func(t reflect.Type, prefix string, index []int, kind Kind) {
 		for _, f := range yamlstrict.Fields(t) {
 			k := kind
 			// The kind tag sits on the field or on an inline struct it came through.
 			for i := range f.Index {
 				if v := t.FieldByIndex(f.Index[:i+1]).Tag.Get("fabric"); v != "" {
-					k = v
+					k = Kind(v)
 				}
 			}
 			idx := append(append([]int(nil), index...), f.Index...)
@@ -217,7 +215,7 @@ func Keys() []Key {
 				walk(f.Type, name, idx, k)
 				continue
 			}
-			out = append(out, Key{Name: name, Kind: k, NotFor: f.Tag.Get("notfor"), Index: idx})
+			out = append(out, Key{Name: name, Kind: k, NotFor: Kind(f.Tag.Get("notfor")), Index: idx})
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "", nil, "")
@@ -232,15 +230,15 @@ func (c *Config) Validate() error { return c.validate(true) }
 // (payload MTU, header sizes), which New does because runs may merge packets into k-fold ones
 // (gpu.ScalePackets).
 func (c *Config) validate(realFrames bool) error {
-	if !oneOf(c.Kind, Kinds...) {
-		return yamlstrict.Errorf("kind", "%q is not a fabric kind (valid: ethernet, roce, infiniband)", c.Kind)
+	if !validMode(c.Kind, Kinds) {
+		return yamlstrict.Errorf("kind", "%q is not a fabric kind (valid: %s)", c.Kind, modeList(Kinds))
 	}
 	switch c.Kind {
-	case "roce":
+	case KindRoCE:
 		if err := c.validateRoCE(); err != nil {
 			return err
 		}
-	case "infiniband":
+	case KindInfiniBand:
 		if err := c.validateIB(realFrames); err != nil {
 			return err
 		}
@@ -278,7 +276,7 @@ func (c *Config) validate(realFrames bool) error {
 		return e("ack_every", "must be at least 1, got %d", c.AckEvery)
 	case c.RTO <= 0:
 		return e("rto", "must be positive")
-	case c.Priorities < 1 || c.Priorities > 8 && !(c.Kind == "infiniband" && c.Priorities == IBServiceLevels):
+	case c.Priorities < 1 || c.Priorities > 8 && !(c.Kind == KindInfiniBand && c.Priorities == IBServiceLevels):
 		return e("", "priorities must be 1..8 (16 service levels on infiniband), got %d", c.Priorities)
 	case int(c.DataPriority) >= c.Priorities || int(c.CNPPriority) >= c.Priorities:
 		return e("data_priority", "data priority %d and CNP priority %d must be below the %d priorities", c.DataPriority, c.CNPPriority, c.Priorities)
@@ -438,16 +436,13 @@ func (c *Config) validateIB(realFrames bool) error {
 	switch {
 	case ib.HighLimit < 0 || ib.HighLimit > 255:
 		return e("vl_high_limit", "%d outside 0..255 (units of 4 KiB; 255 = unlimited)", ib.HighLimit)
-	case !oneOf(ib.Routing, IBRoutingEngines...):
-		return e("routing_engine", "%q is not a routing engine (valid: minhop, dmodk, updown)", ib.Routing)
+	case !ib.Routing.Valid():
+		return e("routing_engine", "%q is not a routing engine (valid: %s)", ib.Routing, modeList(ibsm.Engines))
 	case ib.FCRefresh < 0:
 		return e("fc_refresh", "must not be negative")
 	}
 	return yamlstrict.Within("ib_cc", ib.CC.Validate())
 }
-
-// IBRoutingEngines are the subnet manager's routing engines (package ibsm).
-var IBRoutingEngines = []string{"minhop", "dmodk", "updown"}
 
 // Validate checks the IB congestion control settings (whether enabled or not: a file that turns
 // it on later should not find its values wrong then).
@@ -487,15 +482,6 @@ func defaultArbLow(vls int) []VLWeight {
 		t[v] = VLWeight{VL: uint8(v), Weight: 64}
 	}
 	return t
-}
-
-func oneOf(v string, valid ...string) bool {
-	for _, x := range valid {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // frame returns the buffer size and wire size of a frame with the given payload and header bytes.

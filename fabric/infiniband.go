@@ -115,8 +115,8 @@ type IBConfig struct {
 	ArbHigh   []VLWeight `yaml:"vl_arb_high"`
 	ArbLow    []VLWeight `yaml:"vl_arb_low"`
 	HighLimit int        `yaml:"vl_high_limit"`
-	// Routing is the subnet manager's engine: "minhop", "dmodk" or "updown" (package ibsm).
-	Routing string `yaml:"routing_engine"`
+	// Routing is the subnet manager's engine: ibsm.MinHop, DModK or UpDown.
+	Routing ibsm.Engine `yaml:"routing_engine"`
 	// Adaptive turns on adaptive routing: switches pick, per data packet, the least loaded port
 	// among the destination's allowed ports. The receiver then accepts out-of-order packets.
 	Adaptive bool `yaml:"adaptive_routing"`
@@ -159,7 +159,7 @@ func DefaultInfiniBand(gen string) (Config, error) {
 		return Config{}, fmt.Errorf("infiniband generation %q unknown (valid: edr, hdr, ndr, xdr)", gen)
 	}
 	c := DefaultEthernet()
-	c.Kind = "infiniband"
+	c.Kind = KindInfiniBand
 	c.MTU = 4096
 	c.HeaderBytes = ibLRH + ibBTH + ibICRC + ibVCRC
 	c.AckBytes = c.HeaderBytes + ibAETH
@@ -175,7 +175,7 @@ func DefaultInfiniBand(gen string) (Config, error) {
 		VLBuffer:   IBMaxCreditWindow * IBBlock,
 		HCABuffer:  IBMaxCreditWindow * IBBlock,
 		HighLimit:  0,
-		Routing:    "minhop",
+		Routing:    ibsm.MinHop,
 		CC: IBCCConfig{
 			Threshold:    32 * units.KiB,
 			MarkingRate:  0,
@@ -223,7 +223,7 @@ func (c *IBCCConfig) ccParams() *ibcc.Params {
 // subnet-manager routing, IB CC) on a built network.
 func (n *Network) installInfiniBand() error {
 	ib := &n.cfg.IB // checked by Config.Validate
-	if ib.Adaptive && n.cfg.Transport == "" {
+	if ib.Adaptive && n.cfg.Transport == TransportDefault {
 		// Adaptive routing reorders packets; HCAs accept them in any order ([NCCL]).
 		n.cfg.Transport = "ooo"
 	}

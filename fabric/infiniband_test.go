@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
@@ -434,7 +435,7 @@ func TestIBNeverDrops(t *testing.T) {
 		cfg.IB.Routing = "updown"
 		if iter%4 == 3 { // a fat tree, where every engine is deadlock free
 			g = fatTreeK(t, 4, []units.Rate{100 * units.Gbps, 400 * units.Gbps}[rng.IntN(2)], units.Time(100+rng.IntN(900))*units.Nanosecond)
-			cfg.IB.Routing = []string{"minhop", "dmodk", "updown"}[rng.IntN(3)]
+			cfg.IB.Routing = ibsm.Engines[rng.IntN(3)]
 		}
 		cfg.IB.SetDefaultVLs(1 + rng.IntN(3))
 		cfg.MTU = units.Size(256 << rng.IntN(5))
@@ -546,7 +547,7 @@ func TestIBCreditDeadlock(t *testing.T) {
 	for i := int32(0); i < 5; i++ {
 		mg.Add(msggraph.Message{Src: i, Dst: (i + 2) % 5, Bytes: 4 * units.MB})
 	}
-	for _, engine := range []string{"minhop", "updown"} {
+	for _, engine := range []ibsm.Engine{ibsm.MinHop, ibsm.UpDown} {
 		g := ring5(100*units.Gbps, 500*units.Nanosecond)
 		r, _ := topo.ComputeRoutes(g)
 		cfg := ibConfig(t, "edr")

@@ -16,6 +16,27 @@ import (
 // error listing the valid values), so that a misspelt mode never reaches a run. Their values are
 // the words scenarios use, which keeps them readable in compare.json and in messages.
 
+// Kind is the fabric kind (key `kind`): which policies New installs.
+type Kind string
+
+const (
+	// KindEthernet: no link-level flow control or congestion control, tail drop (DefaultEthernet).
+	KindEthernet Kind = "ethernet"
+	// KindRoCE: RoCEv2 with PFC, ECN and DCQCN (roce.go).
+	KindRoCE Kind = "roce"
+	// KindInfiniBand: credit-based link-level flow control, VLs, subnet-manager routing
+	// (infiniband.go).
+	KindInfiniBand Kind = "infiniband"
+)
+
+// Kinds are the fabric kinds.
+var Kinds = []Kind{KindEthernet, KindRoCE, KindInfiniBand}
+
+// UnmarshalText parses a fabric kind.
+func (k *Kind) UnmarshalText(b []byte) error {
+	return parseMode(k, b, "a fabric kind", Kinds)
+}
+
 // Routing is how an Ethernet switch picks among equal-cost next hops (key `routing`).
 type Routing string
 

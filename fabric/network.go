@@ -95,7 +95,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 		return nil, err
 	}
 	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}
-	n.spray = cfg.Routing == "spray"
+	n.spray = cfg.Routing == RoutingSpray
 	n.Switches = make([]*Switch, len(g.Nodes))
 	n.NICs = make([]*NIC, len(g.Hosts))
 	n.nodes = make([]sim.Handler, len(g.Nodes))
@@ -157,9 +157,9 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 	}
 	var err error
 	switch cfg.Kind {
-	case "roce":
+	case KindRoCE:
 		err = n.installRoCE()
-	case "infiniband":
+	case KindInfiniBand:
 		err = n.installInfiniBand()
 	}
 	if err != nil {
@@ -179,7 +179,7 @@ func transportParams(c *Config) rc.Params {
 	case "ooo":
 		p.Mode = rc.Reorder
 	case "":
-		if c.Kind == "infiniband" && c.IB.Adaptive {
+		if c.Kind == KindInfiniBand && c.IB.Adaptive {
 			// Adaptive routing reorders packets; HCAs accept them in any order (docs/infiniband.md).
 			p.Mode = rc.Reorder
 		}

@@ -116,16 +116,9 @@ func (c *NIC) nextData() *Packet {
 			hdr += n.cfg.FirstHeaderExtra // RETH on WRITE First/Only
 		}
 		pkt := n.pool.get()
-		pkt.Kind = Data
-		pkt.SL = f.prio
-		pkt.Prio = c.Port.VLOf(f.prio)
-		pkt.Flow = f.id
-		pkt.QP = f.qp
-		pkt.Src, pkt.Dst = f.src, f.dst
-		pkt.Seq = seq
+		c.label(pkt, f, Data, f.src, f.dst, seq)
 		pkt.Payload = int32(payload)
 		pkt.Size, _ = n.cfg.frame(int(payload), hdr)
-		pkt.Hash = f.hash
 		if n.blocked(c.Port, pkt) { // no credits for it (InfiniBand)
 			n.pool.put(pkt)
 			c.rr++
@@ -247,13 +240,7 @@ func (c *NIC) receiveData(pkt *Packet) {
 func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 	n := c.net
 	pkt := n.pool.get()
-	pkt.Kind = kind
-	pkt.SL = f.prio
-	pkt.Prio = c.Port.VLOf(f.prio)
-	pkt.Flow = f.id
-	pkt.QP = f.qp
-	pkt.Src, pkt.Dst = f.dst, f.src
-	pkt.Seq = seq
+	c.label(pkt, f, kind, f.dst, f.src, seq)
 	pkt.Sack = sack
 	pkt.Size, _ = n.cfg.frame(0, n.cfg.AckBytes)
 	if kind == CNP {
@@ -262,9 +249,22 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class ([NVIDIA-RoCE])
 		}
 	}
-	pkt.Hash = f.hash
 	c.Port.enqueue(pkt)
 	c.Port.kick()
+}
+
+// label writes what every packet of flow f carries, data or control, whichever way it goes:
+// its kind, service level and the NIC port's VL for it, flow and QP, endpoints, byte offset,
+// and the flow's ECMP hash.
+func (c *NIC) label(pkt *Packet, f *Flow, kind PacketKind, src, dst int32, seq int64) {
+	pkt.Kind = kind
+	pkt.SL = f.prio
+	pkt.Prio = c.Port.VLOf(f.prio)
+	pkt.Flow = f.id
+	pkt.QP = f.qp
+	pkt.Src, pkt.Dst = src, dst
+	pkt.Seq = seq
+	pkt.Hash = f.hash
 }
 
 // receiveAck hands an ACK or NAK to the flow's sender; one that lets it send again puts it back

@@ -33,7 +33,7 @@ func (n *Network) makeFlows(mg *msggraph.Graph) error {
 			prio = n.cfg.DataPriority
 		}
 		if int(prio) >= n.cfg.Priorities {
-			if n.cfg.Kind != "ethernet" {
+			if n.cfg.Kind != KindEthernet {
 				return fmt.Errorf("message %d (%s) uses priority %d but the fabric has %d", i, m.Tag, m.Prio, n.cfg.Priorities)
 			}
 			// The generic Ethernet fabric has one traffic class: every priority shares it.

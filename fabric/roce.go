@@ -126,7 +126,7 @@ type ECNThreshold struct {
 // tagged IPv4 framing, 4096 B path MTU.
 func DefaultRoCE() Config {
 	c := DefaultEthernet()
-	c.Kind = "roce"
+	c.Kind = KindRoCE
 	c.Priorities = 8
 	c.DataPriority = 3
 	c.CNPPriority = 6

@@ -4,7 +4,7 @@ import "github.com/fabricsim/fabricsim/topo"
 
 // ComputeAllRows computes stored tables with a row for every switch, server-internal nodes
 // included (the plain form the GPU-cluster form is checked against).
-func ComputeAllRows(g *topo.Graph, engine string) (*Tables, error) {
+func ComputeAllRows(g *topo.Graph, engine Engine) (*Tables, error) {
 	return computeRows(g, engine, nil)
 }
 

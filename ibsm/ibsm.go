@@ -26,13 +26,40 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/fabricsim/fabricsim/topo"
 )
 
-// Engines lists the routing engines by their scenario names.
-var Engines = []string{"minhop", "dmodk", "updown"}
+// Engine is a routing engine, by its scenario name (fabric key `routing_engine`, OpenSM's
+// routing_engine option).
+type Engine string
+
+const (
+	// MinHop: shortest paths, destinations balanced over the candidate ports (OpenSM minhop).
+	MinHop Engine = "minhop"
+	// DModK: shortest paths, the up-port chosen by the destination divided by the tier's
+	// fan-out (OpenSM dmodk).
+	DModK Engine = "dmodk"
+	// UpDown: up*/down* paths (deadlock-free on any graph; OpenSM updn).
+	UpDown Engine = "updown"
+)
+
+// Engines lists the routing engines.
+var Engines = []Engine{MinHop, DModK, UpDown}
+
+// UnmarshalText parses an engine's name; an unknown one is an error listing the valid names.
+func (e *Engine) UnmarshalText(b []byte) error {
+	if !Engine(b).Valid() {
+		return fmt.Errorf("%q is not a routing engine (valid: minhop, dmodk, updown)", b)
+	}
+	*e = Engine(b)
+	return nil
+}
+
+// Valid reports whether e is one of Engines.
+func (e Engine) Valid() bool { return slices.Contains(Engines, e) }
 
 // Tables are the forwarding tables of every switch of one graph.
 //
@@ -44,7 +71,7 @@ var Engines = []string{"minhop", "dmodk", "updown"}
 // order: topo.Routes.SameSetRank; D-mod-K divides). The entries are the same either way
 // (TestOnDemandMatchesStored); memory is then linear in the fabric.
 type Tables struct {
-	Engine string
+	Engine Engine
 	g      *topo.Graph
 	hosts  int
 	// rt is set for tables computed on demand; div holds D-mod-K's divisors by tier.
@@ -103,7 +130,7 @@ func (t *Tables) onDemand(sw topo.NodeID, dst int) int32 {
 	}
 	g := t.g
 	n := &g.Nodes[sw]
-	if t.Engine == "dmodk" {
+	if t.Engine == DModK {
 		if up := g.Nodes[n.Ports[cand[0]].Peer]; up.Kind == topo.Switch && up.Tier > n.Tier {
 			return cand[(dst/t.div[n.Tier])%len(cand)]
 		}
@@ -113,14 +140,12 @@ func (t *Tables) onDemand(sw topo.NodeID, dst int) int32 {
 	return cand[r%len(cand)]
 }
 
-// Compute runs routing engine engine ("minhop", "dmodk" or "updown") over g.
-func Compute(g *topo.Graph, engine string) (*Tables, error) {
+// Compute runs routing engine engine over g.
+func Compute(g *topo.Graph, engine Engine) (*Tables, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("subnet manager: %w", err)
 	}
-	switch engine {
-	case "minhop", "dmodk", "updown":
-	default:
+	if !engine.Valid() {
 		return nil, fmt.Errorf("subnet manager: routing engine %q unknown (valid: minhop, dmodk, updown)", engine)
 	}
 	if err := CheckLIDs(g); err != nil {
@@ -136,7 +161,7 @@ func Compute(g *topo.Graph, engine string) (*Tables, error) {
 }
 
 // computeOnDemand returns on-demand tables for a tree, or nil when g is not one.
-func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
+func computeOnDemand(g *topo.Graph, engine Engine) (*Tables, error) {
 	rt, err := topo.ComputeRoutes(g)
 	if err != nil || !rt.Tree() {
 		return nil, err
@@ -148,9 +173,9 @@ func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
 		}
 	}
 	switch engine {
-	case "dmodk":
+	case DModK:
 		t.div = upDivisors(g)
-	case "updown":
+	case UpDown:
 		// Ranks as up*/down* numbers them: distance from the highest tier's switches.
 		var roots []topo.NodeID
 		maxT := 0
@@ -172,8 +197,8 @@ func computeOnDemand(g *topo.Graph, engine string) (*Tables, error) {
 
 // computeStored runs the engine over every destination and stores the tables: a row for every
 // switch, but for a GPU cluster's server-internal nodes under min-hop and D-mod-K (innerPicks).
-func computeStored(g *topo.Graph, engine string) (*Tables, error) {
-	if engine == "updown" {
+func computeStored(g *topo.Graph, engine Engine) (*Tables, error) {
+	if engine == UpDown {
 		// Its candidate sets are the legal up*/down* ports, not the minimum-hop ones the
 		// cluster routes give (a NIC of a PCIe server may go up, where min-hop stays inside).
 		return computeRows(g, engine, nil)
@@ -187,7 +212,7 @@ func computeStored(g *topo.Graph, engine string) (*Tables, error) {
 
 // computeRows is computeStored with the cluster routes of a GPU cluster given (nil: a row for
 // every switch, the plain form TestServerFormMatchesStored compares with).
-func computeRows(g *topo.Graph, engine string, in *topo.Routes) (*Tables, error) {
+func computeRows(g *topo.Graph, engine Engine, in *topo.Routes) (*Tables, error) {
 	var err error
 	t := &Tables{Engine: engine, g: g, hosts: len(g.Hosts), row: make([]int32, len(g.Nodes))}
 	if in != nil {
@@ -221,11 +246,11 @@ func computeRows(g *topo.Graph, engine string, in *topo.Routes) (*Tables, error)
 		b.load[i] = make([]int32, len(g.Nodes[i].Ports))
 	}
 	switch engine {
-	case "minhop":
+	case MinHop:
 		err = b.minHop(false)
-	case "dmodk":
+	case DModK:
 		err = b.minHop(true)
-	case "updown":
+	case UpDown:
 		err = b.upDown()
 	}
 	if err != nil {

@@ -30,7 +30,7 @@ func TestAllToAll128RoCEvsIB(t *testing.T) {
 	}
 	ib.IB.Adaptive = true
 	const S = 4 * units.MiB
-	busbw := map[string]float64{}
+	busbw := map[fabric.Kind]float64{}
 	for _, cfg := range []fabric.Config{roce, ib} {
 		c := build(t, 16, gpu.Presets["h100"], cfg)
 		g, err := Compile(c, collective.AllToAll, S, Options{})

@@ -162,7 +162,7 @@ func (x *exporter) round(key, format string, args ...any) {
 // values the format holds only rounded (written to stderr by the CLI); a value outside the
 // format's range is an *ExportError naming the scenario key. Nothing is written on error.
 func Export(w io.Writer, f Format, c fabric.Config, t Target) (notes []string, err error) {
-	if c.Kind != "roce" {
+	if c.Kind != fabric.KindRoCE {
 		return nil, fmt.Errorf("fabric kind %q: config-export writes RoCE settings (kind roce)", c.Kind)
 	}
 	if t.Rate <= 0 {

@@ -195,7 +195,7 @@ func (s *Scenario) Build() (*Built, error) {
 	if err := g.Validate(); err != nil {
 		return nil, s.errf("topology", "%v", err)
 	}
-	if s.Fabric.Kind == "infiniband" {
+	if s.Fabric.Kind == fabric.KindInfiniBand {
 		if err := ibsm.CheckLIDs(g); err != nil {
 			return nil, s.errf("topology", "%v", err)
 		}

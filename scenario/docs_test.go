@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"os"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -116,7 +117,7 @@ func TestDocsListEveryKey(t *testing.T) {
 		if kind == "" {
 			kind = "ethernet"
 		}
-		if r.kind != kind && !(k.Kind == "" && r.kind == "") {
+		if r.kind != string(kind) && !(k.Kind == "" && r.kind == "") {
 			t.Errorf("docs/scenario.md:%d: %s is documented under kind %q, it belongs to %q", r.line, k.Name, r.kind, kind)
 		}
 		if k.Index == nil {
@@ -152,5 +153,44 @@ func TestDocsListEveryKey(t *testing.T) {
 		if !want[k] {
 			t.Errorf("docs/scenario.md:%d: %s is not a fabric key", r.line, k)
 		}
+	}
+}
+
+// TestSettingDiffApplies: the diff that docs/architecture.md shows under "Adding a RoCE setting"
+// (a new scenario key end to end, in at most three files) still applies to the tree as it is
+// (`git apply --check`), so what the docs show is still the whole change. When it no longer
+// applies, make the change again on a scratch checkout and paste its `git diff`.
+func TestSettingDiffApplies(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git not found")
+		}
+		t.Skip("git not found")
+	}
+	data, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### Adding a RoCE setting\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no section "### Adding a RoCE setting"`)
+	}
+	_, diff, ok := strings.Cut(section, "\n```diff\n")
+	if ok {
+		diff, _, ok = strings.Cut(diff, "\n```\n")
+	}
+	if !ok {
+		t.Fatal("the section has no ```diff block")
+	}
+	diff += "\n"
+	if n := strings.Count(diff, "\ndiff --git ") + 1; n > 3 {
+		t.Errorf("the diff touches %d files, want at most 3", n)
+	}
+	cmd := exec.Command(git, "apply", "--check", "-")
+	cmd.Dir = ".."
+	cmd.Stdin = strings.NewReader(diff)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("git apply --check: %v\n%s", err, out)
 	}
 }

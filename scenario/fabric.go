@@ -21,11 +21,11 @@ type Fabric struct {
 // FabricKeys lists the keys of the fabric section with the kind each belongs to ("" = every
 // kind), in declaration order.
 func FabricKeys() []fabric.Key {
-	return append(fabric.Keys(), fabric.Key{Name: "hpcc_config", Kind: "roce"})
+	return append(fabric.Keys(), fabric.Key{Name: "hpcc_config", Kind: fabric.KindRoCE})
 }
 
 // kindNames are the kinds as messages name them.
-var kindNames = map[string]string{"roce": "a RoCE", "infiniband": "an InfiniBand"}
+var kindNames = map[fabric.Kind]string{fabric.KindRoCE: "a RoCE", fabric.KindInfiniBand: "an InfiniBand"}
 
 // decodeFabric decodes the fabric section a second time, over the defaults of the kind (and the
 // InfiniBand generation and DCQCN preset) the first pass found, then fills the defaults that
@@ -46,11 +46,8 @@ func (s *Scenario) decodeFabric() error {
 // file wrote together, then the values (fabric.Config.Validate, placed at the keys' lines).
 func (s *Scenario) validateFabric() error {
 	f := &s.Fabric
-	if !oneOf(f.Kind, fabric.Kinds...) {
-		return s.errf("fabric.kind", "%q is not a fabric kind (valid: ethernet, roce, infiniband)", f.Kind)
-	}
 	// A key of another kind, reported at the first one the file wrote.
-	owner := map[string]string{}
+	owner := map[string]fabric.Kind{}
 	for _, k := range FabricKeys() {
 		top, _, _ := strings.Cut(k.Name, ".")
 		owner[top] = k.Kind
@@ -65,7 +62,7 @@ func (s *Scenario) validateFabric() error {
 	}
 	has := func(k string) bool { return s.Has("fabric." + k) }
 	switch f.Kind {
-	case "roce":
+	case fabric.KindRoCE:
 		if f.HPCCConfig != "" {
 			if err := s.applyHPCCConfig(); err != nil {
 				return err
@@ -78,7 +75,7 @@ func (s *Scenario) validateFabric() error {
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
 		}
-	case "infiniband":
+	case fabric.KindInfiniBand:
 		if has("routing") {
 			return s.errf("fabric.routing", "InfiniBand routes by the subnet manager: use routing_engine (minhop, dmodk, updown) and adaptive_routing")
 		}

@@ -102,7 +102,7 @@ func TestBadInput(t *testing.T) {
 		{"k too large", sub("k: 4", "k: 256"), "topology.k: a k=256 fat tree", 5},
 		{"missing topology kind", sub("  kind: fat-tree\n", ""), "topology.kind: missing", 0},
 		{"unknown topology kind", sub("kind: fat-tree", "kind: torus"), `"torus" is not a topology kind`, 4},
-		{"unknown fabric kind", sub("kind: ethernet", "kind: token-ring"), `fabric.kind: "token-ring" is not a fabric kind`, 8},
+		{"unknown fabric kind", sub("kind: ethernet", "kind: token-ring"), `fabric.kind: "token-ring" is not a fabric kind (valid: ethernet, roce, infiniband)`, 8},
 		{"mtu zero", sub("kind: ethernet", "kind: ethernet\n  mtu: 0"), "fabric.mtu: payload MTU 0 B outside 64..9216", 9},
 		{"buffer below a packet", sub("kind: ethernet", "kind: ethernet\n  buffer: 1KB"), "fabric.buffer: 1KB cannot hold one 4158 B packet", 9},
 		{"unknown routing", sub("kind: ethernet", "kind: ethernet\n  routing: ospf"), `fabric.routing: "ospf" is not a routing policy`, 9},

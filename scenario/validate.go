@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -67,7 +68,7 @@ func (s *Scenario) applyDefaults() {
 			t.CoreLink.Latency = t.SpineLink.Latency
 		}
 	}
-	if s.Fabric.Kind == "infiniband" {
+	if s.Fabric.Kind == fabric.KindInfiniBand {
 		s.defaultsInfiniBand()
 	}
 	tr := &s.Traffic

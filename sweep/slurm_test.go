@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricsim/fabricsim/internal/fakeslurm"
 	"github.com/fabricsim/fabricsim/sweep/internal/fakeengine"
 )
 
@@ -70,68 +71,13 @@ exec /opt/fabricsim/bin/fabricsim sweep DIR/sweep.yaml --out DIR/out --shard "${
 	}
 }
 
-// fakeSlurm installs sbatch, squeue and scancel stand-ins on PATH: sbatch starts each array
-// task of the script in the background (with SLURM_ARRAY_TASK_ID set and output where
-// #SBATCH --output says) and squeue lists the tasks whose exit file is still missing.
-func fakeSlurm(t *testing.T) string {
-	t.Helper()
-	bin := t.TempDir()
-	state := t.TempDir()
-	writeFiles(t, bin, map[string]string{
-		"sbatch": `#!/bin/bash
-set -eu
-state=` + state + `
-for a in "$@"; do
-  case $a in
-    --array=*) arr=${a#--array=} ;;
-    --parsable) ;;
-    *) script=$a ;;
-  esac
-done
-arr=${arr%%\%*}
-job=$(( $(cat $state/next 2>/dev/null || echo 100) + 1 ))
-echo $job > $state/next
-echo "$@" >> $state/sbatch.log
-IFS=, read -ra parts <<< "$arr"
-: > $state/$job.idx
-for p in "${parts[@]}"; do
-  if [[ $p == *-* ]]; then
-    for ((i=${p%-*}; i<=${p#*-}; i++)); do echo $i >> $state/$job.idx; done
-  else
-    echo $p >> $state/$job.idx
-  fi
-done
-out=$(sed -n 's/^#SBATCH --output=//p' "$script")
-while read -r i; do
-  o=${out//%A/$job}; o=${o//%a/$i}
-  ( rc=0; SLURM_ARRAY_JOB_ID=$job SLURM_ARRAY_TASK_ID=$i bash "$script" > "$o" 2>&1 || rc=$?; echo $rc > $state/$job.$i.exit ) </dev/null >/dev/null 2>&1 &
-done < $state/$job.idx
-echo "$job;fake"
-`,
-		"squeue": `#!/bin/bash
-state=` + state + `
-for a in "$@"; do case $a in --jobs=*) job=${a#--jobs=} ;; esac; done
-if [ ! -f $state/$job.idx ]; then echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; fi
-while read -r i; do [ -f $state/$job.$i.exit ] || echo "${job}_$i RUNNING"; done < $state/$job.idx
-`,
-		"scancel": "#!/bin/bash\necho \"$@\" >> " + state + "/scancel.log\n",
-	})
-	for _, f := range []string{"sbatch", "squeue", "scancel"} {
-		if err := os.Chmod(filepath.Join(bin, f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return state
-}
-
 // TestSlurmResubmitsFailedTasks drives the Slurm backend against stand-in commands: a task
 // whose run fails once is resubmitted alone, and the merged table equals a local sweep's.
 func TestSlurmResubmitsFailedTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts subprocesses; skipped in -short")
 	}
-	state := fakeSlurm(t)
+	state := fakeslurm.Install(t)
 	dir := newSweepDir(t, sweep24)
 	sweep := filepath.Join(dir, "sweep.yaml")
 	ref := filepath.Join(dir, "ref")
@@ -177,7 +123,7 @@ func TestSlurmGivesUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts subprocesses; skipped in -short")
 	}
-	state := fakeSlurm(t)
+	state := fakeslurm.Install(t)
 	dir := newSweepDir(t, sweep24)
 	t.Setenv(helperEnv, "1")
 	t.Setenv("FAKESIM_FAIL_ALWAYS", "traffic.size=8MB")

@@ -7,62 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// fakeSlurm installs sbatch, squeue and scancel stand-ins on PATH: sbatch starts each array task
-// of the script in the background (SLURM_ARRAY_TASK_ID set, output where #SBATCH --output says)
-// and squeue lists the tasks whose exit file is still missing. It returns the directory where
-// sbatch logs its calls.
-func fakeSlurm(t *testing.T) string {
-	t.Helper()
-	bin, state := t.TempDir(), t.TempDir()
-	files := map[string]string{
-		"sbatch": `#!/bin/bash
-set -eu
-state=` + state + `
-for a in "$@"; do
-  case $a in
-    --array=*) arr=${a#--array=} ;;
-    --parsable) ;;
-    *) script=$a ;;
-  esac
-done
-arr=${arr%%\%*}
-job=$(( $(cat $state/next 2>/dev/null || echo 100) + 1 ))
-echo $job > $state/next
-echo "$@" >> $state/sbatch.log
-IFS=, read -ra parts <<< "$arr"
-: > $state/$job.idx
-for p in "${parts[@]}"; do
-  if [[ $p == *-* ]]; then
-    for ((i=${p%-*}; i<=${p#*-}; i++)); do echo $i >> $state/$job.idx; done
-  else
-    echo $p >> $state/$job.idx
-  fi
-done
-out=$(sed -n 's/^#SBATCH --output=//p' "$script")
-while read -r i; do
-  o=${out//%A/$job}; o=${o//%a/$i}
-  ( rc=0; SLURM_ARRAY_JOB_ID=$job SLURM_ARRAY_TASK_ID=$i bash "$script" > "$o" 2>&1 || rc=$?; echo $rc > $state/$job.$i.exit ) </dev/null >/dev/null 2>&1 &
-done < $state/$job.idx
-echo "$job;fake"
-`,
-		"squeue": `#!/bin/bash
-state=` + state + `
-for a in "$@"; do case $a in --jobs=*) job=${a#--jobs=} ;; esac; done
-if [ ! -f $state/$job.idx ]; then echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; fi
-while read -r i; do [ -f $state/$job.$i.exit ] || echo "${job}_$i RUNNING"; done < $state/$job.idx
-`,
-		"scancel": "#!/bin/bash\n",
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return state
-}
+	"github.com/fabricsim/fabricsim/internal/fakeslurm"
+)
 
 // --slurm: every batch is a job array whose tasks (this test binary acting as `fabricsim tune
 // eval`) commit the evaluations on the shared directory; the result is the same tune.json as a
@@ -71,7 +18,7 @@ func TestSlurmBatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts subprocesses; skipped in -short")
 	}
-	state := fakeSlurm(t)
+	state := fakeslurm.Install(t)
 	dir := t.TempDir()
 	path := writeScenario(t, dir, "budget: 15")
 	ref := filepath.Join(dir, "ref")

@@ -41,7 +41,7 @@ type Param struct {
 
 // paramFor returns the Param of fabric key name for fabric kind, or an error saying why the key
 // cannot be searched.
-func paramFor(name, kind string) (Param, error) {
+func paramFor(name string, kind fabric.Kind) (Param, error) {
 	var keys []string
 	for _, k := range fabric.Keys() {
 		if !k.For(kind) {

@@ -139,7 +139,7 @@ func scenarioSource(path string, data []byte, variant, name string) (fabric.Conf
 		}
 		var roce []string
 		for _, v := range s.Variants {
-			if v.Kind == "roce" {
+			if v.Kind == fabric.KindRoCE {
 				roce = append(roce, v.Name)
 			}
 		}
@@ -150,7 +150,7 @@ func scenarioSource(path string, data []byte, variant, name string) (fabric.Conf
 			if v.Name != variant {
 				continue
 			}
-			if v.Kind != "roce" {
+			if v.Kind != fabric.KindRoCE {
 				return fabric.Config{}, t, fmt.Errorf("--variant %s: its fabric is %s; config-export writes RoCE settings (roce variants: %s)", variant, v.Kind, strings.Join(roce, ", "))
 			}
 			t.Rate, t.Latency = s.Cluster.LinkRate, s.Cluster.LinkLatency
@@ -171,7 +171,7 @@ func scenarioSource(path string, data []byte, variant, name string) (fabric.Conf
 		return fabric.Config{}, t, err
 	}
 	cfg := s.FabricConfig()
-	if cfg.Kind != "roce" {
+	if cfg.Kind != fabric.KindRoCE {
 		return fabric.Config{}, t, fmt.Errorf("%s: fabric kind %q; config-export writes RoCE settings (kind roce)", name, cfg.Kind)
 	}
 	g, err := s.BuildTopology()

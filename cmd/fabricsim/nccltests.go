@@ -262,8 +262,11 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(fmt.Errorf("--data-path: %v", err))
 	}
-	if f.fabric != "" && f.fabric != "ethernet" && f.fabric != "roce" && f.fabric != "infiniband" {
-		return usageErr(fmt.Errorf("--fabric %q: want ethernet, roce or infiniband", f.fabric))
+	if f.fabric != "" {
+		var k fabric.Kind
+		if err := k.UnmarshalText([]byte(f.fabric)); err != nil {
+			return usageErr(fmt.Errorf("--fabric: %v", err))
+		}
 	}
 	algo, err := collective.ParseAlgo(f.algo)
 	if err != nil {
@@ -331,20 +334,20 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	spec := cluster.Spec{Servers: nodes, Server: srv, Framing: cluster.Framing{MTU: cfg.MTU, Header: cfg.HeaderBytes, L1: cfg.L1Overhead},
 		Net: cluster.Network{Radix: f.radix, Oversubscription: f.oversub, Spines: f.spines}}
 	if f.tiers > 0 || f.su > 0 || f.nicPorts > 0 || f.railPlanes || f.spineOver > 0 {
-		spec.Net.Kind = "clos"
+		spec.Net.Kind = cluster.NetClos
 		spec.Net.Clos = topo.ClosSpec{RailOptimized: true, Tiers: f.tiers, ServersPerSU: f.su, PortsPerNIC: f.nicPorts, RailPlanes: f.railPlanes}
 		if f.spineOver > 0 {
 			spec.Net.Clos.Oversubscription = []float64{f.oversub, f.spineOver}
 		}
 	}
 	if net != nil {
-		spec.Net = cluster.Network{Kind: "graph", Graph: net}
+		spec.Net = cluster.Network{Kind: cluster.NetGraph, Graph: net}
 	}
 	cl, err := cluster.Build(spec)
 	if err != nil {
 		return usageErr(err)
 	}
-	if cfg.Kind == "infiniband" {
+	if cfg.Kind == fabric.KindInfiniBand {
 		if err := ibsm.CheckLIDs(cl.Graph); err != nil {
 			return usageErr(err)
 		}

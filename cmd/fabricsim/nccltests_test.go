@@ -31,7 +31,7 @@ func TestNCCLTestsBadInput(t *testing.T) {
 		{"all_gather granule", []string{"all_gather_perf", "-b", "1000", "-e", "1000", "-g", "8"}, "not a multiple of 128"},
 		{"unknown data path", []string{"all_reduce_perf", "--data-path", "nvme"}, "unknown data path"},
 		{"unknown backend", []string{"all_reduce_perf", "--backend", "fluid"}, "want packet, flow, analytic or auto"},
-		{"unknown fabric", []string{"all_reduce_perf", "--fabric", "myrinet"}, "want ethernet, roce or infiniband"},
+		{"unknown fabric", []string{"all_reduce_perf", "--fabric", "myrinet"}, `--fabric: "myrinet" is not a fabric kind (valid: ethernet, roce, infiniband)`},
 		{"unknown server", []string{"all_reduce_perf", "--server", "b300"}, "unknown server model"},
 		{"bad nodes", []string{"all_reduce_perf", "--nodes", "0"}, "--nodes"},
 		{"missing value", []string{"all_reduce_perf", "--nodes"}, "needs a value"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/internal/outpath"
 	"github.com/fabricsim/fabricsim/result"
@@ -304,14 +305,14 @@ func printSummary(w io.Writer, s *scenario.Scenario, b *scenario.Built, res *res
 }
 
 // printPcap says where --pcap wrote how much: files, packets and bytes, and how to open them.
-func printPcap(w io.Writer, kind string, p *runner.PcapOptions) {
+func printPcap(w io.Writer, kind fabric.Kind, p *runner.PcapOptions) {
 	var pkts, bytes int64
 	for _, f := range p.Written {
 		pkts += f.Packets
 		bytes += f.Bytes
 	}
 	how := "LINKTYPE_ETHERNET"
-	if kind == "infiniband" {
+	if kind == fabric.KindInfiniBand {
 		// tshark/Wireshark 4.0 refuse LINKTYPE_INFINIBAND (247); docs/infiniband.md has the recipe.
 		how = "LINKTYPE_INFINIBAND; with Wireshark/tshark 4.0 see docs/infiniband.md, Captures"
 	}
