@@ -381,24 +381,10 @@ func (e *engine) initGraph() {
 	e.finish = make([]units.Time, m)
 	e.qpLeft = make([]int32, m)
 	e.lastOut = make([]units.Time, m)
-	e.depStart = make([]int32, m+1)
 	for i := range mg.Msgs {
 		e.waiting[i] = int32(len(mg.Msgs[i].Deps))
-		for _, d := range mg.Msgs[i].Deps {
-			e.depStart[d+1]++
-		}
 	}
-	for i := 0; i < m; i++ {
-		e.depStart[i+1] += e.depStart[i]
-	}
-	e.depList = make([]int32, e.depStart[m])
-	fill := append([]int32(nil), e.depStart[:m]...)
-	for i := range mg.Msgs {
-		for _, d := range mg.Msgs[i].Deps {
-			e.depList[fill[d]] = int32(i)
-			fill[d]++
-		}
-	}
+	e.depStart, e.depList = mg.Dependents()
 	e.toRun = m
 	if e.red != nil {
 		e.toRun -= e.red.copies

@@ -183,7 +183,7 @@ func (e *engine) reduce() (*reduction, error) {
 				other, _ = cs.sequence(msgs[start[rc]:start[rc+1]], local, other[:0], nil)
 				otherOf = rc
 			}
-			if !equalSeq(cur, other) {
+			if !slices.Equal(cur, other) {
 				continue
 			}
 			repComp[c] = rc
@@ -476,18 +476,6 @@ func hashSeq(s []uint64) uint64 {
 		h = (h ^ x) * 1099511628211
 	}
 	return sim.Mix64(h ^ uint64(len(s)))
-}
-
-func equalSeq(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // hold notes bytes entering the switch buffers downstream of res: where a component with copies
