@@ -941,7 +941,7 @@ func (e *engine) rehost(fid int32) {
 // Planning figures for EstimateMemory: per message of the graph (the engine's per-message arrays
 // and its share of the flows, paths, queues and events in flight; BenchmarkRing1024/plain
 // allocates 152 B per message in all; the symmetry reduction keeps 8 B per message through the
-// run, and its 16 B per message of analysis are freed before the engine's arrays are made) and
+// run, and its 16 B per message of analysis are garbage before the engine's arrays are made) and
 // per channel.
 const (
 	bytesPerMessage = 160
