@@ -15,7 +15,8 @@ import (
 // A message graph often holds copies of one piece of work on disjoint parts of the fabric: the
 // data-parallel rings of the eight rails of a rail-optimized cluster, the same collective of
 // every pipeline stage. Messages fall into components (connected by dependencies, by a host, or
-// by a resource any of their QPs crosses, data or ACK path). Two components are copies when they
+// by a resource any of their QPs' data crosses; ACK paths only count bytes on links, which the
+// run does not report, and are left out). Two components are copies when they
 // are the same up to renaming hosts and resources: message by message in ID order the same bytes,
 // priority, start, delay and dependencies, and QP by QP paths whose resources have the same
 // properties and are shared in the same pattern (canonical sequences, compared whole). A
@@ -32,7 +33,9 @@ import (
 //     component at that switch, when the buffer's occupancy matters (PFC's dynamic threshold).
 //
 // When one happens, the reduced run stops and the plain run is made instead (Run), so the
-// result is always the plain run's. Lossy fabrics (tail drop, go-back-N) are not reduced.
+// result is always the plain run's (the internal per-link byte counters, txBytes, are the one
+// exception: copies' ACK and CNP bytes are not expanded). Lossy fabrics (tail drop, go-back-N)
+// are not reduced.
 // TestSymmetryMatchesPlain compares reduced and plain runs byte for byte.
 type reduction struct {
 	// repOf is, per message, the message whose results it takes: itself, or its counterpart in
