@@ -30,24 +30,10 @@ func (e *engine) init(n *Network, g *msggraph.Graph) {
 	e.readyAt = make([]units.Time, m)
 	e.started = make([]units.Time, m)
 	e.finish = make([]units.Time, m)
-	e.depStart = make([]int32, m+1)
 	for i := range g.Msgs {
 		e.waiting[i] = int32(len(g.Msgs[i].Deps))
-		for _, d := range g.Msgs[i].Deps {
-			e.depStart[d+1]++
-		}
 	}
-	for i := 0; i < m; i++ {
-		e.depStart[i+1] += e.depStart[i]
-	}
-	e.depList = make([]int32, e.depStart[m])
-	fill := append([]int32(nil), e.depStart[:m]...)
-	for i := range g.Msgs {
-		for _, d := range g.Msgs[i].Deps {
-			e.depList[fill[d]] = int32(i)
-			fill[d]++
-		}
-	}
+	e.depStart, e.depList = g.Dependents()
 	for i := range g.Msgs {
 		e.readyAt[i] = g.Msgs[i].Start
 		if e.waiting[i] == 0 {

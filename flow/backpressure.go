@@ -82,23 +82,27 @@ func newBackpressure(e *engine) *backpressure {
 
 // grow extends the per-resource state to n resources.
 func (b *backpressure) grow(n int) {
-	for len(b.binding) < n {
-		b.binding = append(b.binding, false)
-		b.sinceFrame = append(b.sinceFrame, 0)
-		b.pauseFrames = append(b.pauseFrames, 0)
-		b.resumes = append(b.resumes, 0)
-		b.stalled = append(b.stalled, 0)
+	if k := n - len(b.binding); k > 0 {
+		b.binding = append(b.binding, make([]bool, k)...)
+		b.sinceFrame = append(b.sinceFrame, make([]float64, k)...)
+		b.pauseFrames = append(b.pauseFrames, make([]int64, k)...)
+		b.resumes = append(b.resumes, make([]int64, k)...)
+		b.stalled = append(b.stalled, make([]float64, k)...)
 	}
 }
 
 // growState sizes the per resource and class arrays after bundles were created.
 func (e *engine) growState() {
 	n := len(e.net.res) * e.nc
-	for len(e.ing) < n {
-		e.ing = append(e.ing, 0)
-		e.allow = append(e.allow, math.Inf(1))
-		e.drain = append(e.drain, 0)
-		e.queues = append(e.queues, nil)
+	if k := n - len(e.ing); k > 0 {
+		from := len(e.allow)
+		e.ing = append(e.ing, make([]float64, k)...)
+		e.allow = append(e.allow, make([]float64, k)...)
+		for i := from; i < n; i++ {
+			e.allow[i] = math.Inf(1)
+		}
+		e.drain = append(e.drain, make([]float64, k)...)
+		e.queues = append(e.queues, make([]*fifo, k)...)
 	}
 	if e.fc != nil {
 		e.fc.grow(n)

@@ -51,12 +51,24 @@ func BenchmarkRing1024(b *testing.B) {
 	}
 	cfg := fabric.DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := Run(g, nil, cfg, mg, Options{}); err != nil {
-			b.Fatal(err)
+	for _, plain := range []bool{false, true} {
+		name := "reduced"
+		if plain {
+			name = "plain"
 		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var red *reduction
+			for b.Loop() {
+				var err error
+				if _, red, err = run(g, nil, cfg, mg, Options{NoSymmetry: plain}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(mg.Msgs)), "messages")
+			if red != nil && !red.broken {
+				b.ReportMetric(float64(red.copies), "copies")
+			}
+		})
 	}
-	b.ReportMetric(float64(len(mg.Msgs)), "messages")
 }

@@ -190,6 +190,9 @@ func (d *dcqcnModel) notify(fid int32, s *ccFlow, f *flowState, tEnd units.Time)
 	if f.noMark >= 0 {
 		return
 	}
+	if e.red.copied(f.msg) {
+		e.red.broken = true // its copies would draw their own marks
+	}
 	lo := lo0
 	if s.cnpSent {
 		lo = max(lo, s.lastCNP+d.p.CNPInterval)

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -38,6 +39,9 @@ type Options struct {
 	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
 	// *LimitError; 0 means DefaultMemoryLimit.
 	MemoryLimit int64
+	// NoSymmetry runs every copy of a repeated, independent part of the graph instead of one
+	// representative (symmetry.go; the results are the same: for tests and measurements).
+	NoSymmetry bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -73,41 +77,69 @@ func (o *Options) Validate() error {
 // minimum-hop candidates (a *topo.Routes or LeafRoutes); nil computes LeafRoutes. InfiniBand
 // fabrics route by the subnet manager's tables and ignore nh.
 func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*result.Run, error) {
+	res, _, err := run(g, nh, cfg, mg, opt)
+	return res, err
+}
+
+// run is Run, also returning the symmetry reduction the result came from (nil: none, or the
+// plain run after a broken one).
+func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*result.Run, *reduction, error) {
 	wall := time.Now()
 	if err := opt.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := mg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if mg.Endpoints > len(g.Hosts) {
-		return nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(g.Hosts))
+		return nil, nil, fmt.Errorf("workload addresses %d endpoints but the topology has %d hosts", mg.Endpoints, len(g.Hosts))
 	}
 	limit := opt.MemoryLimit
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
 	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != "infiniband"); est > limit {
-		return nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
+		return nil, nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
 	if nh == nil && cfg.Kind != "infiniband" {
 		lr, err := NewLeafRoutes(g)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		nh = lr
 	}
 	e, err := newEngine(g, nh, cfg, mg, opt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if !opt.NoSymmetry {
+		red, err := e.reduce()
+		if err != nil {
+			return nil, nil, err
+		}
+		e.red = red
+		e.growState() // routing the copies may have created bundles
+	}
+	e.initGraph()
 	err = e.run()
+	red := e.red
+	if errors.Is(err, errReductionBroken) {
+		// The copies would not have moved in lockstep: run the plain network.
+		if e, err = newEngine(g, nh, cfg, mg, opt); err != nil {
+			return nil, red, err
+		}
+		e.initGraph()
+		err = e.run()
+	}
+	if e.red != nil {
+		e.red.expand(e)
+	}
 	res := e.collect()
 	res.WallSeconds = time.Since(wall).Seconds()
-	return res, err
+	return res, red, err
 }
 
 // flowState is one QP of a message in flight: its path, the bytes still to inject, the bytes
@@ -243,9 +275,14 @@ type engine struct {
 	pathBuf    []int32
 	heatBuf    []int32
 	pathCache  map[uint64]*cachedPath
+	idealMemo  map[idealKey]units.Time
 	// allHot keeps every flow hot (no quiet flows): the plain stepping the quiet flows must
 	// reproduce (TestQuietMatchesAllHot).
 	allHot bool
+	// red, when set, runs one representative of each class of identical, independent
+	// components (symmetry.go); toRun is the number of messages the run completes.
+	red   *reduction
+	toRun int
 
 	stats stats
 }
@@ -312,7 +349,6 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	if e.needsLoss() {
 		e.loss = newLossModel(e)
 	}
-	e.initGraph()
 	return e, nil
 }
 
@@ -345,27 +381,17 @@ func (e *engine) initGraph() {
 	e.finish = make([]units.Time, m)
 	e.qpLeft = make([]int32, m)
 	e.lastOut = make([]units.Time, m)
-	e.depStart = make([]int32, m+1)
 	for i := range mg.Msgs {
 		e.waiting[i] = int32(len(mg.Msgs[i].Deps))
-		for _, d := range mg.Msgs[i].Deps {
-			e.depStart[d+1]++
-		}
 	}
-	for i := 0; i < m; i++ {
-		e.depStart[i+1] += e.depStart[i]
-	}
-	e.depList = make([]int32, e.depStart[m])
-	fill := append([]int32(nil), e.depStart[:m]...)
-	for i := range mg.Msgs {
-		for _, d := range mg.Msgs[i].Deps {
-			e.depList[fill[d]] = int32(i)
-			fill[d]++
-		}
+	e.depStart, e.depList = mg.Dependents()
+	e.toRun = m
+	if e.red != nil {
+		e.toRun -= e.red.copies
 	}
 	for i := range mg.Msgs {
 		e.readyAt[i] = mg.Msgs[i].Start
-		if e.waiting[i] == 0 {
+		if e.waiting[i] == 0 && (e.red == nil || e.red.repOf[i] == int32(i)) {
 			e.schedule(int32(i))
 		}
 	}
@@ -482,7 +508,10 @@ func (e *engine) run() error {
 		until = units.MaxTime
 	}
 	noProgress := e.cfg.NoProgress
-	for e.done < len(e.mg.Msgs) {
+	for e.done < e.toRun {
+		if e.red != nil && e.red.broken {
+			return errReductionBroken
+		}
 		tNext := e.nextEvent()
 		if len(e.hot) == 0 {
 			if tNext == units.MaxTime {
@@ -530,18 +559,21 @@ func (e *engine) run() error {
 		}
 		if p := e.opt.Progress; p != nil && e.steps+e.jumps >= e.progressAt {
 			e.progressAt = e.steps + e.jumps + 4096
-			if !p(e.now, e.done, len(e.mg.Msgs)) {
+			if !p(e.now, e.done+(len(e.mg.Msgs)-e.toRun)*e.done/max(1, e.toRun), len(e.mg.Msgs)) {
 				return ErrStopped
 			}
 		}
 	}
-	if e.done < len(e.mg.Msgs) && e.opt.Until <= 0 {
+	if e.red != nil && e.red.broken {
+		return errReductionBroken
+	}
+	if e.done < e.toRun && e.opt.Until <= 0 {
 		for i := range e.mg.Msgs {
-			if e.waiting[i] > 0 {
+			if e.waiting[i] > 0 && (e.red == nil || e.red.repOf[i] == int32(i)) {
 				return fmt.Errorf("flow: message %d (%s) never became ready", i, e.mg.Msgs[i].Tag)
 			}
 		}
-		return fmt.Errorf("flow: %d of %d messages did not complete", len(e.mg.Msgs)-e.done, len(e.mg.Msgs))
+		return fmt.Errorf("flow: %d of %d messages did not complete", e.toRun-e.done, len(e.mg.Msgs))
 	}
 	return nil
 }
@@ -615,12 +647,8 @@ func (e *engine) stallError(d units.Time) error {
 func (e *engine) startMessage(i int32, t units.Time) error {
 	m := &e.mg.Msgs[i]
 	e.started[i] = t
-	qps := int64(max(e.cfg.QPsPerConn, 1))
-	mtu := int64(e.cfg.MTU)
 	size := int64(m.Bytes)
-	pkts := (size + mtu - 1) / mtu
-	nq := min(qps, pkts)
-	per := (pkts + nq - 1) / nq * mtu
+	nq, per := e.qpSplit(m)
 	cls := int32(e.msgCls[i])
 	for q := int64(0); q < nq; q++ {
 		share := min(per, size-q*per)
@@ -633,6 +661,19 @@ func (e *engine) startMessage(i int32, t units.Time) error {
 		e.qpLeft[i]++
 	}
 	return nil
+}
+
+// qpSplit is the number of QPs a message's bytes are striped over and each one's share (whole
+// packets; the last QP gets the rest).
+func (e *engine) qpSplit(m *msggraph.Message) (nq, per int64) {
+	qps := int64(max(e.cfg.QPsPerConn, 1))
+	mtu := int64(e.cfg.MTU)
+	pkts := (int64(m.Bytes) + mtu - 1) / mtu
+	nq = min(qps, pkts)
+	if nq == 0 {
+		return 0, 0
+	}
+	return nq, (pkts + nq - 1) / nq * mtu
 }
 
 func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int64, cls int32, t units.Time) error {
@@ -830,7 +871,11 @@ func (e *engine) endFlow(fid int32, tLast units.Time) {
 	e.qpLeft[msg]--
 	if e.qpLeft[msg] == 0 {
 		e.push(e.lastOut[msg], evComplete, msg)
-		e.stats.payloadDelivered += int64(e.mg.Msgs[msg].Bytes)
+		n := int64(1)
+		if e.red != nil {
+			n += int64(e.red.mult[msg])
+		}
+		e.stats.payloadDelivered += n * int64(e.mg.Msgs[msg].Bytes)
 	}
 	f.done = true
 	e.freeFlows = append(e.freeFlows, fid)
@@ -894,8 +939,10 @@ func (e *engine) rehost(fid int32) {
 }
 
 // Planning figures for EstimateMemory: per message of the graph (the engine's per-message arrays
-// and its share of the flows, paths, queues and events in flight; BenchmarkRing1024 allocates
-// 152 B per message in all) and per channel.
+// and its share of the flows, paths, queues and events in flight; BenchmarkRing1024/plain
+// allocates 152 B per message in all; the symmetry reduction keeps 8 B per message through the
+// run, and its 16 B per message of analysis are garbage before the engine's arrays are made) and
+// per channel.
 const (
 	bytesPerMessage = 160
 	bytesPerChannel = 256

@@ -129,6 +129,7 @@ func TestPathsMatchPacketBackend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		e.initGraph()
 		if err := e.run(); err != nil {
 			t.Fatal(err)
 		}

@@ -94,6 +94,9 @@ func (m *ibCCModel) enqueued(fid, r int32, q *fifo, amt float64) {
 	}
 	m.st[fid].fecn += k
 	m.marked += k
+	if k > 0 && e.red.copied(e.flows[fid].msg) {
+		e.red.broken = true // the counters are not kept per component
+	}
 }
 
 func (m *ibCCModel) afterStep(tEnd units.Time, tau float64) bool {

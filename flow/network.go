@@ -113,6 +113,8 @@ type network struct {
 	level    []int32 // per node: hops from the nearest host
 	maxLevel int32
 	bufs     []switchBuf // per node (zero for hosts)
+	// headroomOf memoizes headroom by link rate and latency (its breakdown is formatted text).
+	headroomOf map[[2]int64]float64
 }
 
 func newNetwork(g *topo.Graph, cfg *fabric.Config) *network {
@@ -222,10 +224,18 @@ func (n *network) headroom(s topo.NodeID, p int) float64 {
 		return float64(cfg.RoCE.Headroom)
 	}
 	l := n.g.PortLink(s, p)
+	k := [2]int64{int64(l.Rate), int64(l.Latency)}
+	if h, ok := n.headroomOf[k]; ok {
+		return h // the same for every link of that rate and length
+	}
 	cable := float64(l.Latency) / float64(units.Nanosecond) / headroom.FibreNsPerMetre
 	frame := int(cfg.MTU) + cfg.HeaderBytes + cfg.FirstHeaderExtra + cfg.L1Overhead
 	h := headroom.Headroom(headroom.Input{Rate: l.Rate, CableMetres: cable, MTU: frame, Response: cfg.SwitchLatency})
-	return float64(headroom.Bytes(math.Max(h.MLX5, h.IEEE)))
+	if n.headroomOf == nil {
+		n.headroomOf = map[[2]int64]float64{}
+	}
+	n.headroomOf[k] = float64(headroom.Bytes(math.Max(h.MLX5, h.IEEE)))
+	return n.headroomOf[k]
 }
 
 // channel is the resource of port p of node nd.

@@ -244,6 +244,9 @@ func (e *engine) classCap(link int32, flows []int32, d []fill) {
 func (e *engine) addIng(r, c int32, amt float64) {
 	e.ing[int(r)*e.nc+int(c)] += amt
 	res := &e.net.res[r]
+	if e.red != nil && e.red.coupled != nil && amt > 0 {
+		e.red.hold(res)
+	}
 	if res.to >= 0 {
 		b := &e.net.bufs[res.to]
 		b.used += amt
