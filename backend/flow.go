@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"github.com/fabricsim/fabricsim/fabric"
 
 	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/result"
@@ -40,7 +41,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		work, cfg = adaptToCluster(work, cfg)
 	}
 	var nh flow.NextHopper
-	if cfg.Kind != "infiniband" { // InfiniBand routes by the subnet manager's tables
+	if cfg.Kind != fabric.KindInfiniBand { // InfiniBand routes by the subnet manager's tables
 		r, err := j.Net.Routes()
 		if err != nil {
 			return nil, err

@@ -51,7 +51,7 @@ func newBackpressure(e *engine) *backpressure {
 	b := &backpressure{e: e, lossless: make([]bool, e.nc)}
 	cfg := &e.cfg
 	switch {
-	case cfg.Kind == "roce" && cfg.RoCE.PFC:
+	case cfg.Kind == fabric.KindRoCE && cfg.RoCE.PFC:
 		b.kind = bpPFC
 		for i, c := range e.classes {
 			b.lossless[i] = cfg.RoCE.Lossless&(1<<c) != 0
@@ -61,7 +61,7 @@ func newBackpressure(e *engine) *backpressure {
 		} else {
 			b.xoff = float64(cfg.RoCE.XOFF)
 		}
-	case cfg.Kind == "infiniband":
+	case cfg.Kind == fabric.KindInfiniBand:
 		b.kind = bpCredits
 		for i := range b.lossless {
 			b.lossless[i] = true

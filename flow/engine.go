@@ -334,12 +334,12 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.growState()
 	e.ideal = newIdealCache(&e.cfg)
 	switch {
-	case cfg.Kind == "roce" && cfg.RoCE.DCQCN:
+	case cfg.Kind == fabric.KindRoCE && cfg.RoCE.DCQCN:
 		if err := cfg.RoCE.DCQCNParams.Validate(); err != nil {
 			return nil, err
 		}
 		e.cc = newDCQCN(e)
-	case cfg.Kind == "infiniband" && cfg.IB.CC.Enabled:
+	case cfg.Kind == fabric.KindInfiniBand && cfg.IB.CC.Enabled:
 		cc, err := newIBCC(e)
 		if err != nil {
 			return nil, err
@@ -366,7 +366,7 @@ func (e *engine) classFor(m *msggraph.Message, id int32) (uint8, error) {
 		}
 		prio = 0
 	}
-	if e.cfg.Kind == "infiniband" {
+	if e.cfg.Kind == fabric.KindInfiniBand {
 		return e.cfg.IB.SL2VL[prio&(fabric.IBServiceLevels-1)], nil
 	}
 	return prio, nil
@@ -917,7 +917,7 @@ func (e *engine) needsLoss() bool {
 			return true
 		}
 	}
-	if e.cfg.Kind == "roce" && e.cfg.RoCE.RandomLoss > 0 {
+	if e.cfg.Kind == fabric.KindRoCE && e.cfg.RoCE.RandomLoss > 0 {
 		return true
 	}
 	for _, l := range e.g.Links {

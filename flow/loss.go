@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"github.com/fabricsim/fabricsim/fabric"
 	"math"
 
 	"github.com/fabricsim/fabricsim/sim"
@@ -60,13 +61,13 @@ type lossFlow struct {
 
 func newLossModel(e *engine) *lossModel {
 	c := &e.cfg
-	l := &lossModel{e: e, irn: c.Transport == "irn", rto: c.RTO}
+	l := &lossModel{e: e, irn: c.Transport == fabric.TransportIRN, rto: c.RTO}
 	if l.irn {
 		l.rto = c.IRNRTOLow
 		l.bdpCap = float64(c.IRNBDPCap)
 	}
 	extra := 0.0
-	if c.Kind == "roce" {
+	if c.Kind == fabric.KindRoCE {
 		extra = c.RoCE.RandomLoss
 	}
 	l.linkLoss = make([]float64, e.net.chanBase[len(e.g.Nodes)])

@@ -143,7 +143,7 @@ func newNetwork(g *topo.Graph, cfg *fabric.Config) *network {
 			}
 			r.rank = n.rankOf(nd.ID, peer.ID)
 			r.first = n.chanBase[i] + int32(p)
-			if cfg.Kind == "roce" && cfg.RoCE.ECN && cfg.RoCE.DCQCN && nd.Kind == topo.Switch {
+			if cfg.Kind == fabric.KindRoCE && cfg.RoCE.ECN && cfg.RoCE.DCQCN && nd.Kind == topo.Switch {
 				r.ecn = ecnFor(&cfg.RoCE, l.Rate)
 			}
 		}
@@ -193,11 +193,11 @@ func (n *network) switchBuffer(s topo.NodeID) switchBuf {
 	cfg := n.cfg
 	b := switchBuf{size: float64(cfg.Buffer)}
 	switch {
-	case cfg.Kind == "infiniband":
+	case cfg.Kind == fabric.KindInfiniBand:
 		vl := float64(int64(cfg.IB.VLBuffer) / fabric.IBBlock * fabric.IBBlock)
 		b.size = float64(len(n.g.Nodes[s].Ports)*cfg.IB.VLs) * vl
 		b.shared = b.size
-	case cfg.Kind == "roce" && cfg.RoCE.PFC:
+	case cfg.Kind == fabric.KindRoCE && cfg.RoCE.PFC:
 		classes := 0
 		for p := 0; p < 8; p++ {
 			if cfg.RoCE.Lossless&(1<<p) != 0 {

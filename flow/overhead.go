@@ -23,7 +23,7 @@ func newOverhead(e *engine) *overhead {
 	o := &overhead{e: e}
 	ack := float64(max(c.AckBytes, c.MinFrame) + c.L1Overhead)
 	o.ackWire = ack / float64(max(c.AckEvery, 1))
-	if c.Kind == "infiniband" {
+	if c.Kind == fabric.KindInfiniBand {
 		o.credit = fabric.IBFCPacketBytes
 	}
 	return o

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"github.com/fabricsim/fabricsim/fabric"
 	"math"
 
 	"github.com/fabricsim/fabricsim/msggraph"
@@ -79,7 +80,7 @@ func (e *engine) collect() *result.Run {
 			c[fmt.Sprintf("ib_credit_stall_ns.vl%d", vl)] = s * 1e9
 		}
 	}
-	if e.cfg.Kind == "roce" && e.cfg.RoCE.ECN {
+	if e.cfg.Kind == fabric.KindRoCE && e.cfg.RoCE.ECN {
 		c["ecn_marks"] = math.Round(marks)
 	}
 	if e.cc != nil {

@@ -171,7 +171,7 @@ func (r *router) bundlePath(n topo.NodeID, dst int32, out []int32) ([]int32, err
 func newRouter(g *topo.Graph, nh NextHopper, cfg *fabric.Config, net *network) (*router, error) {
 	r := &router{g: g, nh: nh, seed: cfg.Seed, net: net}
 	switch {
-	case cfg.Kind == "infiniband":
+	case cfg.Kind == fabric.KindInfiniBand:
 		t, err := subnetTables(g, cfg.IB.Routing)
 		if err != nil {
 			return nil, err
@@ -181,9 +181,9 @@ func newRouter(g *topo.Graph, nh NextHopper, cfg *fabric.Config, net *network) (
 		if cfg.IB.Adaptive {
 			r.mode = routeAR
 		}
-	case cfg.Routing == "spray":
+	case cfg.Routing == fabric.RoutingSpray:
 		r.mode = routeSpray
-	case cfg.Kind == "roce" && cfg.RoCE.QPAwareHash:
+	case cfg.Kind == fabric.KindRoCE && cfg.RoCE.QPAwareHash:
 		r.mode = routeQPAware
 	}
 	if r.ib == nil && nh == nil {
@@ -243,14 +243,14 @@ var subnetCache struct {
 
 type subnetEntry struct {
 	g      *topo.Graph
-	engine string
+	engine ibsm.Engine
 	print  uint64
 	t      *ibsm.Tables
 }
 
 const subnetCacheSize = 4
 
-func subnetTables(g *topo.Graph, engine string) (*ibsm.Tables, error) {
+func subnetTables(g *topo.Graph, engine ibsm.Engine) (*ibsm.Tables, error) {
 	fp := wiring(g)
 	c := &subnetCache
 	c.Lock()

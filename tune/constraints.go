@@ -43,7 +43,7 @@ func (p *Problem) staticViolations(c fabric.Config) []string {
 		out = append(out, "invalid configuration: "+err.Error())
 	}
 	r := &c.RoCE
-	if c.Kind == "roce" && r.PFC && r.Headroom > 0 && r.Headroom < p.NeedHeadroom {
+	if c.Kind == fabric.KindRoCE && r.PFC && r.Headroom > 0 && r.Headroom < p.NeedHeadroom {
 		out = append(out, fmt.Sprintf("headroom: pfc_headroom %v is below the %v the longest cable needs (mlx5 and IEEE 802.1Qbb formulas)", r.Headroom, p.NeedHeadroom))
 	}
 	return out
@@ -60,7 +60,7 @@ func (p *Problem) runViolations(c fabric.Config, o outcome) []string {
 	}
 	m := o.Metrics
 	var out []string
-	if c.Kind == "roce" && c.RoCE.PFC {
+	if c.Kind == fabric.KindRoCE && c.RoCE.PFC {
 		drops := m["drops"]
 		per := " per step"
 		if p.Kind == KindRun {

@@ -221,7 +221,7 @@ func Parse(data []byte, path, dir string, o LoadOptions) (*Problem, error) {
 		return nil, &yamlstrict.Error{File: path, Field: "backend", Msg: err.Error()}
 	}
 	p.NeedHeadroom = requiredHeadroom(p.Base, links)
-	if p.Base.Kind == "roce" && p.Base.RoCE.DCQCN {
+	if p.Base.Kind == fabric.KindRoCE && p.Base.RoCE.DCQCN {
 		_, p.Production, _ = compare.BuiltinOverrides("roce-tuned")
 	}
 	if err := p.applySection(sec, d, o); err != nil {
@@ -274,7 +274,7 @@ func (p *Problem) fromCompare(s *compare.Scenario, sec section, d *yamlstrict.De
 		if v.Name == p.Variant {
 			p.Base, found = v.Fabric, true
 		}
-		if v.Kind == "infiniband" && p.IBVariant == "" {
+		if v.Kind == fabric.KindInfiniBand && p.IBVariant == "" {
 			p.IBVariant = v.Name
 		}
 	}
