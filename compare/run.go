@@ -34,6 +34,10 @@ type Options struct {
 	Workers int
 	// Fidelity overrides the scenario's when set.
 	Fidelity FidelityMode
+	// RunEveryStep simulates every step's network even where a repeated network seed would
+	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
+	// against.
+	RunEveryStep bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -208,11 +212,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		graphs[ci] = g
 	}
 
-	// Every (variant, step, class) is an independent simulation.
+	// Every (variant, network run, class) is an independent simulation. Step k runs with network
+	// seed k mod nseeds; its runs are its own where they depend on its compute noise (whole
+	// steps) or where asked, else those of the first step with its seed (noise.go).
+	nseeds := s.networkSeeds()
+	perStep := full && s.computeNoise() || opt.RunEveryStep
+	nruns := nseeds
+	if perStep {
+		nruns = s.Steps
+	}
+	runOf := func(k int) int { return k % nruns }
 	type job struct{ v, k, c int }
 	var jobs []job
 	for v := range variants {
-		for k := 0; k < s.Steps; k++ {
+		for k := 0; k < nruns; k++ {
 			for c := range graphs {
 				jobs = append(jobs, job{v, k, c})
 			}
@@ -220,7 +233,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	runs := make([][][]*classRun, len(variants))
 	for v := range runs {
-		runs[v] = make([][]*classRun, s.Steps)
+		runs[v] = make([][]*classRun, nruns)
 		for k := range runs[v] {
 			runs[v][k] = make([]*classRun, len(graphs))
 		}
@@ -251,7 +264,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					continue
 				}
 				v := variants[j.v]
-				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
+				g := graphs[j.c]
+				if full {
+					g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
+				}
+				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
 				if err != nil && ctx.Err() != nil {
 					continue // cut short by the interrupt: the job stays unfinished
 				}
@@ -286,11 +303,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
+	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep)...)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
-			if !slices.Contains(runs[vi][k], nil) {
+			if !slices.Contains(runs[vi][runOf(k)], nil) {
 				finished = append(finished, k)
 			}
 		}
@@ -298,10 +316,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		vr.Unfinished = len(finished) < s.Steps
 		for _, k := range finished {
 			var in stepInput
+			nz := s.drawNoise(plan, k) // nil without compute noise
+			if nz != nil && nz.slow > 0 {
+				vr.SlowGPUSteps++
+			}
 			if full {
-				in = s.fullInput(plan, opDone, runs[vi][k][0])
+				in = s.fullInput(plan, opDone, runs[vi][runOf(k)][0]) // the run had the noise
 			} else {
-				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][k])
+				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
 			}
 			first := k == finished[0]
 			st := s.replay(plan, in, first)
@@ -438,13 +460,13 @@ type stepInput struct {
 // classInput is a step's input from the class runs: compute from the step model, NVLink
 // collectives from the ring formula, network collectives from their class's run (group by
 // group), counters scaled from one collective per group to the step's count.
-func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup []int, runs []*classRun) stepInput {
+func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup []int, runs []*classRun, noise *stepNoise) stepInput {
 	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: map[string]float64{}}
 	for i := range p.Ops {
 		o := &p.Ops[i]
 		switch {
 		case o.Kind == training.Compute:
-			in.dur[i] = o.Duration
+			in.dur[i] = noise.duration(i, o)
 		case opClass[i] < 0:
 			in.dur[i] = s.nvlinkTime(o) * units.Time(max(1, o.Repeat))
 		default:

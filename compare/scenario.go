@@ -31,6 +31,9 @@ type Scenario struct {
 	// Steps is how many training steps are simulated (each with its own seed), for the
 	// step-to-step variation.
 	Steps int `yaml:"steps" json:"steps"`
+	// Noise varies the steps' compute times (stragglers, host noise) and sets how many network
+	// seeds they draw from (noise.go, docs/jitter.md); nil: every step computes as planned.
+	Noise *Noise `yaml:"noise" json:"noise,omitempty"`
 	// Tokens to train, for the time and cost to train ("15T", "1e12").
 	Tokens      string           `yaml:"tokens" json:"tokens"`
 	TokensCount float64          `yaml:"-" json:"tokens_count"`
@@ -125,6 +128,9 @@ const (
 	DefaultChunk = 512 * units.KiB
 	// DefaultChannels per ring (NCCL opens 2 per NIC on H100 nodes, est.).
 	DefaultChannels = 2
+	// MaxSteps is the most steps a compare simulates: enough for a step-time distribution's
+	// 99th percentile (docs/jitter.md).
+	MaxSteps = 1000
 	// DefaultAmortizationYears: the usual 4-year depreciation of data-centre hardware (est.).
 	DefaultAmortizationYears = 4
 )
@@ -211,6 +217,7 @@ func (s *Scenario) defaults() error {
 	if s.Fidelity == "" {
 		s.Fidelity = FidelityAuto
 	}
+	s.noiseDefaults()
 	if s.Tokens == "" {
 		s.Tokens = "1T"
 	}
@@ -296,8 +303,8 @@ func (s *Scenario) validate() error {
 		return s.d.At("fidelity", "%v", err)
 	}
 	switch {
-	case s.Steps < 1 || s.Steps > 100:
-		return s.d.At("steps", "%d: simulate 1..100 steps", s.Steps)
+	case s.Steps < 1 || s.Steps > MaxSteps:
+		return s.d.At("steps", "%d: simulate 1..%d steps", s.Steps, MaxSteps)
 	case c.Servers < 1:
 		return s.d.At("cluster.servers", "missing or %d: want the number of GPU servers, e.g. 8", c.Servers)
 	case c.GPUsPerServer < 1 || c.GPUsPerServer > 64:
@@ -330,6 +337,9 @@ func (s *Scenario) validate() error {
 		return s.d.At("cost.amortization_years", "must be positive")
 	case s.Cost.ServerPrice < 0 || s.Cost.GPUPrice < 0:
 		return s.d.At("cost", "prices must not be negative")
+	}
+	if err := s.noiseValidate(); err != nil {
+		return err
 	}
 	if _, err := datapath.Parse(c.DataPath); err != nil {
 		return s.d.At("cluster.data_path", "%q unknown (valid: %s)", c.DataPath, strings.Join(dataPathNames(), ", "))

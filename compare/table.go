@@ -57,6 +57,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, v := range r.Variants {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
 	}
+	if err := r.writeJitter(w); err != nil { // jitter.go
+		return err
+	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
 		sep := " unfinished:"
