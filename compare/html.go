@@ -101,6 +101,9 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	if r.showJitter() {
 		page.Sections = append(page.Sections, r.jitterSection()) // jitter.go
 	}
+	if len(r.Scenario.Jobs) > 0 {
+		page.Sections = append(page.Sections, r.jobsSection()) // jobs.go
+	}
 
 	// Collective completion CDFs.
 	cdf := &report.Lines{Title: "Network collective completion time (CDF)", XLabel: "completion time", YLabel: "fraction of collectives",

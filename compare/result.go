@@ -81,6 +81,8 @@ type StepResult struct {
 	Compute     float64            `json:"compute_s"`
 	ExposedComm float64            `json:"exposed_comm_s"`
 	Exposed     map[string]float64 `json:"exposed_by_dim_s"`
+	// JobStepTimes is each job's step time on a shared cluster (jobs.go).
+	JobStepTimes []float64 `json:"job_step_s,omitempty"`
 }
 
 // VariantResult is one fabric variant's outcome.
@@ -139,6 +141,8 @@ type VariantResult struct {
 	// PFC, congestion control, credits ...; result.Run.Omitted): the step time does not show
 	// their effect.
 	Omitted []string `json:"backend_omits,omitempty"`
+	// Jobs is each job's step time alone and shared, on a shared cluster (jobs.go).
+	Jobs []JobResult `json:"jobs,omitempty"`
 
 	collDurations []float64
 }

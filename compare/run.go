@@ -177,7 +177,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		mode = opt.Fidelity
 	}
 	packets := s.stepPackets(plan)
-	full := mode == FidelityFull || mode == FidelityAuto && packets <= FullStepPackets
+	full := mode == FidelityFull || mode == FidelityAuto && (packets <= FullStepPackets || len(s.Jobs) > 0)
 	graphs := make([]*msggraph.Graph, len(cls))
 	ranges := make([][][2]int, len(cls))
 	var opDone []msggraph.ID
@@ -356,6 +356,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
+	}
+	if err := s.jobResults(ctx, res, opt); err != nil { // jobs.go: each job alone
+		return nil, err
 	}
 	if err := s.costs(res, bomG, plan); err != nil {
 		return nil, err
@@ -542,6 +545,7 @@ func (s *Scenario) replay(p *training.Plan, in stepInput, timeline bool) stepEva
 		}
 	}
 	out.StepTime = fin[last].Seconds()
+	out.JobStepTimes = s.jobStepTimes(fin) // jobs.go
 	var compute units.Time
 	exposed := map[string]units.Time{}
 	for i := last; i >= 0; {

@@ -41,6 +41,10 @@ type Scenario struct {
 	Collective  Coll             `yaml:"collective" json:"collective"`
 	Cost        Cost             `yaml:"cost" json:"cost"`
 	Workload    *training.Config `yaml:"workload" json:"workload"`
+	// Jobs share the cluster, each with its own workload, servers and traffic class (jobs.go,
+	// docs/jobs.md); Workload is then nil.
+	Jobs  []*Job `yaml:"jobs" json:"jobs,omitempty"`
+	opJob []int  // jobs: each plan op's job
 	// Trace is a workload replayed from Chakra traces (trace.go); Workload is then nil.
 	Trace *TraceWorkload `yaml:"-" json:"trace,omitempty"`
 	// VariantList is the variants: list as written, Variants the variants it resolves to.
@@ -155,7 +159,10 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, err
 	}
 	w := s.Workload
-	if w == nil && s.Trace == nil {
+	if w != nil && len(s.Jobs) > 0 {
+		return nil, s.d.At("jobs", "a scenario has one workload or a jobs: list, not both")
+	}
+	if w == nil && s.Trace == nil && len(s.Jobs) == 0 {
 		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}, or {chakra: traces/step} for Chakra traces")
 	}
 	if w != nil && w.Kind != "" && w.Kind != "training" {
@@ -281,6 +288,10 @@ func (s *Scenario) defaults() error {
 		}
 		return nil
 	}
+	if len(s.Jobs) > 0 {
+		s.jobsDefaults() // jobs.go
+		return nil
+	}
 	// The workload's GPU count and server size come from the cluster unless it says otherwise.
 	w := s.Workload
 	if w.GPUsPerServer == 0 {
@@ -354,6 +365,12 @@ func (s *Scenario) validate() error {
 			return s.d.At("workload.chakra", "the traces have %d ranks (one per GPU), but the cluster has %d servers x %d = %d GPUs", n, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
 		}
 		return nil
+	}
+	if len(s.Jobs) > 0 {
+		if err := s.checkTopology(); err != nil {
+			return err
+		}
+		return s.jobsValidate() // jobs.go
 	}
 	w := s.Workload
 	if w.GPUs != c.Servers*c.GPUsPerServer {

@@ -60,6 +60,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := r.writeJitter(w); err != nil { // jitter.go
 		return err
 	}
+	if err := r.writeJobs(w); err != nil { // jobs.go
+		return err
+	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
 		sep := " unfinished:"
