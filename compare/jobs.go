@@ -34,9 +34,22 @@ type Job struct {
 	// Class is the traffic class of the job's messages: the RoCE priority (0: the fabric's
 	// data_priority) or the InfiniBand SL (mapped to a VL by sl2vl).
 	Class int `yaml:"class" json:"class"`
+	// Background makes the job traffic instead of a training workload: checkpoint writes
+	// from another job's GPUs to this job's servers (storage targets).
+	Background *Background `yaml:"background" json:"background,omitempty"`
 	// Placed is where the job runs, server by server (rank r is GPU r % gpus_per_server of
 	// server Placed[r / gpus_per_server]).
 	Placed []int `yaml:"-" json:"placed"`
+}
+
+// Background is a job of background traffic: every GPU of job From writes Bytes to this job's
+// GPUs at the start of the step (a checkpoint: GPU i of the writers to target GPU i mod the
+// targets, so same-rail writers share a target when there are fewer targets).
+type Background struct {
+	From  string     `yaml:"from" json:"from"`
+	Bytes units.Size `yaml:"bytes" json:"bytes"`
+	// writers are the writing job's GPUs, resolved when the jobs are placed.
+	writers []int
 }
 
 // JobResult is one job's step time on one variant, alone on its servers and with every other
@@ -96,9 +109,18 @@ func (s *Scenario) jobsValidate() error {
 			return s.d.At(at+".name", "%q is also jobs[%d]'s name", j.Name, k)
 		}
 		names[j.Name] = i
+		if j.Background != nil {
+			if i == 0 {
+				return s.d.At("jobs[0].background", "the first job is the one the table reports: list a training job first")
+			}
+			if err := s.backgroundValidate(i, j, owner); err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case j.Workload == nil:
-			return s.d.At(at, "workload missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 4}")
+			return s.d.At(at, "workload missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 4}, or background: {from: JOB, bytes: 1GiB}")
 		case j.Workload.Kind != "" && j.Workload.Kind != "training":
 			return s.d.At(at+".workload.kind", "%q unknown (valid: training)", j.Workload.Kind)
 		case j.Servers < 1 || j.Servers > s.Cluster.Servers:
@@ -165,7 +187,83 @@ func (s *Scenario) jobsValidate() error {
 			owner[sv] = i
 		}
 	}
+	gps := s.Cluster.GPUsPerServer
+	for _, j := range s.Jobs {
+		if b := j.Background; b != nil {
+			w := s.Jobs[slices.IndexFunc(s.Jobs, func(x *Job) bool { return x.Name == b.From })]
+			b.writers = nil
+			for _, sv := range w.Placed {
+				for g := 0; g < gps; g++ {
+					b.writers = append(b.writers, sv*gps+g)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// backgroundValidate checks job i's background section and its servers (as a training job's,
+// without a workload).
+func (s *Scenario) backgroundValidate(i int, j *Job, owner []int) error {
+	at := fmt.Sprintf("jobs[%d]", i)
+	b := j.Background
+	k := slices.IndexFunc(s.Jobs, func(x *Job) bool { return x.Name == b.From })
+	switch {
+	case j.Workload != nil:
+		return s.d.At(at+".background", "a job has a workload or a background, not both")
+	case k < 0 || k == i:
+		var names []string
+		for _, x := range s.Jobs {
+			if x != j && x.Background == nil {
+				names = append(names, x.Name)
+			}
+		}
+		return s.d.At(at+".background.from", "%q is not a training job of this scenario (valid: %s)", b.From, strings.Join(names, ", "))
+	case s.Jobs[k].Background != nil:
+		return s.d.At(at+".background.from", "%q is itself background traffic: want a training job", b.From)
+	case b.Bytes <= 0:
+		return s.d.At(at+".background.bytes", "want the bytes each GPU writes, e.g. 1GiB")
+	case j.Servers < 1 || j.Servers > s.Cluster.Servers:
+		return s.d.At(at+".servers", "%d: want 1..%d servers (cluster.servers)", j.Servers, s.Cluster.Servers)
+	case len(j.ServerIDs) > 0 && len(j.ServerIDs) != j.Servers:
+		return s.d.At(at+".server_ids", "%d servers listed, but servers is %d", len(j.ServerIDs), j.Servers)
+	case len(j.ServerIDs) > 0 && j.Placement != "":
+		return s.d.At(at+".placement", "%q with server_ids: give one or the other", j.Placement)
+	case len(j.ServerIDs) == 0 && j.Placement != "packed" && j.Placement != "scattered" && j.Placement != "random":
+		return s.d.At(at+".placement", "%q unknown (valid: packed, scattered, random)", j.Placement)
+	case j.Class < 0 || j.Class > 15:
+		return s.d.At(at+".class", "%d: want a RoCE priority 0..7 or an InfiniBand SL 0..15", j.Class)
+	}
+	for _, sv := range j.ServerIDs {
+		switch {
+		case sv < 0 || sv >= s.Cluster.Servers:
+			return s.d.At(at+".server_ids", "server %d: the cluster has servers 0..%d", sv, s.Cluster.Servers-1)
+		case owner[sv] >= 0:
+			return s.d.At(at+".server_ids", "server %d (GPUs %d..%d) is already %s's (jobs[%d]): jobs must not share GPUs",
+				sv, sv*s.Cluster.GPUsPerServer, (sv+1)*s.Cluster.GPUsPerServer-1, s.Jobs[owner[sv]].Name, owner[sv])
+		}
+		owner[sv] = i
+	}
+	j.Placed = slices.Clone(j.ServerIDs)
+	return nil
+}
+
+// backgroundPlan is a background job's ops: one write per writer GPU, none depending on
+// anything, from GPU w to target GPU (index mod targets) of the job's servers.
+func (s *Scenario) backgroundPlan(j *Job) *training.Plan {
+	gps := s.Cluster.GPUsPerServer
+	var targets []int
+	for _, sv := range j.Placed {
+		for g := 0; g < gps; g++ {
+			targets = append(targets, sv*gps+g)
+		}
+	}
+	p := &training.Plan{GPUs: s.Cluster.Servers * gps, GPUsPerServer: gps}
+	for i, w := range j.Background.writers {
+		p.Ops = append(p.Ops, training.Op{ID: i, Kind: training.SendRecv, Ranks: []int{w, targets[i%len(targets)]},
+			Bytes: j.Background.Bytes, Phase: "checkpoint", Dim: "bg", Layer: -1, Microbatch: -1, Tag: "checkpoint write"})
+	}
+	return p
 }
 
 // serverLeaves is the leaf switch of each server's first NIC.
@@ -208,10 +306,15 @@ func (s *Scenario) jobsPlan() (*training.Plan, error) {
 	s.opJob = nil
 	gps := s.Cluster.GPUsPerServer
 	for ji, j := range s.Jobs {
-		cfg := *j.Workload
-		p, err := training.Build(&cfg)
-		if err != nil {
-			return nil, fmt.Errorf("jobs[%d] (%s): %w", ji, j.Name, err)
+		var p *training.Plan
+		if j.Background != nil {
+			p = s.backgroundPlan(j)
+		} else {
+			cfg := *j.Workload
+			var err error
+			if p, err = training.Build(&cfg); err != nil {
+				return nil, fmt.Errorf("jobs[%d] (%s): %w", ji, j.Name, err)
+			}
 		}
 		if out == nil {
 			c := *p
@@ -229,7 +332,9 @@ func (s *Scenario) jobsPlan() (*training.Plan, error) {
 			}
 			o.Ranks = slices.Clone(o.Ranks)
 			for k, r := range o.Ranks {
-				o.Ranks[k] = j.Placed[r/gps]*gps + r%gps
+				if j.Background == nil { // a background plan is on the cluster's GPUs already
+					o.Ranks[k] = j.Placed[r/gps]*gps + r%gps
+				}
 			}
 			o.Tag = j.Name + " " + o.Tag
 			out.Ops = append(out.Ops, o)
