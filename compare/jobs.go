@@ -355,6 +355,11 @@ func (s *Scenario) setClass(g *msggraph.Graph, from int, o *training.Op) {
 	}
 }
 
+// reportedJob says whether plan op i belongs to the job the summary reports: the first job on a
+// shared cluster (its ops come first, and depend only on each other, so the critical path
+// from its last op stays inside it), every op otherwise.
+func (s *Scenario) reportedJob(i int) bool { return s.opJob == nil || s.opJob[i] == 0 }
+
 // jobStepTimes is each job's step time in one replay: when its last op completes.
 func (s *Scenario) jobStepTimes(fin []units.Time) []float64 {
 	if len(s.Jobs) == 0 {
@@ -371,8 +376,8 @@ func (s *Scenario) jobStepTimes(fin []units.Time) []float64 {
 // jobResults runs each job alone on its servers (same variants, steps and seeds) and sets every
 // variant's per-job alone and shared step times and the slowdown.
 func (s *Scenario) jobResults(ctx context.Context, res *Result, opt Options) error {
-	if len(s.Jobs) == 0 {
-		return nil
+	if len(s.Jobs) == 0 || res.Interrupted {
+		return nil // interrupted: the shared steps that finished are reported, no alone runs
 	}
 	alone := make([][]float64, len(s.Jobs)) // [job][variant]
 	exposed := make([][]float64, len(s.Jobs))

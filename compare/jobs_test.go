@@ -62,9 +62,18 @@ func TestSharedJobsIsolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("nine packet-level runs of two jobs")
 	}
-	one := run(t, fmt.Sprintf(shared, 0, "ib-ndr"), Options{}).Variants[0].Jobs
-	equal := run(t, fmt.Sprintf(shared, 1, "ib-ndr"), Options{}).Variants[0].Jobs
-	iso := run(t, fmt.Sprintf(shared, 1, "{name: ib-victim-high, base: ib-ndr, fabric: {vl_arb_high: [{vl: 1, weight: 255}], vl_high_limit: 255}}"), Options{}).Variants[0].Jobs
+	jobs := func(class int, variant string) []JobResult {
+		r := run(t, fmt.Sprintf(shared, class, variant), Options{})
+		v := r.Variants[0]
+		// The summary's step (and its compute + exposed split, checkIdentity) is the victim's.
+		if v.StepTime != v.Jobs[0].Shared {
+			t.Errorf("%s: summary step %g, the victim's %g", variant, v.StepTime, v.Jobs[0].Shared)
+		}
+		return v.Jobs
+	}
+	one := jobs(0, "ib-ndr")
+	equal := jobs(1, "ib-ndr")
+	iso := jobs(1, "{name: ib-victim-high, base: ib-ndr, fabric: {vl_arb_high: [{vl: 1, weight: 255}], vl_high_limit: 255}}")
 	for _, c := range []struct {
 		name string
 		jobs []JobResult

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/training"
 )
 
@@ -274,5 +275,39 @@ func TestNoiseErrors(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(base, "steps: 1", "steps: 1001", 1)), "test.yaml", ""); err == nil || !strings.Contains(err.Error(), "1..1000") {
 		t.Errorf("steps 1001: %v", err)
+	}
+}
+
+// BenchmarkJitter runs examples/compare-jitter-1024.yaml (200 steps, two variants, flow) with 1
+// and 8 network seeds, and the same job on 512 GPUs (DP 64) for the growth with the cluster:
+// go test ./compare -run '^$' -bench Jitter -benchtime 1x; docs/jitter.md quotes the figures.
+func BenchmarkJitter(b *testing.B) {
+	data, err := examples.Read("compare-jitter-1024.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	half := strings.NewReplacer("servers: 128", "servers: 64", "dp: 128", "dp: 64", "global_batch: 1024", "global_batch: 512").Replace(string(data))
+	for _, c := range []struct {
+		name  string
+		src   string
+		seeds int
+	}{
+		{"1024GPUs/seeds1", string(data), 1},
+		{"1024GPUs/seeds8", string(data), 8},
+		{"512GPUs/seeds1", half, 1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Parse([]byte(c.src), "jitter.yaml", "../examples")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Noise.NetworkSeeds = c.seeds
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Run(context.Background(), s, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -540,7 +540,7 @@ func (s *Scenario) replay(p *training.Plan, in stepInput, timeline bool) stepEva
 	}
 	last := 0
 	for i := range fin {
-		if fin[i] > fin[last] {
+		if fin[i] > fin[last] && s.reportedJob(i) { // jobs.go: the first job's step
 			last = i
 		}
 	}

@@ -159,7 +159,7 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, err
 	}
 	w := s.Workload
-	if w != nil && len(s.Jobs) > 0 {
+	if (w != nil || s.Trace != nil) && len(s.Jobs) > 0 {
 		return nil, s.d.At("jobs", "a scenario has one workload or a jobs: list, not both")
 	}
 	if w == nil && s.Trace == nil && len(s.Jobs) == 0 {
