@@ -49,7 +49,9 @@ func (s *Scenario) noiseSummary() string {
 		if n.Dist != "none" && n.CV > 0 {
 			parts = append(parts, fmt.Sprintf("compute x %s (mean 1, cv %s) per GPU and step", n.Dist, report.Plain(n.CV)))
 		}
-		if n.Slow.Prob > 0 {
+		if n.Slow.Prob > 0 && n.Slow.Persistent {
+			parts = append(parts, fmt.Sprintf("a GPU slow (x%s) for the whole run with probability %s", report.Plain(n.Slow.Slowdown), report.Plain(n.Slow.Prob)))
+		} else if n.Slow.Prob > 0 {
 			parts = append(parts, fmt.Sprintf("a GPU slow (x%s) with probability %s per step", report.Plain(n.Slow.Slowdown), report.Plain(n.Slow.Prob)))
 		}
 		if n.Host.Prob > 0 {

@@ -32,11 +32,13 @@ type Noise struct {
 	NetworkSeeds int `yaml:"network_seeds" json:"network_seeds"`
 }
 
-// SlowGPUs are transient fail-slow GPUs: in each step each GPU is slow with probability Prob,
-// and its compute then takes Slowdown times as long.
+// SlowGPUs are fail-slow GPUs: in each step each GPU is slow with probability Prob, and its
+// compute then takes Slowdown times as long. Persistent draws the slow GPUs once for the whole
+// run instead (a slow machine that stays in the job until someone removes it).
 type SlowGPUs struct {
-	Prob     float64 `yaml:"prob" json:"prob"`
-	Slowdown float64 `yaml:"slowdown" json:"slowdown"`
+	Prob       float64 `yaml:"prob" json:"prob"`
+	Slowdown   float64 `yaml:"slowdown" json:"slowdown"`
+	Persistent bool    `yaml:"persistent" json:"persistent,omitempty"`
 }
 
 // HostNoise is OS or host noise: each compute op is delayed by Delay with probability Prob.
@@ -138,8 +140,17 @@ func (s *Scenario) drawNoise(p *training.Plan, k int) *stepNoise {
 	// Lognormal with mean 1 and coefficient of variation c: ln f ~ N(-sigma^2/2, sigma^2),
 	// sigma^2 = ln(1 + c^2).
 	sigma := math.Sqrt(math.Log1p(n.CV * n.CV))
+	// Persistent slow GPUs: one draw per GPU for the run, from a stream of its own (the step
+	// stream still draws its slow number, so the factors do not move).
+	var persist *rand.Rand
+	if n.Slow.Persistent {
+		persist = rand.New(rand.NewPCG(sim.Mix64(s.Seed^noiseSalt^0x736c6f77), 0)) // "slow"
+	}
 	for g := range out.factor {
 		z, u := rng.NormFloat64(), rng.Float64()
+		if persist != nil {
+			u = persist.Float64()
+		}
 		f := 1.0
 		switch n.Dist {
 		case "lognormal":

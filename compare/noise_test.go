@@ -165,6 +165,40 @@ func TestStragglerMax(t *testing.T) {
 	}
 }
 
+// TestPersistentSlow: with slow.persistent the slow GPUs are drawn once: the same set in every
+// step, Binomial(n, p) in size, and turning persistence on moves no compute factor.
+func TestPersistentSlow(t *testing.T) {
+	const n = 100000
+	plan := &training.Plan{GPUs: n}
+	s := &Scenario{Seed: 3, Steps: 3, Noise: &Noise{Dist: "lognormal", CV: 0.02, Slow: SlowGPUs{Prob: 0.01, Slowdown: 2, Persistent: true}}}
+	var first []int
+	for k := 0; k < 3; k++ {
+		nz := s.drawNoise(plan, k)
+		s.Noise.Slow.Prob = 0
+		plain := s.drawNoise(plan, k)
+		s.Noise.Slow.Prob = 0.01
+		var slow []int
+		for g, f := range nz.factor {
+			switch f {
+			case plain.factor[g]:
+			case 2 * plain.factor[g]:
+				slow = append(slow, g)
+			default:
+				t.Fatalf("step %d GPU %d: factor %g, %g without slow GPUs", k, g, f, plain.factor[g])
+			}
+		}
+		if k == 0 {
+			first = slow
+			mu, sd := n*0.01, math.Sqrt(n*0.01*0.99)
+			if math.Abs(float64(len(slow))-mu) > 4*sd {
+				t.Errorf("%d slow GPUs of %d, want %.0f +- %.0f", len(slow), n, mu, 4*sd)
+			}
+		} else if fmt.Sprint(slow) != fmt.Sprint(first) {
+			t.Errorf("step %d: the slow GPUs changed (%d, step 0 had %d)", k, len(slow), len(first))
+		}
+	}
+}
+
 // TestHostNoise: host detours add, per step, delay x (compute ops on the critical path that
 // drew one); with dist none and one GPU per step's chain the mean added time is ops x prob x
 // delay within 4 standard errors of a binomial.
