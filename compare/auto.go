@@ -10,10 +10,11 @@ import (
 
 // chooseBackend resolves the backend a compare runs on. A named one (packet, flow, analytic)
 // runs as named; auto estimates the packet backend's cost of every simulation the compare is
-// about to run (each variant's graphs, once per step) and lets backend.Choose pick one backend
+// about to run (each variant's graphs, once per network run: runs is the steps, or fewer where
+// steps share network runs, noise.go) and lets backend.Choose pick one backend
 // for all variants: the comparison stays between fabrics, never between backends. fromFlag
 // says whether --backend (Options.Backend) named it rather than the scenario.
-func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph) (backend.Choice, error) {
+func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, error) {
 	if name != backend.Auto {
 		why := "the scenario's backend"
 		if fromFlag {
@@ -40,7 +41,7 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 				}
 				seen[k] = e
 			}
-			for range s.Steps {
+			for range runs {
 				total = total.Add(e)
 			}
 		}

@@ -272,6 +272,7 @@ func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph
 		}
 	}
 	s.lowerToCluster(g, from)
+	s.setClass(g, from, o) // jobs.go: the job's traffic class
 	return done, nil
 }
 

@@ -98,6 +98,12 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	page.Sections = append(page.Sections, report.Section{Title: "Step time",
 		Text:   []string{"Each bar is the longest path through the step's dependency graph, split into compute and the communication on that path that no compute hides (exposed), by parallel dimension and by where it runs (NVLink inside a server, the network between servers)."},
 		Charts: []report.Chart{bars}})
+	if r.showJitter() {
+		page.Sections = append(page.Sections, r.jitterSection()) // jitter.go
+	}
+	if len(r.Scenario.Jobs) > 0 {
+		page.Sections = append(page.Sections, r.jobsSection()) // jobs.go
+	}
 
 	// Collective completion CDFs.
 	cdf := &report.Lines{Title: "Network collective completion time (CDF)", XLabel: "completion time", YLabel: "fraction of collectives",

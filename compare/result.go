@@ -81,6 +81,8 @@ type StepResult struct {
 	Compute     float64            `json:"compute_s"`
 	ExposedComm float64            `json:"exposed_comm_s"`
 	Exposed     map[string]float64 `json:"exposed_by_dim_s"`
+	// JobStepTimes is each job's step time on a shared cluster (jobs.go).
+	JobStepTimes []float64 `json:"job_step_s,omitempty"`
 }
 
 // VariantResult is one fabric variant's outcome.
@@ -106,6 +108,14 @@ type VariantResult struct {
 	// standard deviation.
 	Variation float64 `json:"step_variation"`
 	StepStdev float64 `json:"step_stdev_s"`
+	// The step-time distribution (jitter.go, docs/jitter.md): nearest-rank median and 99th
+	// percentile over the simulated steps, jitter = (p99 - p50) / p50, cv = stdev / mean.
+	StepP50    float64 `json:"step_p50_s"`
+	StepP99    float64 `json:"step_p99_s"`
+	StepJitter float64 `json:"step_jitter"`
+	StepCV     float64 `json:"step_cv"`
+	// SlowGPUSteps counts the steps in which at least one GPU was slow (noise.slow).
+	SlowGPUSteps int `json:"slow_gpu_steps,omitempty"`
 	// Network collective completion times (one per collective of every step).
 	CollP50 float64   `json:"coll_p50_s"`
 	CollP99 float64   `json:"coll_p99_s"`
@@ -136,6 +146,8 @@ type VariantResult struct {
 	// PFC, congestion control, credits ...; result.Run.Omitted): the step time does not show
 	// their effect.
 	Omitted []string `json:"backend_omits,omitempty"`
+	// Jobs is each job's step time alone and shared, on a shared cluster (jobs.go).
+	Jobs []JobResult `json:"jobs,omitempty"`
 
 	collDurations []float64
 }
@@ -163,6 +175,7 @@ func (v *VariantResult) finish() {
 	if v.StepTime > 0 {
 		v.Variation = (hi - lo) / v.StepTime
 	}
+	v.stepDistribution()
 	v.CollP50, v.CollP99 = quantiles(v.collDurations)
 	xs := append([]float64(nil), v.collDurations...)
 	sort.Float64s(xs)

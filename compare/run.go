@@ -37,6 +37,10 @@ type Options struct {
 	Workers int
 	// Fidelity overrides the scenario's when set.
 	Fidelity FidelityMode
+	// RunEveryStep simulates every step's network even where a repeated network seed would
+	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
+	// against.
+	RunEveryStep bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -179,7 +183,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		mode = opt.Fidelity
 	}
 	packets := s.stepPackets(plan)
-	full := mode == FidelityFull || mode == FidelityAuto && packets <= FullStepPackets
+	full := mode == FidelityFull || mode == FidelityAuto && (packets <= FullStepPackets || len(s.Jobs) > 0)
 	graphs := make([]*msggraph.Graph, len(cls))
 	ranges := make([][][2]int, len(cls))
 	var opDone []msggraph.ID
@@ -214,17 +218,27 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		graphs[ci] = g
 	}
 
-	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs)
+	// Every (variant, network run, class) is an independent simulation. Step k runs with network
+	// seed k mod nseeds; its runs are its own where they depend on its compute noise (whole
+	// steps) or where asked, else those of the first step with its seed (noise.go).
+	nseeds := s.networkSeeds()
+	perStep := full && s.computeNoise() || opt.RunEveryStep
+	nruns := nseeds
+	if perStep {
+		nruns = s.Steps
+	}
+	runOf := func(k int) int { return k % nruns }
+
+	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
 		return nil, err
 	}
 	backendName = choice.Backend
 
-	// Every (variant, step, class) is an independent simulation.
 	type job struct{ v, k, c int }
 	var jobs []job
 	for v := range variants {
-		for k := 0; k < s.Steps; k++ {
+		for k := 0; k < nruns; k++ {
 			for c := range graphs {
 				jobs = append(jobs, job{v, k, c})
 			}
@@ -232,7 +246,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	runs := make([][][]*classRun, len(variants))
 	for v := range runs {
-		runs[v] = make([][]*classRun, s.Steps)
+		runs[v] = make([][]*classRun, nruns)
 		for k := range runs[v] {
 			runs[v][k] = make([]*classRun, len(graphs))
 		}
@@ -263,7 +277,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					continue
 				}
 				v := variants[j.v]
-				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k)*7919, graphs[j.c], ranges[j.c], full)
+				g := graphs[j.c]
+				if full {
+					g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
+				}
+				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
 				if err != nil && ctx.Err() != nil {
 					continue // cut short by the interrupt: the job stays unfinished
 				}
@@ -298,11 +316,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
+	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep)...)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
-			if !slices.Contains(runs[vi][k], nil) {
+			if !slices.Contains(runs[vi][runOf(k)], nil) {
 				finished = append(finished, k)
 			}
 		}
@@ -310,10 +329,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		vr.Unfinished = len(finished) < s.Steps
 		for _, k := range finished {
 			var in stepInput
+			nz := s.drawNoise(plan, k) // nil without compute noise
+			if nz != nil && nz.slow > 0 {
+				vr.SlowGPUSteps++
+			}
 			if full {
-				in = s.fullInput(plan, opDone, runs[vi][k][0])
+				in = s.fullInput(plan, opDone, runs[vi][runOf(k)][0]) // the run had the noise
 			} else {
-				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][k])
+				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
 			}
 			first := k == finished[0]
 			st := s.replay(plan, in, first)
@@ -349,6 +372,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
+	}
+	if err := s.jobResults(ctx, res, opt); err != nil { // jobs.go: each job alone
+		return nil, err
 	}
 	if err := s.costs(res, bomG, plan); err != nil {
 		return nil, err
@@ -473,13 +499,13 @@ type stepInput struct {
 // classInput is a step's input from the class runs: compute from the step model, NVLink
 // collectives from the ring formula, network collectives from their class's run (group by
 // group), counters scaled from one collective per group to the step's count.
-func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup []int, runs []*classRun) stepInput {
+func (s *Scenario) classInput(p *training.Plan, cls []*class, opClass, opGroup []int, runs []*classRun, noise *stepNoise) stepInput {
 	in := stepInput{dur: make([]units.Time, len(p.Ops)), network: make([]bool, len(p.Ops)), counters: map[string]float64{}}
 	for i := range p.Ops {
 		o := &p.Ops[i]
 		switch {
 		case o.Kind == training.Compute:
-			in.dur[i] = o.Duration
+			in.dur[i] = noise.duration(i, o)
 		case opClass[i] < 0:
 			in.dur[i] = s.nvlinkTime(o) * units.Time(max(1, o.Repeat))
 		default:
@@ -550,11 +576,12 @@ func (s *Scenario) replay(p *training.Plan, in stepInput, timeline bool) stepEva
 	}
 	last := 0
 	for i := range fin {
-		if fin[i] > fin[last] {
+		if fin[i] > fin[last] && s.reportedJob(i) { // jobs.go: the first job's step
 			last = i
 		}
 	}
 	out.StepTime = fin[last].Seconds()
+	out.JobStepTimes = s.jobStepTimes(fin) // jobs.go
 	var compute units.Time
 	exposed := map[string]units.Time{}
 	for i := last; i >= 0; {

@@ -33,6 +33,9 @@ type Scenario struct {
 	// Steps is how many training steps are simulated (each with its own seed), for the
 	// step-to-step variation.
 	Steps int `yaml:"steps" json:"steps"`
+	// Noise varies the steps' compute times (stragglers, host noise) and sets how many network
+	// seeds they draw from (noise.go, docs/jitter.md); nil: every step computes as planned.
+	Noise *Noise `yaml:"noise" json:"noise,omitempty"`
 	// Tokens to train, for the time and cost to train ("15T", "1e12").
 	Tokens      string           `yaml:"tokens" json:"tokens"`
 	TokensCount float64          `yaml:"-" json:"tokens_count"`
@@ -40,6 +43,10 @@ type Scenario struct {
 	Collective  Coll             `yaml:"collective" json:"collective"`
 	Cost        Cost             `yaml:"cost" json:"cost"`
 	Workload    *training.Config `yaml:"workload" json:"workload"`
+	// Jobs share the cluster, each with its own workload, servers and traffic class (jobs.go,
+	// docs/jobs.md); Workload is then nil.
+	Jobs  []*Job `yaml:"jobs" json:"jobs,omitempty"`
+	opJob []int  // jobs: each plan op's job
 	// Trace is a workload replayed from Chakra traces (trace.go); Workload is then nil.
 	Trace *TraceWorkload `yaml:"-" json:"trace,omitempty"`
 	// VariantList is the variants: list as written, Variants the variants it resolves to.
@@ -127,6 +134,9 @@ const (
 	DefaultChunk = 512 * units.KiB
 	// DefaultChannels per ring (NCCL opens 2 per NIC on H100 nodes, est.).
 	DefaultChannels = 2
+	// MaxSteps is the most steps a compare simulates: enough for a step-time distribution's
+	// 99th percentile (docs/jitter.md).
+	MaxSteps = 1000
 	// DefaultAmortizationYears: the usual 4-year depreciation of data-centre hardware (est.).
 	DefaultAmortizationYears = 4
 )
@@ -151,7 +161,10 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, err
 	}
 	w := s.Workload
-	if w == nil && s.Trace == nil {
+	if (w != nil || s.Trace != nil) && len(s.Jobs) > 0 {
+		return nil, s.d.At("jobs", "a scenario has one workload or a jobs: list, not both")
+	}
+	if w == nil && s.Trace == nil && len(s.Jobs) == 0 {
 		return nil, s.d.ErrAt(top, "workload", "missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 8}, or {chakra: traces/step} for Chakra traces")
 	}
 	if w != nil && w.Kind != "" && w.Kind != "training" {
@@ -213,6 +226,7 @@ func (s *Scenario) defaults() error {
 	if s.Fidelity == "" {
 		s.Fidelity = FidelityAuto
 	}
+	s.noiseDefaults()
 	if s.Tokens == "" {
 		s.Tokens = "1T"
 	}
@@ -276,6 +290,10 @@ func (s *Scenario) defaults() error {
 		}
 		return nil
 	}
+	if len(s.Jobs) > 0 {
+		s.jobsDefaults() // jobs.go
+		return nil
+	}
 	// The workload's GPU count and server size come from the cluster unless it says otherwise.
 	w := s.Workload
 	if w.GPUsPerServer == 0 {
@@ -298,8 +316,8 @@ func (s *Scenario) validate() error {
 		return s.d.At("fidelity", "%v", err)
 	}
 	switch {
-	case s.Steps < 1 || s.Steps > 100:
-		return s.d.At("steps", "%d: simulate 1..100 steps", s.Steps)
+	case s.Steps < 1 || s.Steps > MaxSteps:
+		return s.d.At("steps", "%d: simulate 1..%d steps", s.Steps, MaxSteps)
 	case c.Servers < 1:
 		return s.d.At("cluster.servers", "missing or %d: want the number of GPU servers, e.g. 8", c.Servers)
 	case c.GPUsPerServer < 1 || c.GPUsPerServer > 64:
@@ -333,6 +351,9 @@ func (s *Scenario) validate() error {
 	case s.Cost.ServerPrice < 0 || s.Cost.GPUPrice < 0:
 		return s.d.At("cost", "prices must not be negative")
 	}
+	if err := s.noiseValidate(); err != nil {
+		return err
+	}
 	if _, err := datapath.Parse(c.DataPath); err != nil {
 		return s.d.At("cluster.data_path", "%q unknown (valid: %s)", c.DataPath, strings.Join(dataPathNames(), ", "))
 	}
@@ -346,6 +367,12 @@ func (s *Scenario) validate() error {
 			return s.d.At("workload.chakra", "the traces have %d ranks (one per GPU), but the cluster has %d servers x %d = %d GPUs", n, c.Servers, c.GPUsPerServer, c.Servers*c.GPUsPerServer)
 		}
 		return nil
+	}
+	if len(s.Jobs) > 0 {
+		if err := s.checkTopology(); err != nil {
+			return err
+		}
+		return s.jobsValidate() // jobs.go
 	}
 	w := s.Workload
 	if w.GPUs != c.Servers*c.GPUsPerServer {

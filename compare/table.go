@@ -59,6 +59,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
 	}
 	r.writeBackendReasons(w)
+	if err := r.writeJitter(w); err != nil { // jitter.go
+		return err
+	}
+	if err := r.writeJobs(w); err != nil { // jobs.go
+		return err
+	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
 		sep := " unfinished:"

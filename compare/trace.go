@@ -79,6 +79,9 @@ func (s *Scenario) Plan() (*training.Plan, error) {
 	if s.trace != nil {
 		return s.trace.Plan, nil
 	}
+	if len(s.Jobs) > 0 {
+		return s.jobsPlan() // jobs.go
+	}
 	cfg := *s.Workload
 	return training.Build(&cfg)
 }

@@ -63,7 +63,7 @@ marks the rest unfinished, and exits with status 130.`,
 	c.Flags().StringVar(&f.variants, "variants", "", "run only these variants, comma-separated (e.g. ib-ndr,roce-tuned)")
 	c.Flags().StringVar(&f.backend, "backend", "", "network backend: auto, packet, flow or analytic (default: the scenario's, auto: packet within --auto-budget, else flow)")
 	c.Flags().DurationVar(&f.budget, "auto-budget", backend.DefaultAutoBudget, "--backend auto runs the packet backend when its estimated time for the whole compare (one core) is within this, else flow")
-	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps, 1..100 (default: the scenario's)")
+	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps, 1..1000 (default: the scenario's)")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (step k runs with seed + 7919 k)")
 	c.Flags().StringVar(&f.prices, "prices", "", "price catalogue merged over the built-in one (format: docs/cost.md); overrides the scenario's cost.catalogue")
 	c.Flags().StringVar(&f.fidelity, "fidelity", "", "auto, full (whole steps) or classes (collective classes one by one); default: the scenario's")
@@ -98,8 +98,8 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	}
 	opt.AutoBudget = f.budget
 	if c.Flags().Changed("steps") {
-		if f.steps < 1 || f.steps > 100 {
-			return usageErr(fmt.Errorf("--steps %d: valid: 1..100", f.steps))
+		if f.steps < 1 || f.steps > compare.MaxSteps {
+			return usageErr(fmt.Errorf("--steps %d: valid: 1..%d", f.steps, compare.MaxSteps))
 		}
 		s.Steps = f.steps
 	}

@@ -1,0 +1,142 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fabricsim/fabricsim/report"
+	"github.com/fabricsim/fabricsim/result"
+)
+
+// stepDistribution sets the step-time percentiles, jitter and coefficient of variation from
+// the simulated steps (after finish has the mean and standard deviation).
+func (v *VariantResult) stepDistribution() {
+	xs := v.stepTimes()
+	sort.Float64s(xs)
+	v.StepP50, v.StepP99 = result.Percentile(xs, 50), result.Percentile(xs, 99)
+	if v.StepP50 > 0 {
+		v.StepJitter = (v.StepP99 - v.StepP50) / v.StepP50
+	}
+	if v.StepTime > 0 {
+		v.StepCV = v.StepStdev / v.StepTime
+	}
+}
+
+func (v *VariantResult) stepTimes() []float64 {
+	xs := make([]float64, len(v.Steps))
+	for i, st := range v.Steps {
+		xs[i] = st.StepTime
+	}
+	return xs
+}
+
+// showJitter says whether the table prints the step-time distribution: with compute noise, or
+// with enough steps for a 99th percentile that is not simply the slowest of a handful.
+func (r *Result) showJitter() bool {
+	return r.Scenario.Noise != nil || r.Scenario.Steps >= 10
+}
+
+// noiseSummary is the noise section in words, for the table and the report.
+func (s *Scenario) noiseSummary() string {
+	n := s.Noise
+	var parts []string
+	if n == nil || !s.computeNoise() {
+		parts = append(parts, "no compute noise")
+	} else {
+		if n.Dist != "none" && n.CV > 0 {
+			parts = append(parts, fmt.Sprintf("compute x %s (mean 1, cv %s) per GPU and step", n.Dist, report.Plain(n.CV)))
+		}
+		if n.Slow.Prob > 0 && n.Slow.Persistent {
+			parts = append(parts, fmt.Sprintf("a GPU slow (x%s) for the whole run with probability %s", report.Plain(n.Slow.Slowdown), report.Plain(n.Slow.Prob)))
+		} else if n.Slow.Prob > 0 {
+			parts = append(parts, fmt.Sprintf("a GPU slow (x%s) with probability %s per step", report.Plain(n.Slow.Slowdown), report.Plain(n.Slow.Prob)))
+		}
+		if n.Host.Prob > 0 {
+			parts = append(parts, fmt.Sprintf("host detours of %v on %s of compute ops", n.Host.Delay, report.Plain(n.Host.Prob)))
+		}
+	}
+	ns := s.networkSeeds()
+	if ns == s.Steps {
+		parts = append(parts, "a network seed per step")
+	} else {
+		parts = append(parts, fmt.Sprintf("%d network seed(s), step k uses seed k mod %d", ns, ns))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeJitter prints the step-time distribution under the table.
+func (r *Result) writeJitter(w io.Writer) error {
+	if !r.showJitter() {
+		return nil
+	}
+	fmt.Fprintf(w, "\n  step time over %d steps (%s):\n", r.Scenario.Steps, r.Scenario.noiseSummary())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  variant\tstep p50\tstep p99\tjitter\tcv\tslow-GPU steps\t")
+	for _, v := range r.Variants {
+		if v.StepsFinished == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f%%\t%.2f%%\t%d\t\n", v.Variant.Name, seconds(v.StepP50), seconds(v.StepP99),
+			100*v.StepJitter, 100*v.StepCV, v.SlowGPUSteps)
+	}
+	return tw.Flush()
+}
+
+// jitterSection is report.html's step-time distribution: a table, the CDF of step times and
+// the step times in order.
+func (r *Result) jitterSection() report.Section {
+	t := &report.Table{Head: []string{"variant", "mean", "p50", "p99", "jitter (p99-p50)/p50", "cv", "slow-GPU steps"},
+		RightAlign: []bool{false, true, true, true, true, true, true}}
+	cdf := &report.Lines{Title: "Step time (CDF over the simulated steps)", XLabel: "step time", YLabel: "fraction of steps",
+		XFormat: axisSeconds, YFormat: report.Plain, Step: true, YMin: 0, YMax: 1}
+	seq := &report.Lines{Title: "Step time, step by step", XLabel: "step", YLabel: "step time",
+		XFormat: report.Plain, YFormat: axisSeconds}
+	for _, v := range r.Variants {
+		if v.StepsFinished == 0 {
+			continue
+		}
+		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.StepP50), seconds(v.StepP99),
+			fmt.Sprintf("%.2f%%", 100*v.StepJitter), fmt.Sprintf("%.2f%%", 100*v.StepCV), fmt.Sprint(v.SlowGPUSteps)})
+		xs := v.stepTimes()
+		s := report.Series{Name: v.Variant.Name}
+		for i, x := range xs {
+			s.X = append(s.X, float64(i+1))
+			s.Y = append(s.Y, x)
+		}
+		seq.Series = append(seq.Series, s)
+		sort.Float64s(xs)
+		c := report.Series{Name: v.Variant.Name}
+		for i, x := range xs {
+			c.X = append(c.X, x)
+			c.Y = append(c.Y, float64(i+1)/float64(len(xs)))
+		}
+		cdf.Series = append(cdf.Series, c)
+	}
+	text := []string{
+		fmt.Sprintf("%d simulated steps: %s.", r.Scenario.Steps, r.Scenario.noiseSummary()),
+		"p50 and p99 are nearest-rank percentiles of the step times; jitter is (p99 - p50) / p50, the tail a synchronous job pays over its median step; cv is the standard deviation over the mean. Each step is the longest path through the plan with that step's compute draws and network run (docs/jitter.md).",
+	}
+	return report.Section{Title: "Step-time distribution", Text: text, Tables: []*report.Table{t}, Charts: []report.Chart{cdf, seq}}
+}
+
+// noiseNotes are the fidelity notes of compute noise and shared network runs.
+func (s *Scenario) noiseNotes(full bool, runEvery bool) []string {
+	if s.Noise == nil {
+		return nil
+	}
+	notes := []string{"Compute noise and network seeds: " + s.noiseSummary() + "."}
+	if ns := s.networkSeeds(); ns < s.Steps {
+		switch {
+		case runEvery:
+			notes = append(notes, "Every step's network was simulated, also where its seed repeats an earlier step's.")
+		case full && s.computeNoise():
+			notes = append(notes, "Whole steps: compute noise moves when each collective starts, so every step's network is simulated with its own compute draws.")
+		default:
+			notes = append(notes, fmt.Sprintf("The network runs do not depend on the compute draws here, so the %d runs of each seed serve every step with that seed, bit for bit as rerunning them would.", ns))
+		}
+	}
+	return notes
+}
