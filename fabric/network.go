@@ -282,7 +282,7 @@ func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 		}
 	}
 	res.Counters["max_switch_buffer_bytes"] = float64(maxBuf)
-	for _, p := range []any{n.fc, n.marker, n.cc, n.sched, n.router} {
+	for _, p := range []any{n.fc, n.marker, n.deqMarker, n.cc, n.sched, n.router} {
 		if r, ok := p.(Reporter); ok {
 			r.Report(res)
 		}

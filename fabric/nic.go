@@ -211,6 +211,8 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if n.cc != nil {
 		n.cc.Received(c, f, pkt)
 	}
+	// With `cnp: ack-flag` the ACK or NAK this packet causes carries its CE mark back.
+	flag := pkt.ECN == ECNCE && n.cfg.RoCE.CNP == CNPAckFlag && n.cc != nil
 	a := f.rcv.OnData(&n.rc, pkt.Seq, int64(pkt.Payload))
 	switch a.Class {
 	case rc.InOrder:
@@ -227,24 +229,31 @@ func (c *NIC) receiveData(pkt *Packet) {
 		n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d: packet at %d beyond the receive window at %d", f.id, pkt.Seq, f.rcv.Next()))
 		return
 	}
+	var ctl *Packet
 	switch a.Reply {
 	case rc.Ack:
-		c.sendCtl(f, Ack, f.rcv.Next(), 0)
+		ctl = c.sendCtl(f, Ack, f.rcv.Next(), 0)
 	case rc.Nak:
 		n.stats.NAKs++
-		c.sendCtl(f, Nak, f.rcv.Next(), 0)
+		ctl = c.sendCtl(f, Nak, f.rcv.Next(), 0)
 	case rc.NakSack:
 		n.stats.NAKs++
-		c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
+		ctl = c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
 	}
-	if a.Complete {
+	if flag && ctl != nil {
+		ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
+		if d, ok := n.cc.(*dcqcnCC); ok {
+			d.cnpsSent++
+		}
+	}
+	if a.Complete && n.cfg.FCTEnd != FCTLastAck {
 		n.delivered(f)
 	}
 }
 
 // sendCtl queues an ACK, NAK (with a selective-repeat NAK's SACK offset) or CNP toward the
-// flow's sender, ahead of data.
-func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
+// flow's sender, ahead of data, and returns it (queued: the caller may still set its flags).
+func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
 	n := c.net
 	pkt := n.pool.get()
 	pkt.Kind = kind
@@ -261,19 +270,30 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 		if n.cfg.CNPPriority > 0 {
 			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class ([NVIDIA-RoCE])
 		}
+	} else if n.cfg.AckPriority > 0 {
+		pkt.Prio = n.cfg.AckPriority // ACKs ahead of data (HPCC ns-3's ACK_HIGH_PRIO)
 	}
 	pkt.Hash = f.hash
 	c.Port.enqueue(pkt)
 	c.Port.kick()
+	return pkt
 }
 
 // receiveAck hands an ACK or NAK to the flow's sender; one that lets it send again puts it back
 // in the round robin.
 func (c *NIC) receiveAck(pkt *Packet) {
-	f := c.net.flows[pkt.Flow]
-	if f.snd.OnAck(&c.net.rc, pkt.Kind == Nak, pkt.Seq, pkt.Sack, c.net.sim.Now()) {
+	n := c.net
+	f := n.flows[pkt.Flow]
+	done := f.snd.Done()
+	if pkt.ECN == ECNCE && n.cc != nil && !done { // the CNP flag (cnp: ack-flag)
+		n.cc.Notified(f, pkt)
+	}
+	if f.snd.OnAck(&n.rc, pkt.Kind == Nak, pkt.Seq, pkt.Sack, n.sim.Now()) {
 		c.activate(f)
 		c.Port.kick()
+	}
+	if !done && f.snd.Done() && n.cfg.FCTEnd == FCTLastAck {
+		n.delivered(f) // the ACK of the last byte is back: the QP is complete (fct_end)
 	}
 }
 

@@ -99,7 +99,7 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn_alpha_timer: 0\n", "fabric.dcqcn_alpha_timer", "must be positive"},
 		{"  dcqcn_byte_counter: 0\n", "fabric.dcqcn_byte_counter", "must be positive"},
 		{"  dcqcn_min_rate: 0bps\n", "fabric.dcqcn_min_rate", "must be positive"},
-		{"  dcqcn_preset: fast\n", "fabric.dcqcn_preset", "valid: paper, connectx"},
+		{"  dcqcn_preset: fast\n", "fabric.dcqcn_preset", "valid: paper, connectx, ns3"},
 		{"  ecn: false\n", "fabric.dcqcn", "needs ecn: true"},
 		{"  transport: tcp\n", "fabric.transport", "valid: gbn"},
 		{"  irn_rto_low: 1ms\n", "fabric.irn_rto_low", "above irn_rto_high"},
@@ -111,6 +111,15 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  weights: [1, 1]\n", "fabric.weights", "want 8 entries, got 2"},
 		{"  pfc: false\n  pfc_storm_host: 1\n", "fabric.pfc_storm_host", "needs pfc: true"},
 		{"  hpcc_config: nowhere.txt\n", "fabric.hpcc_config", "cannot read"},
+		{"  dcqcn_model: dctcp\n", "fabric.dcqcn_model", "valid: paper, connectx, ns3"},
+		{"  dcqcn_model: ns3\n  dcqcn_byte_counter: 10KB\n", "fabric.dcqcn_byte_counter", "not a parameter of dcqcn_model ns3"},
+		{"  dcqcn_model: ns3\n  dcqcn_alpha_init: 0.5\n", "fabric.dcqcn_alpha_init", "not a parameter of dcqcn_model ns3"},
+		{"  dcqcn_clamp_after_timer: true\n", "fabric.dcqcn_clamp_after_timer", "not a parameter of dcqcn_model paper"},
+		{"  dcqcn_model: connectx\n  dcqcn_rate_on_first_cnp: 0\n", "fabric.dcqcn_rate_on_first_cnp", "outside (0,1]"},
+		{"  ecn_mark: exit\n", "fabric.ecn_mark", "valid: enqueue, dequeue"},
+		{"  cnp: piggyback\n", "fabric.cnp", "valid: packet, ack-flag"},
+		{"  ack_priority: 9\n", "fabric.ack_priority", "outside 0..7"},
+		{"  fct_end: first-ack\n", "fabric.fct_end", "valid: delivery, last-ack"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {

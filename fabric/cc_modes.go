@@ -1,0 +1,63 @@
+package fabric
+
+// The modes of issue 19's choices (ECN marking point, CNP transport, FCT end), kept apart from
+// modes.go; each parses with the valid values in its error.
+
+// ECNMarkPoint is when a switch's RED marker looks at the egress queue (key `ecn_mark`).
+type ECNMarkPoint string
+
+const (
+	// ECNMarkEnqueue marks a packet by the queue it joins, as the DCQCN and DCTCP papers'
+	// congestion points do ([DCQCN] §3.1, [DCTCP] §3.1: "upon its arrival").
+	ECNMarkEnqueue ECNMarkPoint = "enqueue"
+	// ECNMarkDequeue marks a packet by the queue it leaves behind as it starts transmitting,
+	// as HPCC's ns-3 switch does (SwitchNode::SwitchNotifyDequeue, [HPCC-ns3]).
+	ECNMarkDequeue ECNMarkPoint = "dequeue"
+)
+
+// ECNMarkPoints are the valid marking points.
+var ECNMarkPoints = []ECNMarkPoint{ECNMarkEnqueue, ECNMarkDequeue}
+
+// UnmarshalText parses a marking point.
+func (m *ECNMarkPoint) UnmarshalText(b []byte) error {
+	return parseMode(m, b, "an ECN marking point", ECNMarkPoints)
+}
+
+// CNPMode is how a receiver tells a sender about CE-marked packets (key `cnp`).
+type CNPMode string
+
+const (
+	// CNPPacket sends RoCEv2 CNP packets, at most one per QP per dcqcn_cnp_interval ([IBA]
+	// Annex A17.9).
+	CNPPacket CNPMode = "packet"
+	// CNPAckFlag sets a flag on the ACK or NAK the CE-marked packet causes: no extra packet, no
+	// rate limit (HPCC's ns-3: RdmaHw::ReceiveUdp's SetCnp, [HPCC-ns3]).
+	CNPAckFlag CNPMode = "ack-flag"
+)
+
+// CNPModes are the valid CNP transports.
+var CNPModes = []CNPMode{CNPPacket, CNPAckFlag}
+
+// UnmarshalText parses a CNP transport.
+func (m *CNPMode) UnmarshalText(b []byte) error {
+	return parseMode(m, b, "a CNP transport", CNPModes)
+}
+
+// FCTEnd is the event that ends a message's flow completion time (key `fct_end`).
+type FCTEnd string
+
+const (
+	// FCTDelivery: the last byte is delivered at the receiver.
+	FCTDelivery FCTEnd = "delivery"
+	// FCTLastAck: the ACK of the last byte reaches the sender (ns-3's QpComplete in HPCC's
+	// rdma-hw.cc, htsim). Dependent messages start then too.
+	FCTLastAck FCTEnd = "last-ack"
+)
+
+// FCTEnds are the valid ends.
+var FCTEnds = []FCTEnd{FCTDelivery, FCTLastAck}
+
+// UnmarshalText parses an FCT end.
+func (m *FCTEnd) UnmarshalText(b []byte) error {
+	return parseMode(m, b, "an FCT end", FCTEnds)
+}
