@@ -1,5 +1,10 @@
 package fabric
 
+import (
+	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/yamlstrict"
+)
+
 // The modes of issue 19's choices (ECN marking point, CNP transport, FCT end), kept apart from
 // modes.go; each parses with the valid values in its error.
 
@@ -60,4 +65,29 @@ var FCTEnds = []FCTEnd{FCTDelivery, FCTLastAck}
 // UnmarshalText parses an FCT end.
 func (m *FCTEnd) UnmarshalText(b []byte) error {
 	return parseMode(m, b, "an FCT end", FCTEnds)
+}
+
+// PacketOnly returns an error naming the first setting only the packet backend models (the
+// DCQCN models other than paper, CNPs on ACKs, the ECN dequeue marker, the ACK class, fct_end
+// last-ack), or nil. Other backends refuse such a fabric rather than ignore the setting.
+func (c *Config) PacketOnly() error {
+	e := yamlstrict.Errorf
+	const why = "only the packet backend models it (run with --backend packet)"
+	if c.Kind == "roce" {
+		r := &c.RoCE
+		switch {
+		case r.DCQCN && r.DCQCNModel != "" && r.DCQCNModel != dcqcn.ModelPaper:
+			return e("dcqcn_model", "%s: %s", r.DCQCNModel, why)
+		case r.CNP == CNPAckFlag:
+			return e("cnp", "%s: %s", r.CNP, why)
+		case r.ECN && r.ECNMark == ECNMarkDequeue:
+			return e("ecn_mark", "%s: %s", r.ECNMark, why)
+		case c.AckPriority != 0:
+			return e("ack_priority", "%d: %s", c.AckPriority, why)
+		}
+	}
+	if c.FCTEnd == FCTLastAck {
+		return e("fct_end", "%s: %s", c.FCTEnd, why)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/msggraph"
@@ -138,5 +139,32 @@ func TestCNPAckFlagAndModels(t *testing.T) {
 	}
 	if c := n.NICs[0].sendCtl(f, CNP, 0, 0); c.Prio != cfg.CNPPriority {
 		t.Errorf("CNP on class %d, want cnp_priority %d", c.Prio, cfg.CNPPriority)
+	}
+}
+
+// Settings the other backends do not model are named by PacketOnly; the defaults pass.
+func TestPacketOnly(t *testing.T) {
+	if err := (&Config{}).PacketOnly(); err != nil {
+		t.Fatal(err)
+	}
+	def := DefaultRoCE()
+	if err := def.PacketOnly(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	for _, c := range []struct {
+		edit func(*Config)
+		key  string
+	}{
+		{func(c *Config) { c.RoCE.DCQCNModel = dcqcn.ModelNS3 }, "dcqcn_model"},
+		{func(c *Config) { c.RoCE.CNP = CNPAckFlag }, "cnp"},
+		{func(c *Config) { c.RoCE.ECNMark = ECNMarkDequeue }, "ecn_mark"},
+		{func(c *Config) { c.AckPriority = 7 }, "ack_priority"},
+		{func(c *Config) { c.FCTEnd = FCTLastAck }, "fct_end"},
+	} {
+		cfg := DefaultRoCE()
+		c.edit(&cfg)
+		if err := cfg.PacketOnly(); err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), "--backend packet") {
+			t.Errorf("%s: %v", c.key, err)
+		}
 	}
 }
