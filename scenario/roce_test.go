@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -209,4 +210,35 @@ func FuzzHPCCConfig(f *testing.F) {
 		}
 		_, _ = Parse([]byte(roceScenario("  hpcc_config: c.txt\n")), filepath.Join(dir, "r.yaml"), dir)
 	})
+}
+
+// dcqcn_model picks the reaction point; its parameters default to its own source's preset
+// unless dcqcn_preset says otherwise, and the issue-19 keys reach the fabric configuration.
+func TestDCQCNModelKeys(t *testing.T) {
+	for _, c := range []struct {
+		keys  string
+		model dcqcn.Model
+		want  dcqcn.Params
+	}{
+		{"", dcqcn.ModelPaper, dcqcn.ConnectX()},
+		{"  dcqcn_model: ns3\n", dcqcn.ModelNS3, dcqcn.NS3()},
+		{"  dcqcn_model: paper\n", dcqcn.ModelPaper, dcqcn.Paper()},
+		{"  dcqcn_model: connectx\n  dcqcn_preset: paper\n", dcqcn.ModelConnectX, dcqcn.Paper()},
+	} {
+		s, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
+		if err != nil {
+			t.Fatalf("%q: %v", c.keys, err)
+		}
+		r := s.FabricConfig().RoCE
+		if r.DCQCNModel != c.model || r.DCQCNParams != c.want {
+			t.Errorf("%q: model %s params %+v, want %s %+v", c.keys, r.DCQCNModel, r.DCQCNParams, c.model, c.want)
+		}
+	}
+	s, err := Parse([]byte(roceScenario("  ecn_mark: dequeue\n  cnp: ack-flag\n  ack_priority: 7\n  fct_end: last-ack\n")), "r.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.FabricConfig(); c.RoCE.ECNMark != fabric.ECNMarkDequeue || c.RoCE.CNP != fabric.CNPAckFlag || c.AckPriority != 7 || c.FCTEnd != fabric.FCTLastAck {
+		t.Errorf("keys not applied: %+v", c)
+	}
 }
