@@ -82,6 +82,8 @@ func (c *Config) PacketOnly() error {
 			return e("cnp", "%s: %s", r.CNP, why)
 		case r.ECN && r.ECNMark == ECNMarkDequeue:
 			return e("ecn_mark", "%s: %s", r.ECNMark, why)
+		case r.INT || r.HPCC:
+			return e("hpcc", "in-band telemetry and HPCC: %s", why)
 		case c.AckPriority != 0:
 			return e("ack_priority", "%d: %s", c.AckPriority, why)
 		}

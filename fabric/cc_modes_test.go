@@ -168,3 +168,38 @@ func TestPacketOnly(t *testing.T) {
 		}
 	}
 }
+
+// HPCC's headline ([HPCC] §5, Fig. 10-11: near-zero queues at high utilisation): a 2:1 incast
+// of two long flows into one 100 Gb/s port. After the first 200 us the bottleneck queue stays
+// below a few KB while the port stays at least 90 % busy, with no PFC pause and no drop.
+func TestHPCCIncastHeadline(t *testing.T) {
+	cfg := DefaultRoCE()
+	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
+	g := star(3, 100*units.Gbps, units.Microsecond)
+	n := newNet(t, g, cfg)
+	mg := &msggraph.Graph{Endpoints: 3}
+	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 64 * units.MB})
+	mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 64 * units.MB})
+	s := &sampler{n: n, period: 10 * units.Microsecond, until: 4 * units.Millisecond, port: n.Switches[0].Ports[0], prio: 3}
+	n.sim.Schedule(0, s, 0, 0, nil)
+	res, err := n.Run(mg, 4*units.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qmax int64
+	for _, q := range s.q[20:] {
+		qmax = max(qmax, q)
+	}
+	r := s.rates(20, 400)
+	util := (r[0] + r[1]) / 100e9
+	t.Logf("queue max %d B after 200 us, utilisation %.3f, rates %.2f %.2f Gb/s, updates %v", qmax, util, r[0]/1e9, r[1]/1e9, res.Counters["hpcc_rate_updates"])
+	if qmax > int64(8*units.KB) {
+		t.Errorf("bottleneck queue reached %d B after 200 us, want below 8 KB", qmax)
+	}
+	if util < 0.90 {
+		t.Errorf("utilisation %.3f, want >= 0.90", util)
+	}
+	if res.Drops != 0 || res.Counters["pfc_pause_frames_sent"] != 0 {
+		t.Errorf("drops %d, pauses %v", res.Drops, res.Counters["pfc_pause_frames_sent"])
+	}
+}

@@ -388,6 +388,17 @@ func (c *Config) validateRoCE() error {
 			return e("ecn_kmin", "%v above ecn_kmax %v: Kmin must be at most Kmax", r.Kmin, r.Kmax)
 		}
 	}
+	if r.HPCC {
+		switch {
+		case !r.INT:
+			return e("hpcc", "HPCC needs in-band telemetry from the switches: set int: true")
+		case r.DCQCN:
+			return e("hpcc", "HPCC and DCQCN would both set the senders' rates: set dcqcn: false")
+		}
+		if err := r.HPCCParams.Validate(); err != nil {
+			return err
+		}
+	}
 	if r.DCQCN {
 		if !r.ECN {
 			return e("dcqcn", "DCQCN needs ecn: true (its congestion point is ECN marking)")

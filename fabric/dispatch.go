@@ -174,6 +174,9 @@ func (n *Network) dequeue(p *Port) *Packet {
 	if n.deqMarker != nil && p.sw != nil {
 		n.deqMarker.Dequeue(p, pkt)
 	}
+	if n.ints != nil && p.sw != nil && pkt.Kind == Data {
+		n.pushINT(p, pkt) // HPCC's in-band telemetry (hpcc.go)
+	}
 	if f := n.ibfc; f != nil { // what sent does, without its call: one per packet per hop
 		f.Sent(p, pkt)
 	} else if n.fc != nil {

@@ -74,7 +74,11 @@ type Network struct {
 	bins     *Bins // binned event counters (bins.go), nil unless EnableBins
 	policies       // dispatch.go
 
-	pool  packetPool
+	pool packetPool
+	// ints holds the INT stacks on a fabric with in-band telemetry (hpcc.go), else nil; acker
+	// is the congestion control that reads every ACK (HPCC), else nil.
+	ints  *intPool
+	acker ackObserver
 	flows []*Flow // indexed by message ID (nil for delay nodes)
 	eng   engine
 	stats Stats

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/transport/rc"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -112,6 +113,9 @@ func (c *NIC) nextData() *Packet {
 			continue
 		}
 		hdr := n.cfg.HeaderBytes
+		if n.ints != nil {
+			hdr += hpcc.StackBytes // the INT header (hpcc.go)
+		}
 		if seq == 0 {
 			hdr += n.cfg.FirstHeaderExtra // RETH on WRITE First/Only
 		}
@@ -131,6 +135,9 @@ func (c *NIC) nextData() *Packet {
 			c.rr++
 			tried++
 			continue
+		}
+		if n.ints != nil {
+			pkt.Sack = n.ints.get()
 		}
 		if f.Rate > 0 || f.Gap > 0 {
 			f.nextSend = now + f.Gap
@@ -240,6 +247,9 @@ func (c *NIC) receiveData(pkt *Packet) {
 		n.stats.NAKs++
 		ctl = c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
 	}
+	if n.ints != nil && ctl != nil && ctl.Kind == Ack {
+		ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack
+	}
 	if flag && ctl != nil {
 		ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
 		if d, ok := n.cc.(*dcqcnCC); ok {
@@ -273,6 +283,9 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
 	} else if n.cfg.AckPriority > 0 {
 		pkt.Prio = n.cfg.AckPriority // ACKs ahead of data (HPCC ns-3's ACK_HIGH_PRIO)
 	}
+	if kind == Ack && n.ints != nil {
+		pkt.Size += hpcc.StackBytes // the echoed INT header
+	}
 	pkt.Hash = f.hash
 	c.Port.enqueue(pkt)
 	c.Port.kick()
@@ -288,9 +301,16 @@ func (c *NIC) receiveAck(pkt *Packet) {
 	if pkt.ECN == ECNCE && n.cc != nil && !done { // the CNP flag (cnp: ack-flag)
 		n.cc.Notified(f, pkt)
 	}
-	if f.snd.OnAck(&n.rc, pkt.Kind == Nak, pkt.Seq, pkt.Sack, n.sim.Now()) {
+	sack := pkt.Sack
+	if n.ints != nil && pkt.Kind == Ack {
+		sack = 0 // an ACK's Sack is its INT stack
+	}
+	if f.snd.OnAck(&n.rc, pkt.Kind == Nak, pkt.Seq, sack, n.sim.Now()) {
 		c.activate(f)
 		c.Port.kick()
+	}
+	if n.acker != nil && pkt.Kind == Ack {
+		n.acker.Acked(f, pkt)
 	}
 	if !done && f.snd.Done() && n.cfg.FCTEnd == FCTLastAck {
 		n.delivered(f) // the ACK of the last byte is back: the QP is complete (fct_end)

@@ -7,6 +7,7 @@ import (
 	"github.com/fabricsim/fabricsim/headroom"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -107,6 +108,13 @@ type RoCEConfig struct {
 	DCQCNModel dcqcn.Model `yaml:"dcqcn_model"`
 	CNP        CNPMode     `yaml:"cnp"`
 
+	// INT makes every switch egress append a hop record to each data packet (in-band network
+	// telemetry, 42 B on data and ACK frames); HPCC runs HPCC's senders on it ([HPCC]) with
+	// HPCCParams (keys hpcc_eta, ...). HPCC needs INT and excludes DCQCN.
+	INT        bool        `yaml:"int"`
+	HPCC       bool        `yaml:"hpcc"`
+	HPCCParams hpcc.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -152,8 +160,9 @@ func DefaultRoCE() Config {
 		ECNMark: ECNMarkEnqueue,
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
-		Strict:  1<<6 | 1<<7,
-		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
+		HPCCParams: hpcc.Defaults(),
+		Strict:     1<<6 | 1<<7,
+		Weights:    [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
 	return c
 }
@@ -193,6 +202,14 @@ func (n *Network) installRoCE() error {
 	}
 	if c.DCQCN {
 		n.cc = newDCQCN(r)
+	}
+	if c.INT {
+		n.ints = &intPool{}
+		n.pool.ints = n.ints
+	}
+	if c.HPCC {
+		h := newHPCC(r)
+		n.cc, n.acker = h, h
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

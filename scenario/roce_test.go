@@ -121,6 +121,9 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  cnp: piggyback\n", "fabric.cnp", "valid: packet, ack-flag"},
 		{"  ack_priority: 9\n", "fabric.ack_priority", "outside 0..7"},
 		{"  fct_end: first-ack\n", "fabric.fct_end", "valid: delivery, last-ack"},
+		{"  dcqcn: false\n  hpcc: true\n", "fabric.hpcc", "needs in-band telemetry from the switches: set int: true"},
+		{"  int: true\n  hpcc: true\n", "fabric.hpcc", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  hpcc_eta: 1.5\n", "fabric.hpcc_eta", "outside (0,1]"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
