@@ -186,9 +186,20 @@ func TestHPCCIncastHeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var qmax int64
+	var qmax, qfirst int64
 	for _, q := range s.q[20:] {
 		qmax = max(qmax, q)
+	}
+	for _, q := range s.q[:20] {
+		qfirst = max(qfirst, q)
+	}
+	// In the first RTT both senders start at line rate; each window (rate x T, payload bytes)
+	// caps what it has in flight, so the queue holds at most the two windows' frames.
+	win := int64((100 * units.Gbps).BytesIn(n.baseRTT()))
+	frames := (win + 4095) / 4096 * (4096 + 66 + 42)
+	t.Logf("first 200 us: queue max %d B, window at line rate %d B", qfirst, win)
+	if qfirst > 2*frames {
+		t.Errorf("queue %d B in the first 200 us, above two windows' frames %d B", qfirst, 2*frames)
 	}
 	r := s.rates(20, 400)
 	util := (r[0] + r[1]) / 100e9

@@ -73,10 +73,16 @@ type hpccCC struct {
 	updates int64
 }
 
-// ackObserver is a congestion control that reads every ACK (HPCC's INT echo).
+// ackObserver is a congestion control that reads every ACK (HPCC's INT echo) and bounds each
+// flow's bytes in flight: window(f) is the most f may have sent and not had acknowledged.
 type ackObserver interface {
 	Acked(f *Flow, pkt *Packet)
+	window(f *Flow) int64
 }
+
+// window is HPCC's variable window, rate x T ([HPCC] §3.2; ns-3 VAR_WIN: the BDP scaled by
+// rate / line rate), at least one byte so that a flow always has one packet in flight.
+func (h *hpccCC) window(f *Flow) int64 { return max(h.snd[f.id].Window(), 1) }
 
 func newHPCC(r *roce) *hpccCC {
 	h := &hpccCC{roce: r, p: r.cfg.HPCCParams, t: r.cfg.HPCCParams.BaseRTT}

@@ -105,6 +105,11 @@ func (c *NIC) nextData() *Packet {
 			tried++
 			continue
 		}
+		if a := n.acker; a != nil && f.snd.NextNew()-f.snd.Unacked() >= a.window(f) {
+			c.rr++ // the window is full: an ACK reopens it (receiveAck)
+			tried++
+			continue
+		}
 		seq, payload, retx := f.snd.Next(p)
 		if payload == 0 {
 			// Selective repeat's window is full, or nothing is left to resend: an ACK, NAK or
@@ -311,6 +316,8 @@ func (c *NIC) receiveAck(pkt *Packet) {
 	}
 	if n.acker != nil && pkt.Kind == Ack {
 		n.acker.Acked(f, pkt)
+		c.activate(f) // the ACK may have opened the window
+		c.Port.kick()
 	}
 	if !done && f.snd.Done() && n.cfg.FCTEnd == FCTLastAck {
 		n.delivered(f) // the ACK of the last byte is back: the QP is complete (fct_end)
