@@ -214,3 +214,16 @@ func TestHPCCIncastHeadline(t *testing.T) {
 		t.Errorf("drops %d, pauses %v", res.Drops, res.Counters["pfc_pause_frames_sent"])
 	}
 }
+
+// An HPCC run captures: every frame, 42 B longer with its INT header, passes our own pcap
+// checker (headers, lengths, CRCs).
+func TestCaptureHPCC(t *testing.T) {
+	cfg := DefaultRoCE()
+	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
+	mg := &msggraph.Graph{Endpoints: 2}
+	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 3*4096 + 100})
+	files := captureRun(t, line(1, 100*units.Gbps, units.Microsecond), cfg, mg, "host0:0,host1:0", nil)
+	for _, f := range files {
+		checkFile(t, f)
+	}
+}

@@ -194,10 +194,20 @@ FLOW_FILE mix/flow.txt
 	if err == nil || !strings.Contains(err.Error(), "bad.txt:1") || !strings.Contains(err.Error(), "RATE_AI") {
 		t.Errorf("bad HPCC config: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("CC_MODE 3\n"), 0o644)
-	_, err = Parse([]byte(roceScenario("  hpcc_config: hpcc.txt\n")), filepath.Join(dir, "r.yaml"), dir)
-	if err == nil || !strings.Contains(err.Error(), "CC_MODE 3") {
-		t.Errorf("CC_MODE 3: %v", err)
+	os.WriteFile(filepath.Join(dir, "timely.txt"), []byte("CC_MODE 7\n"), 0o644)
+	_, err = Parse([]byte(roceScenario("  hpcc_config: timely.txt\n")), filepath.Join(dir, "r.yaml"), dir)
+	if err == nil || !strings.Contains(err.Error(), "CC_MODE 7") {
+		t.Errorf("CC_MODE 7: %v", err)
+	}
+	// CC_MODE 3 (HPCC's mix/config.txt): HPCC on INT instead of DCQCN, its RATE_AI, U_TARGET
+	// and MI_THRESH.
+	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("ENABLE_QCN 1\nCC_MODE 3\nRATE_AI 50Mb/s\nU_TARGET 0.9\nMI_THRESH 0\n"), 0o644)
+	sc, err := Parse([]byte(roceScenario("  hpcc_config: hpcc.txt\n")), filepath.Join(dir, "r.yaml"), dir)
+	if err != nil {
+		t.Fatalf("CC_MODE 3: %v", err)
+	}
+	if r := sc.FabricConfig().RoCE; !r.HPCC || !r.INT || r.DCQCN || r.HPCCParams.Eta != 0.9 || r.HPCCParams.MaxStage != 0 || r.HPCCParams.AI != 50*units.Mbps {
+		t.Errorf("CC_MODE 3 not applied: hpcc %v int %v dcqcn %v %+v", r.HPCC, r.INT, r.DCQCN, r.HPCCParams)
 	}
 }
 
