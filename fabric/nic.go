@@ -244,22 +244,25 @@ func (c *NIC) receiveData(pkt *Packet) {
 	var ctl *Packet
 	switch a.Reply {
 	case rc.Ack:
-		ctl = c.sendCtl(f, Ack, f.rcv.Next(), 0)
+		ctl = c.newCtl(f, Ack, f.rcv.Next(), 0)
 	case rc.Nak:
 		n.stats.NAKs++
-		ctl = c.sendCtl(f, Nak, f.rcv.Next(), 0)
+		ctl = c.newCtl(f, Nak, f.rcv.Next(), 0)
 	case rc.NakSack:
 		n.stats.NAKs++
-		ctl = c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
+		ctl = c.newCtl(f, Nak, f.rcv.Next(), pkt.Seq)
 	}
-	if n.ints != nil && ctl != nil && ctl.Kind == Ack {
-		ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack
-	}
-	if flag && ctl != nil {
-		ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
-		if d, ok := n.cc.(*dcqcnCC); ok {
-			d.cnpsSent++
+	if ctl != nil {
+		if n.ints != nil && ctl.Kind == Ack {
+			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack
 		}
+		if flag {
+			ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
+			if d, ok := n.cc.(*dcqcnCC); ok {
+				d.cnpsSent++
+			}
+		}
+		c.queueCtl(ctl)
 	}
 	if a.Complete && n.cfg.FCTEnd != FCTLastAck {
 		n.delivered(f)
@@ -267,8 +270,21 @@ func (c *NIC) receiveData(pkt *Packet) {
 }
 
 // sendCtl queues an ACK, NAK (with a selective-repeat NAK's SACK offset) or CNP toward the
-// flow's sender, ahead of data, and returns it (queued: the caller may still set its flags).
+// flow's sender, ahead of data, and returns it.
 func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
+	pkt := c.newCtl(f, kind, seq, sack)
+	c.queueCtl(pkt)
+	return pkt
+}
+
+// queueCtl puts a control packet built by newCtl on the NIC's port.
+func (c *NIC) queueCtl(pkt *Packet) {
+	c.Port.enqueue(pkt)
+	c.Port.kick()
+}
+
+// newCtl builds an ACK, NAK or CNP for flow f, to be sent with queueCtl.
+func (c *NIC) newCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
 	n := c.net
 	pkt := n.pool.get()
 	pkt.Kind = kind
@@ -292,8 +308,6 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
 		pkt.Size += hpcc.StackBytes // the echoed INT header
 	}
 	pkt.Hash = f.hash
-	c.Port.enqueue(pkt)
-	c.Port.kick()
 	return pkt
 }
 
