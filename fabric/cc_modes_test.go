@@ -227,3 +227,35 @@ func TestCaptureHPCC(t *testing.T) {
 		checkFile(t, f)
 	}
 }
+
+// The ns3 model end to end: a 2:1 incast of long flows into one 100 Gb/s port with its preset
+// (HPCC run.py's DCQCN) and HPCC's rate-scaled RED band (Kmin 400 KB, Kmax 1.6 MB at 100 Gb/s).
+// DCQCN's fixed point lies inside the marking band ([DCQCN] §5): from 2 ms on the queue stays
+// below Kmax, the two flows share fairly (Jain >= 0.99) and PFC never pauses, with CNP packets
+// or with the flag on ACKs.
+func TestDCQCNNS3Incast(t *testing.T) {
+	for _, mode := range CNPModes {
+		cfg := DefaultRoCE()
+		cfg.RoCE.DCQCNModel, cfg.RoCE.DCQCNParams, cfg.RoCE.CNP = dcqcn.ModelNS3, dcqcn.NS3(), mode
+		n := newNet(t, star(3, 100*units.Gbps, units.Microsecond), cfg)
+		mg := &msggraph.Graph{Endpoints: 3}
+		mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 400 * units.MB})
+		mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 400 * units.MB})
+		s := &sampler{n: n, period: 100 * units.Microsecond, until: 10 * units.Millisecond, port: n.Switches[0].Ports[0], prio: 3}
+		n.sim.Schedule(0, s, 0, 0, nil)
+		res, err := n.Run(mg, 10*units.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qmax int64
+		for _, q := range s.q[20:] {
+			qmax = max(qmax, q)
+		}
+		_, kmax, _ := cfg.RoCE.ECNThresholds(100 * units.Gbps)
+		r := s.rates(20, 100)
+		t.Logf("%s: rates %.2f %.2f Gb/s, queue max %d B, cuts %v", mode, r[0]/1e9, r[1]/1e9, qmax, res.Counters["dcqcn_rate_decreases"])
+		if qmax >= kmax || jain(r[:2]) < 0.99 || res.Counters["pfc_pause_frames_sent"] != 0 {
+			t.Errorf("%s: queue %d B (Kmax %d), Jain %.3f, pauses %v", mode, qmax, kmax, jain(r[:2]), res.Counters["pfc_pause_frames_sent"])
+		}
+	}
+}
