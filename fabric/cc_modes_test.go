@@ -215,8 +215,8 @@ func TestHPCCIncastHeadline(t *testing.T) {
 	}
 }
 
-// An HPCC run captures: every frame, 42 B longer with its INT header, passes our own pcap
-// checker (headers, lengths, CRCs).
+// An HPCC run captures: every frame (the RoCEv2 frame without the INT bytes) passes our own
+// pcap checker (headers, lengths, CRCs).
 func TestCaptureHPCC(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
