@@ -54,8 +54,8 @@ type FCTEnd string
 const (
 	// FCTDelivery: the last byte is delivered at the receiver.
 	FCTDelivery FCTEnd = "delivery"
-	// FCTLastAck: the ACK of the last byte reaches the sender (ns-3's QpComplete in HPCC's
-	// rdma-hw.cc, htsim). Dependent messages start then too.
+	// FCTLastAck: the ACK of the last byte reaches the sender, where HPCC's ns-3 ends a flow
+	// (rdma-hw.cc: QpComplete from ReceiveAck). Dependent messages start then too.
 	FCTLastAck FCTEnd = "last-ack"
 )
 

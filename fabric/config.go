@@ -68,7 +68,7 @@ type Config struct {
 	// two intervals after it begins.
 	NoProgress units.Time `yaml:"no_progress"`
 	// FCTEnd is the event that completes a message: its last byte delivered (FCTDelivery, the
-	// default) or the ACK of its last byte back at the sender (FCTLastAck, as ns-3 and htsim).
+	// default) or the ACK of its last byte back at the sender (FCTLastAck, as HPCC's ns-3 reports it).
 	FCTEnd FCTEnd `yaml:"fct_end"`
 
 	// FirstHeaderExtra is added to the header of the first data packet of every message (per
