@@ -68,6 +68,9 @@ type Config struct {
 	// late traffic gets a whole interval for its first byte and a standstill is reported one to
 	// two intervals after it begins.
 	NoProgress units.Time `yaml:"no_progress"`
+	// FCTEnd is the event that completes a message: its last byte delivered (FCTDelivery, the
+	// default) or the ACK of its last byte back at the sender (FCTLastAck, as HPCC's ns-3 reports it).
+	FCTEnd FCTEnd `yaml:"fct_end"`
 
 	// FirstHeaderExtra is added to the header of the first data packet of every message (per
 	// QP): an RDMA WRITE First/Only packet carries a 16 B RETH ([IBA] Vol. 1 §9.3). 0 = none.
@@ -77,6 +80,9 @@ type Config struct {
 	// 0 sends them on their flow's class. ACKs and NAKs always use the flow's class.
 	DataPriority uint8 `yaml:"data_priority" fabric:"roce"`
 	CNPPriority  uint8 `yaml:"cnp_priority" fabric:"roce"`
+	// AckPriority, when positive, is the class ACKs and NAKs travel on (HPCC's ns-3 with
+	// ACK_HIGH_PRIO sends them on its top class); 0 keeps them on their flow's class.
+	AckPriority uint8 `yaml:"ack_priority" fabric:"roce"`
 	// Transport is the reliable transport's loss recovery: go-back-N (TransportGoBackN, or
 	// TransportDefault), IRN selective repeat (TransportIRN: in-flight bytes capped at
 	// IRNBDPCap; Mittal et al. SIGCOMM'18) or the reorder-tolerant receiver (TransportReorder,
@@ -117,6 +123,7 @@ func DefaultEthernet() Config {
 		RTO:           4 * units.Millisecond,
 		Priorities:    1,
 		NoProgress:    100 * units.Millisecond,
+		FCTEnd:        FCTDelivery,
 	}
 }
 
@@ -286,6 +293,8 @@ func (c *Config) validate(realFrames bool) error {
 		return e("irn_rto_low", "IRN needs positive timeouts (defaults 100us and 320us) and a BDP cap >= 0")
 	case c.QPsPerConn < 0 || c.QPsPerConn > 1024:
 		return e("qps_per_conn", "%d outside 1..1024", c.QPsPerConn)
+	case c.FCTEnd != "" && !validMode(c.FCTEnd, FCTEnds):
+		return e("fct_end", "%q is not an FCT end (valid: %s)", c.FCTEnd, modeList(FCTEnds))
 	}
 	return nil
 }
@@ -295,7 +304,7 @@ func (c *Config) validateRoCE() error {
 	r := &c.RoCE
 	e := yamlstrict.Errorf
 	if _, err := dcqcn.Preset(r.DCQCNPreset); err != nil {
-		return e("dcqcn_preset", "%q is not a DCQCN preset (valid: paper, connectx)", r.DCQCNPreset)
+		return e("dcqcn_preset", "%q is not a DCQCN preset (valid: %s)", r.DCQCNPreset, dcqcn.Presets)
 	}
 	if RoCEMTU(r.NetdevMTU) == 0 {
 		return e("netdev_mtu", "%d B leaves no RoCE MTU (the largest IB MTU <= netdev_mtu - 96 must be at least 256: netdev_mtu >= 352)", r.NetdevMTU)
@@ -320,6 +329,14 @@ func (c *Config) validateRoCE() error {
 		return e("data_priority", "priority %d outside 0..7", c.DataPriority)
 	case c.CNPPriority > 7:
 		return e("cnp_priority", "priority %d outside 0..7", c.CNPPriority)
+	case c.AckPriority > 7:
+		return e("ack_priority", "priority %d outside 0..7", c.AckPriority)
+	case !validMode(r.ECNMark, ECNMarkPoints):
+		return e("ecn_mark", "%q is not an ECN marking point (valid: %s)", r.ECNMark, modeList(ECNMarkPoints))
+	case !validMode(r.CNP, CNPModes):
+		return e("cnp", "%q is not a CNP transport (valid: %s)", r.CNP, modeList(CNPModes))
+	case !r.DCQCNModel.Valid():
+		return e("dcqcn_model", "%q is not a DCQCN model (valid: %s)", r.DCQCNModel, modeList(dcqcn.Models))
 	}
 	for i, w := range r.Weights {
 		if w < 1 || w > 1000 {
@@ -367,6 +384,17 @@ func (c *Config) validateRoCE() error {
 		}
 		if r.Kmin > r.Kmax {
 			return e("ecn_kmin", "%v above ecn_kmax %v: Kmin must be at most Kmax", r.Kmin, r.Kmax)
+		}
+	}
+	if r.HPCC {
+		switch {
+		case !r.INT:
+			return e("hpcc", "HPCC needs in-band telemetry from the switches: set int: true")
+		case r.DCQCN:
+			return e("hpcc", "HPCC and DCQCN would both set the senders' rates: set dcqcn: false")
+		}
+		if err := r.HPCCParams.Validate(); err != nil {
+			return err
 		}
 	}
 	if r.DCQCN {

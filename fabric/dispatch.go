@@ -20,9 +20,11 @@ type policies struct {
 	fc     LinkFlowControl
 	adm    Admitter // fc as an Admitter, if it is one
 	marker Marker
-	cc     CongestionControl
-	sched  Scheduler
-	router Router
+	// deqMarker marks at a switch's dequeue (ecn_mark: dequeue); nil: none.
+	deqMarker DequeueMarker
+	cc        CongestionControl
+	sched     Scheduler
+	router    Router
 	// routerTables: router is a tableRouter (no shortest-path lookup on its behalf).
 	routerTables bool
 	// spray picks among equal-cost next hops per packet rather than per flow (Config.Routing
@@ -147,7 +149,8 @@ func (n *Network) fcSent(out *Port, pkt *Packet) {
 
 // dequeue takes from port p's queues, which hold a packet, the one it sends next: the
 // scheduler's pick (strict priority, highest class first, when none is installed) among the
-// classes that may start; link-level flow control is told it is sent. nil if none may start.
+// classes that may start; a dequeue marker sees it at a switch; link-level flow control is
+// told it is sent. nil if none may start.
 func (n *Network) dequeue(p *Port) *Packet {
 	prio := -1
 	if a := n.ibArb; a != nil {
@@ -168,6 +171,12 @@ func (n *Network) dequeue(p *Port) *Packet {
 		return nil
 	}
 	pkt := p.dequeue(prio)
+	if n.deqMarker != nil && p.sw != nil {
+		n.deqMarker.Dequeue(p, pkt)
+	}
+	if n.ints != nil && p.sw != nil && pkt.Kind == Data {
+		n.pushINT(p, pkt) // HPCC's in-band telemetry (hpcc.go)
+	}
 	if f := n.ibfc; f != nil { // what sent does, without its call: one per packet per hop
 		f.Sent(p, pkt)
 	} else if n.fc != nil {

@@ -8,7 +8,8 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// ecnRED marks ECN-capable data packets CE as they join an egress queue, with RED's probability
+// ecnRED marks ECN-capable data packets CE as they join an egress queue (or, with ecn_mark:
+// dequeue, as they leave it), with RED's probability
 // on the queue's bytes: 0 up to Kmin, rising linearly to Pmax at Kmax, 1 above Kmax ([DCQCN]'s
 // congestion point). Thresholds are per port so that rate-scaled defaults work on
 // mixed-rate fabrics.
@@ -61,10 +62,26 @@ func ECNDefaults(rate units.Rate) (kmin, kmax int64) {
 	return int64(100e3 * s), int64(400e3 * s)
 }
 
+// Enqueue marks pkt by the bytes queued ahead of it as it joins out's queue (ecn_mark: enqueue).
 func (e *ecnRED) Enqueue(out *Port, pkt *Packet) {
 	if pkt.Kind != Data || pkt.ECN == ECNNotECT {
 		return
 	}
+	e.mark(out, pkt)
+}
+
+// Dequeue marks pkt by the bytes it leaves queued behind it as it starts transmitting on out
+// (ecn_mark: dequeue): HPCC's ns-3 switch tests its egress bytes after removing the packet
+// (SwitchNode::SwitchNotifyDequeue, SwitchMmu::ShouldSendCN, [HPCC-ns3]).
+func (e *ecnRED) Dequeue(out *Port, pkt *Packet) {
+	if pkt.Kind != Data || pkt.ECN == ECNNotECT {
+		return
+	}
+	e.mark(out, pkt)
+}
+
+// mark applies RED to pkt on the bytes now in its queue at out.
+func (e *ecnRED) mark(out *Port, pkt *Packet) {
 	g := out.gidx
 	q := out.q[pkt.Prio].bytes
 	if q <= e.kmin[g] {
@@ -90,8 +107,8 @@ func (e *ecnRED) Report(res *result.Run) {
 
 // ECNMarks returns the CE marks made at each port that marked any, by port name.
 func (n *Network) ECNMarks() map[string]int64 {
-	e, ok := n.marker.(*ecnRED)
-	if !ok {
+	e := n.ecnMarker()
+	if e == nil {
 		return nil
 	}
 	out := map[string]int64{}
@@ -101,6 +118,15 @@ func (n *Network) ECNMarks() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// ecnMarker returns the installed RED marker, at enqueue or at dequeue; nil if none.
+func (n *Network) ecnMarker() *ecnRED {
+	if e, ok := n.marker.(*ecnRED); ok {
+		return e
+	}
+	e, _ := n.deqMarker.(*ecnRED)
+	return e
 }
 
 func absRate(r units.Rate) units.Rate {

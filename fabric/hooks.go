@@ -42,6 +42,16 @@ type Marker interface {
 	Enqueue(out *Port, pkt *Packet)
 }
 
+// DequeueMarker marks packets for congestion as they leave a switch's egress queue (ECN with
+// ecn_mark: dequeue): pkt has just been taken from out's queue, which no longer counts it.
+type DequeueMarker interface {
+	Dequeue(out *Port, pkt *Packet)
+}
+
+// SetDequeueMarker installs a marker called at dequeue (instead of, or beside, SetMarker's);
+// call before Run.
+func (n *Network) SetDequeueMarker(m DequeueMarker) { n.deqMarker = m }
+
 // SetLinkFlowControl installs a link-level flow-control policy; call before Run.
 func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 	n.fc = fc

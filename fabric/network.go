@@ -74,7 +74,11 @@ type Network struct {
 	bins     *Bins // binned event counters (bins.go), nil unless EnableBins
 	policies       // dispatch.go
 
-	pool  packetPool
+	pool packetPool
+	// ints holds the INT stacks on a fabric with in-band telemetry (hpcc.go), else nil; acker
+	// is the congestion control that reads every ACK (HPCC), else nil.
+	ints  *intPool
+	acker ackObserver
 	flows []*Flow // indexed by message ID (nil for delay nodes)
 	eng   engine
 	stats Stats
@@ -282,7 +286,7 @@ func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 		}
 	}
 	res.Counters["max_switch_buffer_bytes"] = float64(maxBuf)
-	for _, p := range []any{n.fc, n.marker, n.cc, n.sched, n.router} {
+	for _, p := range []any{n.fc, n.marker, n.deqMarker, n.cc, n.sched, n.router} {
 		if r, ok := p.(Reporter); ok {
 			r.Report(res)
 		}

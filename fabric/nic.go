@@ -5,6 +5,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/transport/rc"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -104,6 +105,11 @@ func (c *NIC) nextData() *Packet {
 			tried++
 			continue
 		}
+		if a := n.acker; a != nil && f.snd.NextNew()-f.snd.Unacked() >= a.window(f) {
+			c.rr++ // the window is full: an ACK reopens it (receiveAck)
+			tried++
+			continue
+		}
 		seq, payload, retx := f.snd.Next(p)
 		if payload == 0 {
 			// Selective repeat's window is full, or nothing is left to resend: an ACK, NAK or
@@ -112,6 +118,9 @@ func (c *NIC) nextData() *Packet {
 			continue
 		}
 		hdr := n.cfg.HeaderBytes
+		if n.ints != nil {
+			hdr += hpcc.StackBytes // the INT header (hpcc.go)
+		}
 		if seq == 0 {
 			hdr += n.cfg.FirstHeaderExtra // RETH on WRITE First/Only
 		}
@@ -124,6 +133,9 @@ func (c *NIC) nextData() *Packet {
 			c.rr++
 			tried++
 			continue
+		}
+		if n.ints != nil {
+			pkt.Sack = n.ints.get()
 		}
 		if f.Rate > 0 || f.Gap > 0 {
 			f.nextSend = now + f.Gap
@@ -204,6 +216,8 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if n.cc != nil {
 		n.cc.Received(c, f, pkt)
 	}
+	// With `cnp: ack-flag` the ACK or NAK this packet causes carries its CE mark back.
+	flag := pkt.ECN == ECNCE && n.cfg.RoCE.CNP == CNPAckFlag && n.cc != nil
 	a := f.rcv.OnData(&n.rc, pkt.Seq, int64(pkt.Payload))
 	switch a.Class {
 	case rc.InOrder:
@@ -220,24 +234,50 @@ func (c *NIC) receiveData(pkt *Packet) {
 		n.violation(fmt.Sprintf("host%d", c.Host), fmt.Sprintf("flow %d: packet at %d beyond the receive window at %d", f.id, pkt.Seq, f.rcv.Next()))
 		return
 	}
+	var ctl *Packet
 	switch a.Reply {
 	case rc.Ack:
-		c.sendCtl(f, Ack, f.rcv.Next(), 0)
+		ctl = c.newCtl(f, Ack, f.rcv.Next(), 0)
 	case rc.Nak:
 		n.stats.NAKs++
-		c.sendCtl(f, Nak, f.rcv.Next(), 0)
+		ctl = c.newCtl(f, Nak, f.rcv.Next(), 0)
 	case rc.NakSack:
 		n.stats.NAKs++
-		c.sendCtl(f, Nak, f.rcv.Next(), pkt.Seq)
+		ctl = c.newCtl(f, Nak, f.rcv.Next(), pkt.Seq)
 	}
-	if a.Complete {
+	if ctl != nil {
+		if n.ints != nil && ctl.Kind == Ack {
+			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack
+		}
+		if flag {
+			ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
+			if d, ok := n.cc.(*dcqcnCC); ok {
+				d.cnpsSent++
+			}
+		}
+		c.queueCtl(ctl)
+	}
+	if a.Complete && n.cfg.FCTEnd != FCTLastAck {
 		n.delivered(f)
 	}
 }
 
 // sendCtl queues an ACK, NAK (with a selective-repeat NAK's SACK offset) or CNP toward the
-// flow's sender, ahead of data.
-func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
+// flow's sender, ahead of data, and returns it.
+func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
+	pkt := c.newCtl(f, kind, seq, sack)
+	c.queueCtl(pkt)
+	return pkt
+}
+
+// queueCtl puts a control packet built by newCtl on the NIC's port.
+func (c *NIC) queueCtl(pkt *Packet) {
+	c.Port.enqueue(pkt)
+	c.Port.kick()
+}
+
+// newCtl builds an ACK, NAK or CNP for flow f, to be sent with queueCtl.
+func (c *NIC) newCtl(f *Flow, kind PacketKind, seq, sack int64) *Packet {
 	n := c.net
 	pkt := n.pool.get()
 	c.label(pkt, f, kind, f.dst, f.src, seq)
@@ -248,9 +288,13 @@ func (c *NIC) sendCtl(f *Flow, kind PacketKind, seq, sack int64) {
 		if n.cfg.CNPPriority > 0 {
 			pkt.Prio = n.cfg.CNPPriority // CNPs on their own strict-priority class ([NVIDIA-RoCE])
 		}
+	} else if n.cfg.AckPriority > 0 {
+		pkt.Prio = n.cfg.AckPriority // ACKs ahead of data (HPCC ns-3's ACK_HIGH_PRIO)
 	}
-	c.Port.enqueue(pkt)
-	c.Port.kick()
+	if kind == Ack && n.ints != nil {
+		pkt.Size += hpcc.StackBytes // the echoed INT header
+	}
+	return pkt
 }
 
 // label writes what every packet of flow f carries, data or control, whichever way it goes:
@@ -270,10 +314,27 @@ func (c *NIC) label(pkt *Packet, f *Flow, kind PacketKind, src, dst int32, seq i
 // receiveAck hands an ACK or NAK to the flow's sender; one that lets it send again puts it back
 // in the round robin.
 func (c *NIC) receiveAck(pkt *Packet) {
-	f := c.net.flows[pkt.Flow]
-	if f.snd.OnAck(&c.net.rc, pkt.Kind == Nak, pkt.Seq, pkt.Sack, c.net.sim.Now()) {
+	n := c.net
+	f := n.flows[pkt.Flow]
+	done := f.snd.Done()
+	if pkt.ECN == ECNCE && n.cc != nil && !done { // the CNP flag (cnp: ack-flag)
+		n.cc.Notified(f, pkt)
+	}
+	sack := pkt.Sack
+	if n.ints != nil && pkt.Kind == Ack {
+		sack = 0 // an ACK's Sack is its INT stack
+	}
+	if f.snd.OnAck(&n.rc, pkt.Kind == Nak, pkt.Seq, sack, n.sim.Now()) {
 		c.activate(f)
 		c.Port.kick()
+	}
+	if n.acker != nil && pkt.Kind == Ack {
+		n.acker.Acked(f, pkt)
+		c.activate(f) // the ACK may have opened the window
+		c.Port.kick()
+	}
+	if !done && f.snd.Done() && n.cfg.FCTEnd == FCTLastAck {
+		n.delivered(f) // the ACK of the last byte is back: the QP is complete (fct_end)
 	}
 }
 

@@ -123,6 +123,8 @@ const (
 type packetPool struct {
 	free []*Packet
 	live int64 // packets handed out and not yet returned
+	// ints, on an INT fabric, takes back the INT stack of a data packet or ACK (hpcc.go).
+	ints *intPool
 }
 
 func (p *packetPool) get() *Packet {
@@ -137,6 +139,9 @@ func (p *packetPool) get() *Packet {
 
 func (p *packetPool) put(pkt *Packet) {
 	p.live--
+	if p.ints != nil && carriesINT(pkt) {
+		p.ints.put(pkt.Sack)
+	}
 	*pkt = Packet{}
 	p.free = append(p.free, pkt)
 }

@@ -437,7 +437,7 @@ func (f *pfc) Report(res *result.Run) {
 		res.Counters["pfc_headroom_misconfigured"] = 1
 	}
 	marks := map[string]int64{}
-	if e, ok := f.n.marker.(*ecnRED); ok {
+	if e := f.n.ecnMarker(); e != nil {
 		for g, m := range e.marks {
 			if m > 0 {
 				marks[f.portName(int32(g))] = m

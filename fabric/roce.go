@@ -7,6 +7,7 @@ import (
 	"github.com/fabricsim/fabricsim/headroom"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -93,12 +94,26 @@ type RoCEConfig struct {
 	// ECNMap, when set, gives thresholds per link rate (HPCC ns-3's KMIN_MAP, KMAX_MAP,
 	// PMAX_MAP); a port whose rate is not listed scales the nearest entry by its rate.
 	ECNMap []ECNThreshold `yaml:"-"`
+	// ECNMark is when the marker reads the queue: as a packet joins it (enqueue, the default)
+	// or as it leaves (dequeue, HPCC's ns-3).
+	ECNMark ECNMarkPoint `yaml:"ecn_mark"`
 
 	// DCQCN turns on the DCQCN reaction and notification points with these parameters (keys
 	// dcqcn_g, dcqcn_rate_ai, ...); DCQCNPreset names the preset the keys not written take.
 	DCQCN       bool         `yaml:"dcqcn"`
 	DCQCNPreset string       `yaml:"dcqcn_preset"`
 	DCQCNParams dcqcn.Params `yaml:",inline"`
+	// DCQCNModel is the reaction point's state machine (paper, connectx, ns3: package dcqcn's
+	// Model); CNP is how the receiver signals: CNP packets or a flag on ACKs.
+	DCQCNModel dcqcn.Model `yaml:"dcqcn_model"`
+	CNP        CNPMode     `yaml:"cnp"`
+
+	// INT makes every switch egress append a hop record to each data packet (in-band network
+	// telemetry, 42 B on data and ACK frames); HPCC runs HPCC's senders on it ([HPCC]) with
+	// HPCCParams (keys hpcc_eta, ...). HPCC needs INT and excludes DCQCN.
+	INT        bool        `yaml:"int"`
+	HPCC       bool        `yaml:"hpcc"`
+	HPCCParams hpcc.Params `yaml:",inline"`
 
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
@@ -142,9 +157,12 @@ func DefaultRoCE() Config {
 		PauseQuanta: 65535, WatchdogRestore: 200 * units.Millisecond,
 		StormHost: -1,
 		ECN:       true, Pmax: 0.2,
-		DCQCN: true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
-		Strict:  1<<6 | 1<<7,
-		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
+		ECNMark: ECNMarkEnqueue,
+		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
+		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
+		HPCCParams: hpcc.Defaults(),
+		Strict:     1<<6 | 1<<7,
+		Weights:    [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
 	return c
 }
@@ -176,10 +194,22 @@ func (n *Network) installRoCE() error {
 		n.SetLinkFlowControl(fc)
 	}
 	if c.ECN {
-		n.marker = newECN(r)
+		if c.ECNMark == ECNMarkDequeue {
+			n.deqMarker = newECN(r)
+		} else {
+			n.marker = newECN(r)
+		}
 	}
 	if c.DCQCN {
 		n.cc = newDCQCN(r)
+	}
+	if c.INT {
+		n.ints = &intPool{}
+		n.pool.ints = n.ints
+	}
+	if c.HPCC {
+		h := newHPCC(r)
+		n.cc, n.acker = h, h
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

@@ -294,6 +294,9 @@ type stats struct {
 }
 
 func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*engine, error) {
+	if err := cfg.PacketOnly(); err != nil {
+		return nil, err
+	}
 	e := &engine{g: g, cfg: cfg, mg: mg, opt: opt, step: opt.Step, freeSlots: map[int32][]int32{}, classOf: map[uint8]int32{},
 		pathCache: map[uint64]*cachedPath{}}
 	if e.step == 0 {

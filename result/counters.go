@@ -85,9 +85,10 @@ var counters = func() map[string]CounterInfo {
 		{"pfc_watchdog_triggers", Sum, FamilyNone, "queues the PFC watchdog flushed"},
 		{"pfc_headroom_misconfigured", Max, FamilyNone, "1 when a port's headroom is below what its cable needs"},
 		{"ecn_marks", Sum, FamilyCongestionMarks, "packets ECN CE-marked at switch egress"},
-		{"cnps_sent", Sum, FamilyNone, "DCQCN congestion notification packets sent"},
-		{"cnps_received", Sum, FamilyNone, "DCQCN congestion notification packets received"},
+		{"cnps_sent", Sum, FamilyNone, "DCQCN congestion notifications sent (CNP packets, or flagged ACKs with cnp: ack-flag)"},
+		{"cnps_received", Sum, FamilyNone, "DCQCN congestion notifications received"},
 		{"dcqcn_rate_decreases", Sum, FamilyNone, "DCQCN rate cuts"},
+		{"hpcc_rate_updates", Sum, FamilyNone, "HPCC rate changes from the INT on ACKs (fabric/hpcc.go)"},
 		// InfiniBand: credits (fabric/ibcredit.go), routing (ibroute.go), IB CC (ibcc.go).
 		{"ib_credit_stall_ns", Sum, FamilyCreditStallNs, "time ports with a packet waited for credits, summed over ports and VLs"},
 		{"ib_fc_packets", Sum, FamilyNone, "flow-control (credit) packets sent"},

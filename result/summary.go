@@ -182,6 +182,12 @@ func (r *Run) WriteFlowsCSV(w io.Writer) error {
 // them when they complete. sport/dport: HPCC assigns sport per flow; we write 10000+flow ID and
 // the flow's dport 100 (HPCC's default in its flow files).
 func (r *Run) WriteHPCCFct(w io.Writer, nodeOf func(host int32) int) error {
+	return r.WriteHPCCFctStandalone(w, nodeOf, func(m *Message) int64 { return int64(m.IdealFCT) / 1000 })
+}
+
+// WriteHPCCFctStandalone is WriteHPCCFct with the last column, the standalone FCT in ns, from
+// standalone (fabricsim's ideal FCT, or HPCC's own formula: runner.HPCCStandalone).
+func (r *Run) WriteHPCCFctStandalone(w io.Writer, nodeOf func(host int32) int, standalone func(m *Message) int64) error {
 	idx := make([]int, 0, len(r.Messages))
 	for i := range r.Messages {
 		if r.Messages[i].Bytes > 0 && r.Messages[i].Done() {
@@ -195,7 +201,7 @@ func (r *Run) WriteHPCCFct(w io.Writer, nodeOf func(host int32) int) error {
 		sip := 0x0b000001 + uint32(nodeOf(m.Src))<<8
 		dip := 0x0b000001 + uint32(nodeOf(m.Dst))<<8
 		fmt.Fprintf(bw, "%08x %08x %d %d %d %d %d %d\n", sip, dip, 10000+int(m.ID), 100, m.Bytes,
-			int64(m.Start)/1000, int64(m.FCT())/1000, int64(m.IdealFCT)/1000)
+			int64(m.Start)/1000, int64(m.FCT())/1000, standalone(m))
 	}
 	return bw.Flush()
 }

@@ -143,9 +143,9 @@ var cxKnobs = []cxKnob{
 
 // cxWhy says why a knob without a fabricsim key is noted when it differs from its default.
 var cxWhy = map[string]string{
-	"rp_clamp_tgt_rate_ati":       "clamp_tgt_rate_after_time_inc is not modelled",
+	"rp_clamp_tgt_rate_ati":       "clamp_tgt_rate_after_time_inc is modelled by dcqcn_model: connectx only (dcqcn_clamp_after_timer)",
 	"rp_max_rate":                 "fabricsim's senders start and recover to line rate (rp_max_rate 0)",
-	"rp_rate_to_set_on_first_cnp": "fabricsim's first cut is alpha/2 like any other (rp_rate_to_set_on_first_cnp 0)",
+	"rp_rate_to_set_on_first_cnp": "the paper model's first cut is alpha/2 like any other (rp_rate_to_set_on_first_cnp 0); dcqcn_model: connectx takes dcqcn_rate_on_first_cnp as a fraction of the rate",
 	"rp_gd":                       "fabricsim cuts by alpha/2 (rp_gd 11 with alpha in 1/1024)",
 	"np_cnp_dscp":                 "fabricsim classifies by priority; the CNP priority is np_cnp_prio",
 	"np_cnp_prio_mode":            "fabricsim sends CNPs on np_cnp_prio",

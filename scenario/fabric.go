@@ -32,7 +32,11 @@ var kindNames = map[fabric.Kind]string{fabric.KindRoCE: "a RoCE", fabric.KindInf
 // follow from other keys.
 func (s *Scenario) decodeFabric() error {
 	f := &s.Fabric
-	*f = Fabric{Config: fabric.Defaults(f.Kind, f.IB.Generation, f.RoCE.DCQCNPreset)}
+	preset := f.RoCE.DCQCNPreset
+	if preset == "" && f.RoCE.DCQCNModel != "" {
+		preset = string(f.RoCE.DCQCNModel) // each model's parameters default to its source's
+	}
+	*f = Fabric{Config: fabric.Defaults(f.Kind, f.IB.Generation, preset)}
 	if n := s.d.Node("fabric"); n != nil {
 		if err := s.d.Decode(n, reflect.ValueOf(f).Elem(), "fabric"); err != nil {
 			return err
@@ -71,6 +75,11 @@ func (s *Scenario) validateFabric() error {
 		r := &f.RoCE
 		if m := fabric.RoCEMTU(r.NetdevMTU); has("mtu") && has("netdev_mtu") && m > 0 && int(f.MTU) > m {
 			return s.errf("fabric.mtu", "%d B does not fit netdev_mtu %d (RoCE MTU = largest IB MTU <= netdev_mtu - 96 = %d)", f.MTU, r.NetdevMTU, m)
+		}
+		for _, k := range r.DCQCNModel.Unused() {
+			if has(k) {
+				return s.errf("fabric."+k, "is not a parameter of dcqcn_model %s (its reaction point has no use for it; see docs/transports.md)", r.DCQCNModel)
+			}
 		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")

@@ -35,6 +35,10 @@ func (s *Scenario) applyHPCCConfig() error {
 		}
 	}
 	maps := map[string][]float64{}
+	// HPCC (CC_MODE 3) takes RATE_AI, U_TARGET and MI_THRESH, applied once the mode is known.
+	ccMode := 1.0
+	var hpAI units.Rate
+	var uTarget, miThresh float64 = -1, -1
 	for sc.Scan() {
 		line++
 		fields := strings.Fields(sc.Text())
@@ -65,7 +69,8 @@ func (s *Scenario) applyHPCCConfig() error {
 		switch name {
 		case "CC_MODE", "EWMA_GAIN", "RP_TIMER", "BUFFER_SIZE", "ALPHA_RESUME_INTERVAL", "RATE_DECREASE_INTERVAL",
 			"FAST_RECOVERY_TIMES", "CLAMP_TARGET_RATE", "ERROR_RATE_PER_LINK", "PACKET_PAYLOAD_SIZE", "L2_ACK_INTERVAL",
-			"L2_BACK_TO_ZERO", "ENABLE_QCN", "USE_DYNAMIC_PFC_THRESHOLD", "BYTE_COUNTER", "MIN_TIME_BETWEEN_CNPS":
+			"L2_BACK_TO_ZERO", "ENABLE_QCN", "USE_DYNAMIC_PFC_THRESHOLD", "BYTE_COUNTER", "MIN_TIME_BETWEEN_CNPS",
+			"U_TARGET", "MI_THRESH":
 			if v, err = num(); err != nil {
 				return err
 			}
@@ -92,10 +97,17 @@ func (s *Scenario) applyHPCCConfig() error {
 		}
 		switch name {
 		case "CC_MODE":
-			if v != 1 {
-				return bad(name, "CC_MODE %g is not modelled (fabricsim's RoCE runs DCQCN: CC_MODE 1)", v)
+			if v != 1 && v != 3 {
+				return bad(name, "CC_MODE %g is not modelled (fabricsim's RoCE runs DCQCN, CC_MODE 1, or HPCC, CC_MODE 3)", v)
 			}
-			set("dcqcn", func() { r.DCQCN = true })
+			ccMode = v
+			if v == 1 {
+				set("dcqcn", func() { r.DCQCN = true })
+			}
+		case "U_TARGET":
+			uTarget = v
+		case "MI_THRESH":
+			miThresh = v
 		case "ENABLE_QCN":
 			set("ecn", func() { r.ECN = v != 0 })
 			set("dcqcn", func() { r.DCQCN = v != 0 })
@@ -117,6 +129,7 @@ func (s *Scenario) applyHPCCConfig() error {
 			set("dcqcn_byte_counter", func() { p.ByteCounter = units.Size(v) })
 		case "RATE_AI":
 			set("dcqcn_rate_ai", func() { p.AI = rt })
+			hpAI = rt
 		case "RATE_HAI":
 			set("dcqcn_rate_hai", func() { p.HAI = rt })
 		case "MIN_RATE":
@@ -149,6 +162,21 @@ func (s *Scenario) applyHPCCConfig() error {
 	}
 	if err := sc.Err(); err != nil {
 		return s.errf("fabric.hpcc_config", "reading %s: %v", path, err)
+	}
+	if ccMode == 3 { // HPCC on INT; ENABLE_QCN's DCQCN gives way to it
+		h := &r.HPCCParams
+		set("int", func() { r.INT = true })
+		set("hpcc", func() { r.HPCC = true })
+		set("dcqcn", func() { r.DCQCN = false })
+		if hpAI > 0 {
+			set("hpcc_rate_ai", func() { h.AI = hpAI })
+		}
+		if uTarget >= 0 {
+			set("hpcc_eta", func() { h.Eta = uTarget })
+		}
+		if miThresh >= 0 {
+			set("hpcc_max_stage", func() { h.MaxStage = int(miThresh) })
+		}
 	}
 	// ECN maps: `n rate value ...`, rates in b/s, Kmin/Kmax in KB, Pmax a fraction.
 	if kmin, kmax := maps["KMIN_MAP"], maps["KMAX_MAP"]; kmin != nil && kmax != nil && !s.Has("fabric.ecn_kmin") {

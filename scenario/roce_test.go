@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -99,7 +100,7 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn_alpha_timer: 0\n", "fabric.dcqcn_alpha_timer", "must be positive"},
 		{"  dcqcn_byte_counter: 0\n", "fabric.dcqcn_byte_counter", "must be positive"},
 		{"  dcqcn_min_rate: 0bps\n", "fabric.dcqcn_min_rate", "must be positive"},
-		{"  dcqcn_preset: fast\n", "fabric.dcqcn_preset", "valid: paper, connectx"},
+		{"  dcqcn_preset: fast\n", "fabric.dcqcn_preset", "valid: paper, connectx, ns3"},
 		{"  ecn: false\n", "fabric.dcqcn", "needs ecn: true"},
 		{"  transport: tcp\n", "fabric.transport", "valid: gbn"},
 		{"  irn_rto_low: 1ms\n", "fabric.irn_rto_low", "above irn_rto_high"},
@@ -111,6 +112,18 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  weights: [1, 1]\n", "fabric.weights", "want 8 entries, got 2"},
 		{"  pfc: false\n  pfc_storm_host: 1\n", "fabric.pfc_storm_host", "needs pfc: true"},
 		{"  hpcc_config: nowhere.txt\n", "fabric.hpcc_config", "cannot read"},
+		{"  dcqcn_model: dctcp\n", "fabric.dcqcn_model", "valid: paper, connectx, ns3"},
+		{"  dcqcn_model: ns3\n  dcqcn_byte_counter: 10KB\n", "fabric.dcqcn_byte_counter", "not a parameter of dcqcn_model ns3"},
+		{"  dcqcn_model: ns3\n  dcqcn_alpha_init: 0.5\n", "fabric.dcqcn_alpha_init", "not a parameter of dcqcn_model ns3"},
+		{"  dcqcn_clamp_after_timer: true\n", "fabric.dcqcn_clamp_after_timer", "not a parameter of dcqcn_model paper"},
+		{"  dcqcn_model: connectx\n  dcqcn_rate_on_first_cnp: 0\n", "fabric.dcqcn_rate_on_first_cnp", "outside (0,1]"},
+		{"  ecn_mark: exit\n", "fabric.ecn_mark", "valid: enqueue, dequeue"},
+		{"  cnp: piggyback\n", "fabric.cnp", "valid: packet, ack-flag"},
+		{"  ack_priority: 9\n", "fabric.ack_priority", "outside 0..7"},
+		{"  fct_end: first-ack\n", "fabric.fct_end", "valid: delivery, last-ack"},
+		{"  dcqcn: false\n  hpcc: true\n", "fabric.hpcc", "needs in-band telemetry from the switches: set int: true"},
+		{"  int: true\n  hpcc: true\n", "fabric.hpcc", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  hpcc_eta: 1.5\n", "fabric.hpcc_eta", "outside (0,1]"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
@@ -181,10 +194,20 @@ FLOW_FILE mix/flow.txt
 	if err == nil || !strings.Contains(err.Error(), "bad.txt:1") || !strings.Contains(err.Error(), "RATE_AI") {
 		t.Errorf("bad HPCC config: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("CC_MODE 3\n"), 0o644)
-	_, err = Parse([]byte(roceScenario("  hpcc_config: hpcc.txt\n")), filepath.Join(dir, "r.yaml"), dir)
-	if err == nil || !strings.Contains(err.Error(), "CC_MODE 3") {
-		t.Errorf("CC_MODE 3: %v", err)
+	os.WriteFile(filepath.Join(dir, "timely.txt"), []byte("CC_MODE 7\n"), 0o644)
+	_, err = Parse([]byte(roceScenario("  hpcc_config: timely.txt\n")), filepath.Join(dir, "r.yaml"), dir)
+	if err == nil || !strings.Contains(err.Error(), "CC_MODE 7") {
+		t.Errorf("CC_MODE 7: %v", err)
+	}
+	// CC_MODE 3 (HPCC's mix/config.txt): HPCC on INT instead of DCQCN, its RATE_AI, U_TARGET
+	// and MI_THRESH.
+	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("ENABLE_QCN 1\nCC_MODE 3\nRATE_AI 50Mb/s\nU_TARGET 0.9\nMI_THRESH 0\n"), 0o644)
+	sc, err := Parse([]byte(roceScenario("  hpcc_config: hpcc.txt\n")), filepath.Join(dir, "r.yaml"), dir)
+	if err != nil {
+		t.Fatalf("CC_MODE 3: %v", err)
+	}
+	if r := sc.FabricConfig().RoCE; !r.HPCC || !r.INT || r.DCQCN || r.HPCCParams.Eta != 0.9 || r.HPCCParams.MaxStage != 0 || r.HPCCParams.AI != 50*units.Mbps {
+		t.Errorf("CC_MODE 3 not applied: hpcc %v int %v dcqcn %v %+v", r.HPCC, r.INT, r.DCQCN, r.HPCCParams)
 	}
 }
 
@@ -200,4 +223,35 @@ func FuzzHPCCConfig(f *testing.F) {
 		}
 		_, _ = Parse([]byte(roceScenario("  hpcc_config: c.txt\n")), filepath.Join(dir, "r.yaml"), dir)
 	})
+}
+
+// dcqcn_model picks the reaction point; its parameters default to its own source's preset
+// unless dcqcn_preset says otherwise, and the issue-19 keys reach the fabric configuration.
+func TestDCQCNModelKeys(t *testing.T) {
+	for _, c := range []struct {
+		keys  string
+		model dcqcn.Model
+		want  dcqcn.Params
+	}{
+		{"", dcqcn.ModelPaper, dcqcn.ConnectX()},
+		{"  dcqcn_model: ns3\n", dcqcn.ModelNS3, dcqcn.NS3()},
+		{"  dcqcn_model: paper\n", dcqcn.ModelPaper, dcqcn.Paper()},
+		{"  dcqcn_model: connectx\n  dcqcn_preset: paper\n", dcqcn.ModelConnectX, dcqcn.Paper()},
+	} {
+		s, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
+		if err != nil {
+			t.Fatalf("%q: %v", c.keys, err)
+		}
+		r := s.FabricConfig().RoCE
+		if r.DCQCNModel != c.model || r.DCQCNParams != c.want {
+			t.Errorf("%q: model %s params %+v, want %s %+v", c.keys, r.DCQCNModel, r.DCQCNParams, c.model, c.want)
+		}
+	}
+	s, err := Parse([]byte(roceScenario("  ecn_mark: dequeue\n  cnp: ack-flag\n  ack_priority: 7\n  fct_end: last-ack\n")), "r.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.FabricConfig(); c.RoCE.ECNMark != fabric.ECNMarkDequeue || c.RoCE.CNP != fabric.CNPAckFlag || c.AckPriority != 7 || c.FCTEnd != fabric.FCTLastAck {
+		t.Errorf("keys not applied: %+v", c)
+	}
 }

@@ -145,6 +145,7 @@ func TestUnwritableOutExitsTwo(t *testing.T) {
 		{[]string{"run", "--pcap", bad}, "--pcap " + bad},
 		{[]string{"run", "--hpcc-fct", filepath.Join(bad, "fct.txt")}, "--hpcc-fct"},
 		{[]string{"run", "--series", dir}, "--series " + dir + ": is a directory"},
+		{[]string{"run", "--hpcc-fct", filepath.Join(dir, "fct.txt"), "--hpcc-standalone", "ns3"}, "--hpcc-standalone \"ns3\": want ideal or hpcc"},
 		{[]string{"compare", "--backend", "analytic", "--out", bad}, "--out " + bad},
 		{[]string{"sweep", filepath.Join("..", "..", "examples", "sweep-small.yaml"), "--out", bad}, "--out " + bad},
 		{[]string{"sweep", filepath.Join("..", "..", "examples", "sweep-small.yaml"), "--out", dir, "--k8s-manifest", dir}, "--k8s-manifest " + dir + ": is a directory"},

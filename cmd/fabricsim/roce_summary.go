@@ -23,6 +23,9 @@ func printRoCE(w io.Writer, res *result.Run) {
 	if _, ok := c["ecn_marks"]; ok {
 		fmt.Fprintf(w, "  ecn       %.0f CE marks, %.0f CNPs, %.0f DCQCN rate cuts\n", c["ecn_marks"], c["cnps_sent"], c["dcqcn_rate_decreases"])
 	}
+	if u, ok := c["hpcc_rate_updates"]; ok {
+		fmt.Fprintf(w, "  hpcc      %.0f rate updates from INT\n", u)
+	}
 	var ports []result.PortCounters // the PFC and ECN rows (InfiniBand's carry credit stalls only)
 	for _, p := range res.Ports {
 		if p.PausesSent|p.ResumesSent|p.PausesReceived|p.ECNMarks|p.HeadroomDrops != 0 || p.PausedNs != 0 {

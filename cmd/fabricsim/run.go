@@ -43,6 +43,7 @@ type runFlags struct {
 	check    bool
 	json     bool
 	hpccFct  string
+	hpccSA   string
 	pcap     runner.PcapOptions
 	series   string
 	every    string
@@ -77,6 +78,7 @@ and prints what finished, and exits with status 130.`,
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
 	c.Flags().BoolVar(&f.json, "json", false, "print summary.json to stdout instead of the text summary")
 	c.Flags().StringVar(&f.hpccFct, "hpcc-fct", "", "also write per-flow results in HPCC ns-3 fct.txt format to this file")
+	c.Flags().StringVar(&f.hpccSA, "hpcc-standalone", "ideal", "the standalone FCT column of --hpcc-fct: ideal (fabricsim's lone-flow FCT with its framing) or hpcc (HPCC third.cc's formula: base RTT + (size + 48 B per packet) / bottleneck)")
 	c.Flags().StringVar(&f.pcap.Dir, "pcap", "", "capture packets to pcap files in this directory (one per port)")
 	c.Flags().StringVar(&f.pcap.Ports, "pcap-ports", "", "ports to capture: NODE:PORT,... with globs, e.g. 'edge0_0:*,host3:0' (default: every host's NIC port)")
 	c.Flags().Int64Var(&f.pcap.MaxPackets, "pcap-max-packets", 0, "stop capturing a port after this many packets (0 = no limit)")
@@ -132,6 +134,9 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 			}
 		}
 	}
+	if f.hpccSA != "ideal" && f.hpccSA != "hpcc" {
+		return usageErr(fmt.Errorf("--hpcc-standalone %q: want ideal or hpcc", f.hpccSA))
+	}
 	for _, o := range []struct{ flag, path string }{{"--hpcc-fct", f.hpccFct}, {"--series", f.series}} {
 		if o.path != "" {
 			if err := outpath.File(o.flag, o.path); err != nil {
@@ -183,8 +188,17 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		}
 	}
 	if f.hpccFct != "" {
+		nodeOf := func(h int32) int { return built.Graph.NodeOfHost(int(h)) }
+		standalone := func(m *result.Message) int64 { return int64(m.IdealFCT) / 1000 }
+		if f.hpccSA == "hpcc" {
+			sa, serr := runner.HPCCStandalone(built)
+			if serr != nil {
+				return usageErr(fmt.Errorf("--hpcc-standalone hpcc: %v", serr))
+			}
+			standalone = sa
+		}
 		if werr := writeFile(f.hpccFct, func(w io.Writer) error {
-			return res.WriteHPCCFct(w, func(h int32) int { return built.Graph.NodeOfHost(int(h)) })
+			return res.WriteHPCCFctStandalone(w, nodeOf, standalone)
 		}); werr != nil {
 			return failureErr(werr)
 		}

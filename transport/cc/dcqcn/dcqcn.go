@@ -46,6 +46,13 @@ type Params struct {
 	MinDecFactor float64 `yaml:"dcqcn_min_dec_factor"`
 	// ClampTarget sets the target rate to the current rate on a decrease (the paper's RT = RC).
 	ClampTarget bool `yaml:"dcqcn_clamp_target"`
+	// RateOnFirstCNP is the fraction of the rate the first CNP sets rate and target to
+	// (ConnectX rate_to_set_on_first_cnp, 0 Mb/s = full speed = 1; ns-3 RateOnFirstCnp).
+	// Models connectx and ns3.
+	RateOnFirstCNP float64 `yaml:"dcqcn_rate_on_first_cnp"`
+	// ClampAfterTimer also clamps the target on a cut when the last increase event came from
+	// the timer (ConnectX clamp_tgt_rate_after_time_inc). Model connectx.
+	ClampAfterTimer bool `yaml:"dcqcn_clamp_after_timer"`
 }
 
 // Paper is the DCQCN paper's configuration at 40 Gb/s ([DCQCN] §3, §5). The paper
@@ -58,6 +65,7 @@ func Paper() Params {
 		AI: 40 * units.Mbps, HAI: 200 * units.Mbps,
 		CNPInterval: 50 * units.Microsecond, DecreasePeriod: 0,
 		MinRate: units.Mbps, MinDecFactor: 0, ClampTarget: true,
+		RateOnFirstCNP: 1,
 	}
 }
 
@@ -73,19 +81,39 @@ func ConnectX() Params {
 		AI: 5 * units.Mbps, HAI: 50 * units.Mbps,
 		CNPInterval: 4 * units.Microsecond, DecreasePeriod: 4 * units.Microsecond,
 		MinRate: units.Mbps, MinDecFactor: 0.5, ClampTarget: false,
+		RateOnFirstCNP: 1, ClampAfterTimer: true,
 	}
 }
 
-// Preset returns a named preset: "paper" or "connectx".
+// NS3 is the DCQCN configuration of HPCC's ns-3 runs (alibaba-edu/High-Precision-Congestion-
+// Control simulation/run.py @9f4be2a9ead8, `--cc dcqcn` at 25 Gb/s): alpha timer 1 us, rate
+// decrease interval 4 us, RP timer 300 us, g 1/256, fast recovery times 1, R_AI 5 Mb/s, R_HAI
+// 50 Mb/s, min rate 1000 Mb/s, clamp target off; RateOnFirstCnp 1 (rdma-hw.cc's default).
+// The keys model ns3 does not read keep ConnectX's values.
+func NS3() Params {
+	p := ConnectX()
+	p.G = 1.0 / 256
+	p.AlphaTimer, p.DecreasePeriod, p.IncreaseTimer = units.Microsecond, 4*units.Microsecond, 300*units.Microsecond
+	p.F, p.AI, p.HAI = 1, 5*units.Mbps, 50*units.Mbps
+	p.MinRate, p.ClampTarget, p.RateOnFirstCNP = 1000*units.Mbps, false, 1
+	return p
+}
+
+// Preset returns a named preset: "paper", "connectx" or "ns3".
 func Preset(name string) (Params, error) {
 	switch name {
 	case "paper":
 		return Paper(), nil
 	case "connectx":
 		return ConnectX(), nil
+	case "ns3":
+		return NS3(), nil
 	}
-	return Params{}, fmt.Errorf("DCQCN preset %q unknown (valid: paper, connectx)", name)
+	return Params{}, fmt.Errorf("DCQCN preset %q unknown (valid: %s)", name, Presets)
 }
+
+// Presets lists the preset names as messages write them.
+const Presets = "paper, connectx, ns3"
 
 // Validate checks p and returns what is wrong with the first bad field as a
 // *yamlstrict.FieldError naming its scenario key.
@@ -116,6 +144,8 @@ func (p *Params) Validate() error {
 		return e("dcqcn_min_rate", "must be positive")
 	case !(p.MinDecFactor >= 0 && p.MinDecFactor < 1):
 		return e("dcqcn_min_dec_factor", "%g outside [0,1)", p.MinDecFactor)
+	case !(p.RateOnFirstCNP > 0 && p.RateOnFirstCNP <= 1):
+		return e("dcqcn_rate_on_first_cnp", "%g outside (0,1] (a fraction of the rate; 1 = unchanged)", p.RateOnFirstCNP)
 	}
 	return nil
 }
