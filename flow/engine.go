@@ -101,10 +101,10 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != "infiniband"); est > limit {
+	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != fabric.KindInfiniBand); est > limit {
 		return nil, nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
-	if nh == nil && cfg.Kind != "infiniband" {
+	if nh == nil && cfg.Kind != fabric.KindInfiniBand {
 		lr, err := NewLeafRoutes(g)
 		if err != nil {
 			return nil, nil, err
@@ -364,7 +364,7 @@ func (e *engine) classFor(m *msggraph.Message, id int32) (uint8, error) {
 		prio = e.cfg.DataPriority
 	}
 	if int(prio) >= e.cfg.Priorities {
-		if e.cfg.Kind != "ethernet" {
+		if e.cfg.Kind != fabric.KindEthernet {
 			return 0, fmt.Errorf("message %d (%s) uses priority %d but the fabric has %d", id, m.Tag, m.Prio, e.cfg.Priorities)
 		}
 		prio = 0

@@ -294,7 +294,7 @@ func (p *Problem) fromCompare(s *compare.Scenario, sec section, d *yamlstrict.De
 			return nil, flagOr(d, p.File, where, "%q is neither a variant of this scenario (%s) nor a built-in one (%s)", p.Variant, strings.Join(names, ", "), strings.Join(builtin, ", "))
 		}
 	}
-	if p.Base.Kind != "roce" && !d.Has("tune.params") {
+	if p.Base.Kind != fabric.KindRoCE && !d.Has("tune.params") {
 		return nil, flagOr(d, p.File, where, "%s is not a RoCE variant (its fabric kind is %s): the built-in search space is RoCE's (PFC, ECN, DCQCN); list the settings to search under tune.params", p.Variant, p.Base.Kind)
 	}
 	switch {
@@ -344,7 +344,7 @@ func (p *Problem) fromRun(s *scenario.Scenario, sec section, d *yamlstrict.Decod
 	if sec.Variant != "" {
 		return nil, d.At("tune.variant", "a run scenario has one fabric and no variants")
 	}
-	if p.Base.Kind != "roce" && !d.Has("tune.params") {
+	if p.Base.Kind != fabric.KindRoCE && !d.Has("tune.params") {
 		return nil, &yamlstrict.Error{File: p.File, Field: "fabric.kind", Msg: fmt.Sprintf("%s: the built-in search space is RoCE's (PFC, ECN, DCQCN); list this fabric's settings under tune.params to search them", p.Base.Kind)}
 	}
 	g, err := s.BuildTopology()

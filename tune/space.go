@@ -246,7 +246,7 @@ var builtinRanges = []builtinRange{
 // ranges above for the mechanisms c turns on, and the PFC headroom from what the cable needs
 // (need) to four times that.
 func builtinSpace(c fabric.Config, rate units.Rate, need units.Size) []Param {
-	if c.Kind != "roce" {
+	if c.Kind != fabric.KindRoCE {
 		return nil
 	}
 	scale := float64(rate) / 400e9
