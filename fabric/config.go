@@ -95,6 +95,10 @@ type Config struct {
 	// QPs have delivered. Messages with the same msggraph Conn (and endpoints) share the QPs'
 	// hashes, as one connection's QPs do.
 	QPsPerConn int `yaml:"qps_per_conn" fabric:"roce"`
+
+	// Faults are the run's faults and the recovery timers (faults.go); a scenario's faults:
+	// and fault_recovery: sections, resolved to the topology.
+	Faults FaultPlan `yaml:"-"`
 }
 
 // Kinds are the fabric kinds.

@@ -176,6 +176,9 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := (*Packet)(ev.P)
+		if c.net.faulty && c.net.faults.lostOnWire(c.Port, pkt) {
+			return
+		}
 		if pkt.Kind != LinkCtrl {
 			c.net.hostArrived(c.Port, pkt)
 		}

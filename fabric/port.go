@@ -95,6 +95,7 @@ const (
 	portLossy  uint8 = 1 << iota // errRate > 0
 	portCtrl                     // the link-control queue holds a frame
 	portTapped                   // tap is set (the port is captured)
+	portDown                     // the link is down (faults.go): nothing starts, a frame ending is lost
 )
 
 // setErrRate sets the probability that a frame sent on the port is lost.
@@ -200,7 +201,7 @@ func (p *Port) Peer() (sim.Handler, int32) { return p.peer, p.peerPort }
 // flow-control updates pending on the port go first, serialized back to back without events
 // (ibCredits.flushFC); the packet chosen now starts when they have left.
 func (p *Port) kick() {
-	if p.busy {
+	if p.busy || p.flags&portDown != 0 {
 		return
 	}
 	// Inline flow-control frames may still occupy the wire (until freeAt): a packet chosen now
@@ -251,6 +252,11 @@ func (p *Port) Handle(ev *sim.Event) {
 	}
 	n := p.net
 	n.packetHops++
+	if p.flags&portDown != 0 { // the link went down while the frame was on it (faults.go)
+		n.faults.wireLost++
+		n.drop(pkt, DropLinkDown)
+		return
+	}
 	if p.flags&portLossy != 0 && p.rng.Float64() < p.errRate {
 		n.drop(pkt, p.errCause)
 	} else {

@@ -1,0 +1,277 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// leafSpine2 is a 2-tier fabric: 2 leaves, 2 spines, 2 hosts per leaf, 100 Gb/s, 1 us links.
+func leafSpine2(t *testing.T) *topo.Graph {
+	t.Helper()
+	g, err := topo.LeafSpine(topo.LeafSpineSpec{Leaves: 2, Spines: 2, HostsPerLeaf: 2,
+		Host: topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond}, Uplink: topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// usedUplink returns the link of leaf's uplink that carried the most bytes in a finished run.
+func usedUplink(n *Network, leaf topo.NodeID) topo.LinkID {
+	best, bytes := topo.LinkID(-1), int64(0)
+	for _, p := range n.Switches[leaf].Ports {
+		peer := n.g.Nodes[n.g.Nodes[leaf].Ports[p.Index].Peer]
+		if peer.Kind == topo.Switch && p.TxBytes > bytes {
+			best, bytes = p.Link, p.TxBytes
+		}
+	}
+	return best
+}
+
+// The stall a link failure costs a flow that crosses it: from the failure until routing avoids
+// the link, detection plus reroute (RerouteDelay). One 8 MB flow from host 0 to host 2 of a
+// 2-tier fabric, alone on it, loses the leaf uplink it uses at 100 us; after the reroute it
+// runs alone on the other spine at the same rate, so it finishes later by the stall plus a few
+// round trips of data resent (the bytes in flight at the failure, and the wait for the next
+// retransmission timeout, at most one RTO = 1 % of the stall). Every byte is delivered once
+// (the invariant checks of --check run: conservation, each message completed once), and the
+// lost packets are counted (drop cause link_down) and resent.
+func TestLinkFailureStallIsDetectionPlusReroute(t *testing.T) {
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := DefaultFaultRecovery()
+	sweep.SMTraps, sweep.SMSweepInterval, sweep.SMReroute = false, 3*units.Millisecond, 500*units.Microsecond
+	traps := DefaultFaultRecovery()
+	traps.SMReroute = 2 * units.Millisecond
+	bfd := DefaultFaultRecovery()
+	bfd.BFDInterval, bfd.BFDMultiplier, bfd.RouteConvergence = 300*units.Microsecond, 3, 500*units.Microsecond
+	roce := DefaultRoCE()
+	cases := []struct {
+		name string
+		cfg  Config
+		rec  FaultRecovery
+		want units.Time // detection + reroute, derived by hand from rec
+	}{
+		// Trap 128 -> heavy sweep at once -> new LFTs 2 ms later.
+		{"infiniband, trap", ib, traps, 2 * units.Millisecond},
+		// No traps: the next periodic sweep, at 3 ms, finds the failure (at 100 us), 0.5 ms later the tables: 3.4 ms.
+		{"infiniband, sweep", ib, sweep, 3*units.Millisecond - 100*units.Microsecond + 500*units.Microsecond},
+		// BFD: 3 x 300 us without a packet, then 0.5 ms of route convergence: 1.4 ms.
+		{"roce, bfd", roce, bfd, 1400 * units.Microsecond},
+	}
+	const failAt = 100 * units.Microsecond
+	size := 8 * units.MB
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.rec.RerouteDelay(c.cfg.Kind, failAt, false); got != c.want {
+				t.Fatalf("RerouteDelay %v, derived %v", got, c.want)
+			}
+			g := leafSpine2(t)
+			mg := &msggraph.Graph{Endpoints: 4}
+			mg.Add(msggraph.Message{Src: 0, Dst: 2, Bytes: size})
+			cfg := c.cfg
+			cfg.RTO = c.want / 100
+			healthy := newNet(t, g, cfg)
+			run(t, healthy, mg)
+			leaf0 := g.Nodes[g.Hosts[0]].Ports[0].Peer
+			link := usedUplink(healthy, leaf0)
+			if link < 0 {
+				t.Fatal("no uplink carried the flow")
+			}
+			cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDown, Link: link, At: failAt}}, Recovery: c.rec}
+			faulty := newNet(t, g, cfg)
+			run(t, faulty, mg)
+			h, f := healthy.lastRun, faulty.lastRun
+			stall := f.Messages[0].Finish - h.Messages[0].Finish
+			t.Logf("%s: link %s down at %v; FCT %v -> %v: stall %v, derived %v; drops %v, retransmitted %d B, timeouts %d, counters %v",
+				c.name, LinkName(g, link), failAt, h.Messages[0].FCT(), f.Messages[0].FCT(), stall, c.want, f.DropsByCause, f.BytesRetransmitted, f.Timeouts, f.Counters)
+			if d := stall - c.want; d < -c.want/20 || d > c.want/20 {
+				t.Errorf("stall %v, want detection + reroute %v within 5 %%", stall, c.want)
+			}
+			if f.BytesDelivered != int64(size) {
+				t.Errorf("delivered %d B, the message has %d", f.BytesDelivered, size)
+			}
+			if f.DropsByCause["link_down"] == 0 || f.BytesRetransmitted == 0 {
+				t.Errorf("no packet lost with the link (%v) or none resent (%d B)", f.DropsByCause, f.BytesRetransmitted)
+			}
+			if f.Counters["fault_reroutes"] != 1 || f.Counters["fault_link_downs"] != 1 {
+				t.Errorf("reroutes %v, link downs %v; want 1 each", f.Counters["fault_reroutes"], f.Counters["fault_link_downs"])
+			}
+		})
+	}
+}
+
+// A link that comes back up before routing has moved costs the flow only its outage (plus a
+// retransmission timeout): the reroute that follows finds the fabric healthy again. A flap of
+// 3 cycles, 200 us down every 1 ms, on the flow's uplink (InfiniBand, traps): the flow loses at
+// least 3 x 200 us, and at most that plus one RTO per cycle and the resent bytes in flight.
+func TestLinkFlapCostsItsOutages(t *testing.T) {
+	cfg, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RTO = 20 * units.Microsecond
+	g := leafSpine2(t)
+	mg := &msggraph.Graph{Endpoints: 4}
+	mg.Add(msggraph.Message{Src: 0, Dst: 2, Bytes: 50 * units.MB})
+	healthy := newNet(t, g, cfg)
+	run(t, healthy, mg)
+	link := usedUplink(healthy, g.Nodes[g.Hosts[0]].Ports[0].Peer)
+	rec := DefaultFaultRecovery() // sm_reroute 100 ms: every flap is over long before
+	cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkFlap, Link: link, At: 100 * units.Microsecond,
+		Period: units.Millisecond, Down: 200 * units.Microsecond, Count: 3}}, Recovery: rec}
+	faulty := newNet(t, g, cfg)
+	run(t, faulty, mg)
+	stall := faulty.lastRun.Messages[0].Finish - healthy.lastRun.Messages[0].Finish
+	t.Logf("flap: stall %v, counters %v", stall, faulty.lastRun.Counters)
+	lo := 3 * 200 * units.Microsecond
+	hi := lo + 3*(cfg.RTO+10*units.Microsecond)
+	if stall < lo || stall > hi {
+		t.Errorf("3 outages of 200 us cost %v, want %v..%v", stall, lo, hi)
+	}
+	if c := faulty.lastRun.Counters; c["fault_link_downs"] != 3 || c["fault_link_ups"] != 3 {
+		t.Errorf("downs %v ups %v, want 3 each", c["fault_link_downs"], c["fault_link_ups"])
+	}
+	if faulty.lastRun.BytesDelivered != int64(50*units.MB) {
+		t.Errorf("delivered %d B", faulty.lastRun.BytesDelivered)
+	}
+}
+
+// A switch failure takes all its links: a spine of the 2-tier fabric fails under an
+// all-to-all between the leaves, and every message still completes once over the other spine
+// (RoCE and InfiniBand).
+func TestSwitchFailureReroutesAround(t *testing.T) {
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{DefaultRoCE(), ib} {
+		g := leafSpine2(t)
+		spine := topo.NodeID(len(g.Nodes) - 1)
+		rec := DefaultFaultRecovery()
+		rec.BFDInterval, rec.RouteConvergence, rec.SMReroute = 50*units.Microsecond, 50*units.Microsecond, 200*units.Microsecond
+		cfg.RTO = 10 * units.Microsecond
+		cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultSwitchDown, Node: spine, At: 20 * units.Microsecond}}, Recovery: rec}
+		mg := &msggraph.Graph{Endpoints: 4}
+		var total int64
+		for s := 0; s < 4; s++ {
+			for d := 0; d < 4; d++ {
+				if s/2 != d/2 {
+					mg.Add(msggraph.Message{Src: int32(s), Dst: int32(d), Bytes: units.MB})
+					total += int64(units.MB)
+				}
+			}
+		}
+		n := newNet(t, g, cfg)
+		run(t, n, mg)
+		r := n.lastRun
+		t.Logf("%s: end %v, counters %v, drops %v", cfg.Kind, r.SimTime, r.Counters, r.DropsByCause)
+		if r.BytesDelivered != total || r.Counters["fault_link_downs"] != 2 {
+			t.Errorf("%s: delivered %d of %d B; link downs %v (the spine has 2 links)", cfg.Kind, r.BytesDelivered, total, r.Counters["fault_link_downs"])
+		}
+	}
+}
+
+// A host whose only link goes down for good has no path: the run stops with the links named
+// instead of retrying forever.
+func TestIsolatedHostIsReported(t *testing.T) {
+	cfg := DefaultRoCE()
+	cfg.NoProgress = units.Millisecond
+	g := leafSpine2(t)
+	host2 := g.Nodes[g.Hosts[2]].Ports[0].Link
+	rec := DefaultFaultRecovery()
+	rec.BFDInterval, rec.RouteConvergence = 10*units.Microsecond, 10*units.Microsecond
+	cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDown, Link: host2, At: 10 * units.Microsecond}}, Recovery: rec}
+	mg := &msggraph.Graph{Endpoints: 4}
+	mg.Add(msggraph.Message{Src: 0, Dst: 2, Bytes: 4 * units.MB})
+	n := newNet(t, g, cfg)
+	_, err := n.Run(mg, units.MaxTime)
+	if err == nil || !strings.Contains(err.Error(), "host2-leaf1") || !strings.Contains(err.Error(), "no path") {
+		t.Fatalf("want the isolated host reported, got %v", err)
+	}
+}
+
+// A fault that begins after every message is done is an error, not a silently ignored line.
+func TestFaultAfterEndIsAnError(t *testing.T) {
+	cfg := DefaultRoCE()
+	g := leafSpine2(t)
+	cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDown, Link: 5, At: units.Second}}, Recovery: DefaultFaultRecovery()}
+	mg := &msggraph.Graph{Endpoints: 4}
+	mg.Add(msggraph.Message{Src: 0, Dst: 2, Bytes: units.MB})
+	n := newNet(t, g, cfg)
+	_, err := n.Run(mg, units.MaxTime)
+	var ae *FaultAfterEndError
+	if err == nil || !asAfterEnd(err, &ae) || ae.Fault != 0 || ae.At != units.Second {
+		t.Fatalf("want FaultAfterEndError for faults[0], got %v", err)
+	}
+}
+
+func asAfterEnd(err error, target **FaultAfterEndError) bool {
+	e, ok := err.(*FaultAfterEndError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// A degraded link serializes at its lower rate: one flow alone on a line whose middle link
+// drops to a quarter of its rate for the whole run takes the closed-form time of its bottleneck.
+func TestDegradedLinkRate(t *testing.T) {
+	cfg := DefaultEthernet()
+	g := line(2, 100*units.Gbps, units.Microsecond)
+	mid := topo.LinkID(1)
+	cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDegrade, Link: mid, Rate: 25 * units.Gbps}}, Recovery: DefaultFaultRecovery()}
+	mg := &msggraph.Graph{Endpoints: 2}
+	size := 4 * units.MB
+	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: size})
+	n := newNet(t, g, cfg)
+	run(t, n, mg)
+	fct := n.lastRun.Messages[0].FCT()
+	// The bottleneck serializes every frame at 25 Gb/s: 4 MB in 1024 frames of 4096+62+20 B.
+	frames := (int64(size) + 4095) / 4096
+	want := (25 * units.Gbps).TransmitTime(units.Size(frames * (4096 + 62 + 20)))
+	if d := fct - want; d < 0 || d > want/50 {
+		t.Errorf("FCT %v, the 25 Gb/s bottleneck alone takes %v", fct, want)
+	}
+}
+
+// Bad plans are refused by New with the fault named.
+func TestFaultPlanErrors(t *testing.T) {
+	g := leafSpine2(t)
+	rec := DefaultFaultRecovery()
+	for _, c := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Kind: FaultLinkDown, Link: 99}, "link 99 does not exist"},
+		{Fault{Kind: FaultSwitchDown, Node: 0}, "not a switch"},
+		{Fault{Kind: FaultLinkFlap, Link: 1, Period: units.Millisecond, Down: 2 * units.Millisecond, Count: 1}, "period > down"},
+		{Fault{Kind: FaultPFCStorm, Node: 4}, "not a host"},
+	} {
+		cfg := DefaultRoCE()
+		cfg.Faults = FaultPlan{Faults: []Fault{c.f}, Recovery: rec}
+		r, _ := topo.ComputeRoutes(g)
+		_, err := New(g, r, cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.f.Kind, err, c.want)
+		}
+	}
+}
+
+func TestLinkNames(t *testing.T) {
+	g := leafSpine2(t)
+	var names []string
+	for l := range g.Links {
+		names = append(names, LinkName(g, topo.LinkID(l)))
+	}
+	if got := fmt.Sprint(names); got != "[host0-leaf0 host1-leaf0 host2-leaf1 host3-leaf1 leaf0-spine0 leaf0-spine1 leaf1-spine0 leaf1-spine1]" {
+		t.Errorf("names %s", got)
+	}
+}
