@@ -96,7 +96,7 @@ func (e *engine) Handle(ev *sim.Event) {
 		}
 		if held && n.progressHeld && n.stats.BytesDelivered == n.progressMark {
 			if n.faults.isolating() {
-				n.sim.Stop(fmt.Errorf("no byte delivered for %v at %v with links down (%s) and no reroute to come: the traffic left has no path (%d of %d messages complete)",
+				n.sim.Stop(fmt.Errorf("no byte delivered for %v at %v with links down (%s) and no reroute to come: a host cut off from its peers, or retransmissions that never get through (%d of %d messages complete)",
 					n.cfg.NoProgress, n.sim.Now(), n.faults.downList(), e.done, len(e.g.Msgs)))
 				return
 			}

@@ -92,20 +92,20 @@ type FaultRecovery struct {
 	// sweep_on_trap, default TRUE: opensm/osm_subnet.c); false: it finds the change at its next
 	// periodic sweep, every SMSweepInterval from time 0 (OpenSM sweep_interval, default 10 s:
 	// include/opensm/osm_base.h OSM_DEFAULT_SWEEP_INTERVAL_SECS).
-	SMTraps         bool
-	SMSweepInterval units.Time
+	SMTraps         bool       `yaml:"sm_traps"`
+	SMSweepInterval units.Time `yaml:"sm_sweep_interval"`
 	// SMReroute is how long a heavy sweep takes from its start to new forwarding tables in
 	// every switch: discovery, routing, LFT distribution (est. 100 ms for a fabric of a few
 	// thousand ports; it grows with the fabric).
-	SMReroute units.Time
+	SMReroute units.Time `yaml:"sm_reroute"`
 	// BFDInterval and BFDMultiplier: a BFD session is declared down after BFDMultiplier
 	// intervals without a packet (RFC 5880 §6.8.4); FRRouting's bfdd (SONiC's routing stack)
 	// defaults to 300 ms and 3 (FRR doc/user/bfd.rst).
-	BFDInterval   units.Time
-	BFDMultiplier int
+	BFDInterval   units.Time `yaml:"bfd_interval"`
+	BFDMultiplier int        `yaml:"bfd_multiplier"`
 	// RouteConvergence is the time from the BFD verdict to every switch forwarding on the
 	// surviving paths: BGP withdrawal propagation and FIB updates (est. 50 ms).
-	RouteConvergence units.Time
+	RouteConvergence units.Time `yaml:"route_convergence"`
 }
 
 // DefaultFaultRecovery returns the recovery timers' defaults (see FaultRecovery).

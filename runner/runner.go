@@ -91,6 +91,10 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 	if errors.As(err, &le) {
 		return nil, b, &scenario.Error{File: s.File, Msg: err.Error()}
 	}
+	var fe *fabric.FaultAfterEndError
+	if errors.As(err, &fe) {
+		return res, b, s.FaultAfterEnd(fe.Fault, fe.At, fe.End)
+	}
 	return res, b, err
 }
 
