@@ -646,4 +646,34 @@ func (fs *faultState) Report(res *result.Run) {
 	res.Counters["fault_reroutes"] = float64(fs.reroutes)
 	res.Counters["fault_lost_on_wire_packets"] = float64(fs.wireLost)
 	res.Counters["fault_lost_at_down_port_packets"] = float64(fs.lostAtDown)
+	fs.reportStorm(res)
+}
+
+// reportStorm counts a PFC storm's victims: the ports and priorities, other than the switch
+// port facing the storming NIC, that received PAUSE (the storm spread to them), and how long
+// they were paused in total.
+func (fs *faultState) reportStorm(res *result.Run) {
+	n := fs.n
+	pf, ok := n.fc.(*pfc)
+	if !ok || pf.cfg.StormHost < 0 {
+		return
+	}
+	nic := n.NICs[pf.cfg.StormHost].Port
+	facing := n.portOf(n.g.Nodes[nic.Owner].Ports[0].Peer, nic.peerPort).gidx
+	now := n.sim.Now()
+	var victims int64
+	var paused units.Time
+	for idx, rcvd := range pf.received {
+		g := int32(idx / 8)
+		if g == facing || rcvd == 0 {
+			continue
+		}
+		victims++
+		paused += pf.pausedTime[idx]
+		if n.port(g).Paused&(1<<(idx&7)) != 0 {
+			paused += now - pf.pausedSince[idx]
+		}
+	}
+	res.Counters["fault_pfc_storm_victim_ports"] = float64(victims)
+	res.Counters["fault_pfc_storm_victim_paused_ns"] = paused.Nanoseconds()
 }

@@ -275,3 +275,58 @@ func TestLinkNames(t *testing.T) {
 		t.Errorf("names %s", got)
 	}
 }
+
+// A PFC storm (a NIC that keeps sending PAUSE) spreads without the watchdog: host 0 stops
+// draining at 50 us for 5 ms; the flow into it fills its leaf's buffer, the leaf pauses the
+// spine, the spine the other leaf, that leaf its hosts, so an innocent flow from host 3 to host
+// 1 (same class, same path through the spine) waits out the storm. The victims (ports other
+// than the one facing host 0 that were paused) are counted. With the PFC watchdog (W = 200 us;
+// SONiC and NVUE default to 200-300 ms, scaled down to keep the test short) the port facing
+// the storm is flushed W after its pause began and ignores PAUSE for the rest of the storm: no
+// victim is paused longer than W, and the innocent flow finishes within W of its time alone.
+// (With W = 200 us the watchdog fires before the leaf's buffer has filled to XOFF: no victim at
+// all; with W = 1 ms the pause has spread three ports upstream first and is undone within W.)
+func TestPFCStormSpreadsWithoutWatchdog(t *testing.T) {
+	g, err := topo.LeafSpine(topo.LeafSpineSpec{Leaves: 2, Spines: 1, HostsPerLeaf: 2,
+		Host: topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond}, Uplink: topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stormAt, stormFor := 50*units.Microsecond, 5*units.Millisecond
+	for _, W := range []units.Time{0, 200 * units.Microsecond, units.Millisecond} {
+		wd := W
+		cfg := DefaultRoCE()
+		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+		cfg.RoCE.Watchdog, cfg.RoCE.WatchdogRestore = wd, 10*units.Millisecond
+		cfg.RTO = units.Millisecond
+		cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultPFCStorm, Node: g.Hosts[0], At: stormAt, For: stormFor}}, Recovery: DefaultFaultRecovery()}
+		mg := &msggraph.Graph{Endpoints: 4}
+		mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 20 * units.MB})                             // into the storm
+		mg.Add(msggraph.Message{Src: 3, Dst: 1, Bytes: units.MB, Start: 500 * units.Microsecond}) // innocent
+		n := newNet(t, g, cfg)
+		run(t, n, mg)
+		r := n.lastRun
+		victims, paused := r.Counters["fault_pfc_storm_victim_ports"], units.Time(r.Counters["fault_pfc_storm_victim_paused_ns"]*1000)
+		inn := r.Messages[1]
+		t.Logf("watchdog %v: victims %v paused %v in total; innocent FCT %v (alone %v); triggers %v, drops %v", wd, victims, paused, inn.FCT(), inn.IdealFCT, r.Counters["pfc_watchdog_triggers"], r.DropsByCause)
+		if wd == 0 {
+			// The pause climbs three hops: spine->leaf0, leaf1->spine, host 2 and host 3.
+			if victims < 3 || inn.Finish < stormAt+stormFor {
+				t.Errorf("no watchdog: %v victims, innocent done at %v; want >= 3 victims and the innocent flow held until the storm ends at %v", victims, inn.Finish, stormAt+stormFor)
+			}
+			if paused < units.Time(victims)*stormFor/2 {
+				t.Errorf("no watchdog: victims paused %v in total, want most of the %v storm each", paused, stormFor)
+			}
+			continue
+		}
+		if r.Counters["pfc_watchdog_triggers"] != 1 {
+			t.Errorf("watchdog triggers %v, want 1 (pauses ignored for the rest of the storm)", r.Counters["pfc_watchdog_triggers"])
+		}
+		if paused > units.Time(victims)*W {
+			t.Errorf("with watchdog: %v victims paused %v in total, want at most W = %v each", victims, paused, W)
+		}
+		if inn.FCT() > inn.IdealFCT+W {
+			t.Errorf("with watchdog: innocent FCT %v, want within W of %v", inn.FCT(), inn.IdealFCT)
+		}
+	}
+}
