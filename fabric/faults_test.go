@@ -301,7 +301,7 @@ func TestPFCStormSpreadsWithoutWatchdog(t *testing.T) {
 		cfg.RTO = units.Millisecond
 		cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultPFCStorm, Node: g.Hosts[0], At: stormAt, For: stormFor}}, Recovery: DefaultFaultRecovery()}
 		mg := &msggraph.Graph{Endpoints: 4}
-		mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 20 * units.MB})                             // into the storm
+		mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 20 * units.MB})                            // into the storm
 		mg.Add(msggraph.Message{Src: 3, Dst: 1, Bytes: units.MB, Start: 500 * units.Microsecond}) // innocent
 		n := newNet(t, g, cfg)
 		run(t, n, mg)
