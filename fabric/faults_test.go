@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
@@ -327,6 +328,78 @@ func TestPFCStormSpreadsWithoutWatchdog(t *testing.T) {
 		}
 		if inn.FCT() > inn.IdealFCT+W {
 			t.Errorf("with watchdog: innocent FCT %v, want within W of %v", inn.FCT(), inn.IdealFCT)
+		}
+	}
+}
+
+// The same failure during an all-reduce: a ring of 2 ranks on different leaves (16 MB in 1 MB
+// chunks, one channel: on RoCE its chunks share one ECMP hash), placed so that one leaf uplink carries both edges of the ring (the data
+// up from leaf 0 and the data down to it), fails at 100 us. Every chunk of every step waits for
+// that link, so the collective finishes later by the stall, detection + reroute, within 5 %;
+// after the reroute both edges run on the other spine, in opposite directions, at the rate they
+// had. (Where the failed link carries only some edges of a longer ring, the others go on and the
+// stalled connection's later chunks pile up behind it; they then share its bandwidth, and the
+// collective loses more than the stall: in our message graphs chunks of one connection share a
+// link as separate flows instead of queueing in order on one QP as NCCL's do.)
+func TestLinkFailureDuringAllReduce(t *testing.T) {
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	traps := DefaultFaultRecovery()
+	traps.SMReroute = 2 * units.Millisecond
+	bfd := DefaultFaultRecovery()
+	bfd.BFDInterval, bfd.BFDMultiplier, bfd.RouteConvergence = 300*units.Microsecond, 3, 500*units.Microsecond
+	for _, c := range []struct {
+		cfg  Config
+		rec  FaultRecovery
+		want units.Time
+	}{{ib, traps, 2 * units.Millisecond}, {DefaultRoCE(), bfd, 1400 * units.Microsecond}} {
+		g := leafSpine2(t)
+		cfg := c.cfg
+		cfg.RTO = c.want / 50 // 28-40 us: above the 2-tier round trip under load, below 2 % of the stall
+		allReduce := func(a, b int32) *msggraph.Graph {
+			mg := &msggraph.Graph{Endpoints: 4}
+			if _, err := collective.Compile(mg, collective.Spec{Op: collective.AllReduce, Algo: collective.Ring, Ranks: []int32{a, b},
+				Bytes: 16 * units.MB, ChunkBytes: units.MB}); err != nil {
+				t.Fatal(err)
+			}
+			return mg
+		}
+		// The pair whose two directions share a leaf-0 uplink in the healthy run.
+		var mg *msggraph.Graph
+		var healthy *Network
+		link := topo.LinkID(-1)
+		leaf0 := g.Nodes[g.Hosts[0]].Ports[0].Peer
+		for _, pair := range [][2]int32{{0, 2}, {0, 3}, {1, 2}, {1, 3}} {
+			mg = allReduce(pair[0], pair[1])
+			healthy = newNet(t, g, cfg)
+			run(t, healthy, mg)
+			up := usedUplink(healthy, leaf0)
+			a, b := healthy.linkPorts(up)
+			down := b
+			if a.Owner != leaf0 {
+				down = a
+			}
+			if down.TxBytes > int64(units.MB) { // data, not only ACKs
+				link = up
+				break
+			}
+		}
+		if link < 0 {
+			t.Fatalf("%s: no rank pair sends both ways over one leaf-0 uplink", cfg.Kind)
+		}
+		cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDown, Link: link, At: 100 * units.Microsecond}}, Recovery: c.rec}
+		faulty := newNet(t, g, cfg)
+		run(t, faulty, mg)
+		h, f := healthy.lastRun, faulty.lastRun
+		stall := f.SimTime - h.SimTime
+		t.Logf("%s all-reduce over %s: %v -> %v, stall %v (detection + reroute %v), %d messages, drops %v", cfg.Kind, LinkName(g, link), h.SimTime, f.SimTime, stall, c.want, len(mg.Msgs), f.DropsByCause)
+		if d := stall - c.want; d < -c.want/20 || d > c.want/20 {
+			t.Errorf("%s: all-reduce stalled %v, want detection + reroute %v within 5 %%", cfg.Kind, stall, c.want)
+		}
+		if f.BytesDelivered != h.BytesDelivered || f.DropsByCause["link_down"] == 0 {
+			t.Errorf("%s: delivered %d B (healthy %d), link_down drops %d", cfg.Kind, f.BytesDelivered, h.BytesDelivered, f.DropsByCause["link_down"])
 		}
 	}
 }
