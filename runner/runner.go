@@ -93,7 +93,7 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 	}
 	var fe *fabric.FaultAfterEndError
 	if errors.As(err, &fe) {
-		return res, b, s.FaultAfterEnd(fe.Fault, fe.At, fe.End)
+		return nil, b, s.FaultAfterEnd(fe.Fault, fe.At, fe.End) // bad input: no result, exit 2
 	}
 	return res, b, err
 }
