@@ -35,8 +35,9 @@ import (
 //     initialised again, IBA vol. 1 §7.9) and is taken back into routing after the same
 //     delays (RoCE: one BFD interval for the session to come up).
 //
-// The per-packet path pays for this only in Port.kick (a flag test on a byte it already reads)
-// and, once a link has failed in the run (Network.faulty), in Switch.Handle and NIC.Handle.
+// The per-packet path pays for this with a flag test Port.Handle already makes (a down port is
+// held busy, so Port.kick needs none) and, once a link has failed in the run (Network.faulty),
+// a test in Switch.Handle and NIC.Handle.
 
 // FaultKind is what a fault does.
 type FaultKind uint8
@@ -380,6 +381,9 @@ func (fs *faultState) setLink(l topo.LinkID, down bool, now units.Time) {
 		for _, p := range []*Port{a, b} {
 			p.flags |= portDown
 			fs.flush(p)
+			if !p.busy {
+				p.hold() // (a busy port holds itself when its frame ends: Port.lost)
+			}
 		}
 	} else {
 		if fs.down[l] == 0 {
@@ -393,6 +397,10 @@ func (fs *faultState) setLink(l topo.LinkID, down bool, now units.Time) {
 		for _, p := range []*Port{a, b} {
 			p.flags &^= portDown
 			fs.flushCtrl(p)
+			if p.flags&portHeld != 0 {
+				p.busy = false
+				p.flags &^= portHeld
+			}
 		}
 		if f := n.ibfc; f != nil {
 			f.relink(a)
