@@ -44,11 +44,12 @@ type FaultKind uint8
 
 // Fault kinds.
 const (
-	FaultLinkDown    FaultKind = iota + 1 // a link goes down (for For, or to the end)
-	FaultLinkFlap                         // a link goes down and up Count times, every Period
-	FaultSwitchDown                       // every link of a switch goes down
-	FaultLinkDegrade                      // a link runs at a lower rate and/or loses frames
-	FaultPFCStorm                         // a NIC sends PFC PAUSE without end (RoCE with PFC)
+	FaultLinkDown     FaultKind = iota + 1 // a link goes down (for For, or to the end)
+	FaultLinkFlap                          // a link goes down and up Count times, every Period
+	FaultSwitchDown                        // every link of a switch goes down
+	FaultLinkDegrade                       // a link runs at a lower rate and/or loses frames
+	FaultPFCStorm                          // a NIC sends PFC PAUSE without end (RoCE with PFC)
+	FaultSlowReceiver                      // a NIC drains what it receives at Rate (slowrx.go)
 )
 
 // FaultKinds are the kinds by their scenario names, in the order docs/faults.md lists them.
@@ -57,7 +58,7 @@ var FaultKinds = []struct {
 	Name string
 }{
 	{FaultLinkDown, "link_down"}, {FaultLinkFlap, "link_flap"}, {FaultSwitchDown, "switch_down"},
-	{FaultLinkDegrade, "link_degrade"}, {FaultPFCStorm, "pfc_storm"},
+	{FaultLinkDegrade, "link_degrade"}, {FaultPFCStorm, "pfc_storm"}, {FaultSlowReceiver, "slow_receiver"},
 }
 
 func (k FaultKind) String() string {
@@ -75,14 +76,15 @@ type Fault struct {
 	Kind FaultKind
 	// Link is the link of link_down, link_flap and link_degrade.
 	Link topo.LinkID
-	// Node is the switch of switch_down, the host of pfc_storm.
+	// Node is the switch of switch_down, the host of pfc_storm and slow_receiver.
 	Node topo.NodeID
 	// At is when the fault begins; For how long it lasts (0: to the end of the run). A flap
 	// is down for Down of every Period, Count times.
 	At, For      units.Time
 	Period, Down units.Time
 	Count        int
-	// Rate and ErrorRate are a degraded link's rate (0: unchanged) and frame loss probability.
+	// Rate and ErrorRate are a degraded link's rate (0: unchanged) and frame loss probability;
+	// Rate is also a slow receiver's drain rate.
 	Rate      units.Rate
 	ErrorRate float64
 }
@@ -164,6 +166,13 @@ func (p *FaultPlan) validate(n *Network) error {
 		case FaultSwitchDown:
 			if f.Node < 0 || int(f.Node) >= len(g.Nodes) || g.Nodes[f.Node].Kind != topo.Switch {
 				return fmt.Errorf("%s: node %d is not a switch", where, f.Node)
+			}
+		case FaultSlowReceiver:
+			if f.Node < 0 || int(f.Node) >= len(g.Nodes) || g.Nodes[f.Node].Kind != topo.Host {
+				return fmt.Errorf("%s: node %d is not a host", where, f.Node)
+			}
+			if f.Rate <= 0 {
+				return fmt.Errorf("%s: a slow receiver needs its drain rate", where)
 			}
 		case FaultPFCStorm:
 			if f.Node < 0 || int(f.Node) >= len(g.Nodes) || g.Nodes[f.Node].Kind != topo.Host {
@@ -288,6 +297,15 @@ func (n *Network) installFaults() error {
 			}
 		case FaultPFCStorm:
 			// Run by PFC itself (pfc.go, opPFCStorm); only its start is checked here.
+			add(f.At, actCheck, -1, true)
+		case FaultSlowReceiver:
+			c := n.NICs[n.g.Nodes[f.Node].Host]
+			until := units.MaxTime
+			if f.For > 0 {
+				until = f.At + f.For
+			}
+			c.rx = &slowRx{n: n, c: c, rate: f.Rate, from: f.At, until: until, buf: rxBufferBytes}
+			n.faulty = true // arrivals at NICs look for the slow one (faultState.arrive)
 			add(f.At, actCheck, -1, true)
 		}
 	}
@@ -460,6 +478,15 @@ func (fs *faultState) lostOnWire(in *Port, pkt *Packet) bool {
 		n.drop(pkt, DropLinkDown)
 	}
 	return true
+}
+
+// arrive takes pkt, arriving at NIC c, when it was lost on the wire or the NIC is a slow
+// receiver that queues it (slowrx.go).
+func (fs *faultState) arrive(c *NIC, pkt *Packet) bool {
+	if fs.lostOnWire(c.Port, pkt) {
+		return true
+	}
+	return c.rx != nil && c.rx.take(pkt)
 }
 
 // dropAtDown drops pkt, which switch s routed to port out whose link is down (the forwarding
@@ -655,6 +682,16 @@ func (fs *faultState) Report(res *result.Run) {
 	res.Counters["fault_lost_on_wire_packets"] = float64(fs.wireLost)
 	res.Counters["fault_lost_at_down_port_packets"] = float64(fs.lostAtDown)
 	fs.reportStorm(res)
+	var most, pauses int64
+	for _, c := range fs.n.NICs {
+		if c.rx != nil {
+			most, pauses = max(most, c.rx.maxBytes), pauses+c.rx.pauses
+		}
+	}
+	if most > 0 || pauses > 0 {
+		res.Counters["fault_slow_receiver_max_buffer_bytes"] = float64(most)
+		res.Counters["fault_slow_receiver_pauses"] = float64(pauses)
+	}
 }
 
 // reportStorm counts a PFC storm's victims: the ports and priorities, other than the switch

@@ -90,6 +90,8 @@ var counters = func() map[string]CounterInfo {
 		{"fault_lost_at_down_port_packets", Sum, FamilyNone, "packets dropped at a port whose link was down (queued there, or forwarded to it before the reroute)"},
 		{"fault_pfc_storm_victim_ports", Sum, FamilyNone, "port-priorities other than the one facing a storming NIC that received PAUSE"},
 		{"fault_pfc_storm_victim_paused_ns", Sum, FamilyNone, "time those victim port-priorities were paused, summed"},
+		{"fault_slow_receiver_max_buffer_bytes", Max, FamilyNone, "the most bytes a slow receiver's NIC buffer held"},
+		{"fault_slow_receiver_pauses", Sum, FamilyNone, "PFC pauses a slow receiver's NIC started (refreshes not counted)"},
 		{"pfc_headroom_misconfigured", Max, FamilyNone, "1 when a port's headroom is below what its cable needs"},
 		{"ecn_marks", Sum, FamilyCongestionMarks, "packets ECN CE-marked at switch egress"},
 		{"cnps_sent", Sum, FamilyNone, "DCQCN congestion notification packets sent"},

@@ -17,13 +17,13 @@ import (
 // hosts as the topology names them (docs/topologies.md: host<h>, leaf<i>, spine<i>, edge<p>_<j>,
 // agg<p>_<i>, core<c> ...); "random" picks one with the fault's seed.
 type FaultSpec struct {
-	// Kind is link_down, link_flap, switch_down, link_degrade or pfc_storm.
+	// Kind is link_down, link_flap, switch_down, link_degrade, pfc_storm or slow_receiver.
 	Kind string `yaml:"kind"`
 	// Link is the link of link_down, link_flap and link_degrade.
 	Link string `yaml:"link"`
 	// Switch is the switch of switch_down.
 	Switch string `yaml:"switch"`
-	// Host is the NIC of pfc_storm (host index).
+	// Host is the NIC of pfc_storm and slow_receiver (host index).
 	Host int `yaml:"host"`
 	// At is when the fault begins; For how long it lasts (0 or absent: to the end of the run).
 	At  units.Time `yaml:"at"`
@@ -32,7 +32,8 @@ type FaultSpec struct {
 	Period units.Time `yaml:"period"`
 	Down   units.Time `yaml:"down"`
 	Count  int        `yaml:"count"`
-	// Rate and ErrorRate degrade a link: its new rate, its frame loss probability.
+	// Rate and ErrorRate degrade a link: its new rate, its frame loss probability. Rate is also
+	// the rate a slow receiver drains at.
 	Rate      units.Rate `yaml:"rate"`
 	ErrorRate float64    `yaml:"error_rate"`
 	// Seed draws a "random" link or switch (default: the scenario's seed).
@@ -100,7 +101,7 @@ func (s *Scenario) validateFaults() error {
 		p := indexPath("faults", i)
 		needs := map[string][]string{
 			"link_down": {"link"}, "link_flap": {"link", "period"}, "switch_down": {"switch"},
-			"link_degrade": {"link"}, "pfc_storm": {"host"},
+			"link_degrade": {"link"}, "pfc_storm": {"host"}, "slow_receiver": {"host", "rate"},
 		}
 		keys, ok := needs[f.Kind]
 		if !ok {
@@ -132,7 +133,7 @@ func (s *Scenario) validateFaults() error {
 			return s.errf(p+".count", "must be at least 1, got %d", f.Count)
 		case f.Kind == "link_degrade" && f.Rate == 0 && f.ErrorRate == 0:
 			return s.errf(p, "link_degrade needs rate (a lower one) or error_rate (0 < e < 1)")
-		case f.Kind == "link_degrade" && f.Rate < 0:
+		case (f.Kind == "link_degrade" || f.Kind == "slow_receiver") && f.Rate < 0 || f.Kind == "slow_receiver" && f.Rate == 0:
 			return s.errf(p+".rate", "must be positive")
 		case f.Kind == "link_degrade" && !(f.ErrorRate >= 0 && f.ErrorRate < 1):
 			return s.errf(p+".error_rate", "%g outside [0,1)", f.ErrorRate)
@@ -160,10 +161,12 @@ func faultTakes(kind, key string) bool {
 	case "switch":
 		return kind == "switch_down"
 	case "host":
-		return kind == "pfc_storm"
+		return kind == "pfc_storm" || kind == "slow_receiver"
 	case "period", "down", "count":
 		return kind == "link_flap"
-	case "rate", "error_rate":
+	case "rate":
+		return kind == "link_degrade" || kind == "slow_receiver"
+	case "error_rate":
 		return kind == "link_degrade"
 	}
 	return true
@@ -242,7 +245,7 @@ func (s *Scenario) resolveFaults(g *topo.Graph) (fabric.FaultPlan, error) {
 				return plan, s.errf(p+".switch", "%q is not a switch of this topology (switches are named as %s, ...; or random)", f.Switch, exampleSwitches(g))
 			}
 			out.Node = n
-		case fabric.FaultPFCStorm:
+		case fabric.FaultPFCStorm, fabric.FaultSlowReceiver:
 			if f.Host < 0 || f.Host >= len(g.Hosts) {
 				return plan, s.errf(p+".host", "host %d does not exist (valid: 0..%d)", f.Host, len(g.Hosts)-1)
 			}

@@ -30,6 +30,7 @@ func TestFaultsResolve(t *testing.T) {
   - {kind: switch_down, switch: spine0, at: 30us}
   - {kind: link_degrade, link: random, at: 1us, rate: 25Gbps}
   - {kind: pfc_storm, host: 3, at: 5us, for: 10us}
+  - {kind: slow_receiver, host: 2, at: 1us, rate: 50Gbps}
 fault_recovery:
   bfd_interval: 50ms
 `
@@ -62,6 +63,9 @@ fault_recovery:
 	if f := p.Faults[4]; g.Nodes[f.Node].Host != 3 {
 		t.Errorf("faults[4] %+v", f)
 	}
+	if f := p.Faults[5]; g.Nodes[f.Node].Host != 2 || f.Kind != fabric.FaultSlowReceiver || f.Rate != 50*units.Gbps {
+		t.Errorf("faults[5] %+v", f)
+	}
 }
 
 // Bad faults: one clear message each, at the key's line and column, saying what is valid.
@@ -81,7 +85,7 @@ faults:
 `, `f.yaml:14:47: faults[0].at: 2ms is after the run ends (duration 1ms): a fault must begin within 0..1ms`},
 		{"unknown kind", `faults:
   - {kind: link_melt, link: leaf0-spine0}
-`, `faults[0].kind: "link_melt" is not a fault kind (valid: link_down, link_flap, switch_down, link_degrade, pfc_storm)`},
+`, `faults[0].kind: "link_melt" is not a fault kind (valid: link_down, link_flap, switch_down, link_degrade, pfc_storm, slow_receiver)`},
 		{"missing link", `faults:
   - {kind: link_down, at: 1us}
 `, `faults[0]: link_down needs link`},
