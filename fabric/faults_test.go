@@ -439,3 +439,33 @@ func TestSlowReceiverDrainsAtItsRate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReroute is the cost of one reroute after a core link fails, on k=8 and k=16 fat
+// trees (128 and 1,024 hosts): the breadth-first table of every switch to every host (RoCE's
+// ECMP groups) and the subnet manager's stored LFTs (InfiniBand). Both grow with switches x
+// hosts, quadratically in the fabric (docs/faults.md).
+func BenchmarkReroute(b *testing.B) {
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []int{8, 16} {
+		for _, cfg := range []Config{DefaultRoCE(), ib} {
+			b.Run(fmt.Sprintf("%s/k=%d", cfg.Kind, k), func(b *testing.B) {
+				g, err := topo.FatTree(k, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				core := topo.LinkID(len(g.Links) - 1) // an aggregation-core link
+				cfg.Faults = FaultPlan{Faults: []Fault{{Kind: FaultLinkDown, Link: core, At: units.Microsecond}}, Recovery: DefaultFaultRecovery()}
+				n := newNet(b, g, cfg)
+				fs := n.faults
+				fs.down[core] = 1
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					fs.reroute()
+				}
+			})
+		}
+	}
+}
