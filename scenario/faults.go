@@ -172,9 +172,10 @@ func faultTakes(kind, key string) bool {
 	return true
 }
 
-// resolveFaults turns the faults into the packet backend's plan over graph g: names to links
-// and nodes, random choices drawn.
-func (s *Scenario) resolveFaults(g *topo.Graph) (fabric.FaultPlan, error) {
+// ResolveFaults turns the faults into the packet backend's plan over graph g: names to links
+// and nodes, random choices drawn. Build calls it with the scenario's topology; nccl-tests with
+// the GPU cluster built around it (whose network switches keep their names).
+func (s *Scenario) ResolveFaults(g *topo.Graph) (fabric.FaultPlan, error) {
 	plan := fabric.FaultPlan{Recovery: s.FaultRecovery}
 	if len(s.Faults) == 0 {
 		return plan, nil
