@@ -198,8 +198,6 @@ func (p *FaultPlan) validate(n *Network) error {
 			return fmt.Errorf("%s: a flap needs period > down > 0 and count >= 1", where)
 		case f.Kind == FaultLinkDegrade && (f.Rate < 0 || !(f.ErrorRate >= 0 && f.ErrorRate < 1) || f.Rate == 0 && f.ErrorRate == 0):
 			return fmt.Errorf("%s: a degraded link needs a lower rate or an error rate in (0,1)", where)
-		case f.Kind == FaultLinkDegrade && f.ErrorRate > 0 && n.cfg.Kind == "infiniband":
-			return fmt.Errorf("%s: bit errors on an InfiniBand link are not modelled after the start (give the link an error rate in the topology instead)", where)
 		}
 	}
 	return nil
@@ -584,8 +582,29 @@ func (fs *faultState) degrade(l topo.LinkID, f *Fault) {
 			}
 			p.errCause = DropCorrupt
 			p.setErrRate(f.ErrorRate)
+			if ib := n.ibfc; ib != nil {
+				ib.startRefresh(p)
+			}
 		}
 	}
+}
+
+// startRefresh gives port p, whose link has just become lossy, the periodic flow-control
+// packets of lossy links (newIBCredits): a lost credit update cannot stall a VL, and each
+// refresh carries FCTBS, which resynchronises the peer's ABR after a lost data packet.
+func (f *ibCredits) startRefresh(p *Port) {
+	for _, g := range f.refresh {
+		if g == p.gidx {
+			return
+		}
+	}
+	per := f.n.cfg.IB.FCRefresh
+	if per == 0 {
+		per = p.Rate.TransmitTime(65536)
+	}
+	f.refresh = append(f.refresh, p.gidx)
+	f.fcPeriod = append(f.fcPeriod, per)
+	f.n.sim.After(per, f, opFCRefresh, int32(len(f.refresh)-1), nil)
 }
 
 // restore gives link l back its rate and error rate.

@@ -137,8 +137,6 @@ func (s *Scenario) validateFaults() error {
 			return s.errf(p+".rate", "must be positive")
 		case f.Kind == "link_degrade" && !(f.ErrorRate >= 0 && f.ErrorRate < 1):
 			return s.errf(p+".error_rate", "%g outside [0,1)", f.ErrorRate)
-		case f.Kind == "link_degrade" && f.ErrorRate > 0 && s.Fabric.Kind == "infiniband":
-			return s.errf(p+".error_rate", "bit errors on an InfiniBand link are not modelled from a fault (give the topology's link an error rate instead); rate is")
 		case f.Kind == "pfc_storm" && (s.Fabric.Kind != "roce" || !s.Fabric.RoCE.PFC):
 			return s.errf(p+".kind", "a PFC storm needs fabric kind roce with pfc: true (the fabric is %s)", s.Fabric.Kind)
 		case f.Kind == "pfc_storm" && s.Fabric.RoCE.StormHost >= 0:
