@@ -30,6 +30,9 @@ func (analyticBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, interrupted(ctx)
 	}
+	if err := refuseFaults(Analytic, &j.Fabric); err != nil {
+		return nil, err
+	}
 	net := j.Analytic.Network
 	if net == nil {
 		routes, err := j.Net.Routes()

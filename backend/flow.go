@@ -34,6 +34,9 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, interrupted(ctx)
 	}
+	if err := refuseFaults(Flow, &j.Fabric); err != nil {
+		return nil, err
+	}
 	cfg := j.Fabric
 	cfg.Seed = j.Seed
 	work := j.Work

@@ -102,6 +102,10 @@ type Config struct {
 	// QPs have delivered. Messages with the same msggraph Conn (and endpoints) share the QPs'
 	// hashes, as one connection's QPs do.
 	QPsPerConn int `yaml:"qps_per_conn" fabric:"roce"`
+
+	// Faults are the run's faults and the recovery timers (faults.go); a scenario's faults:
+	// and fault_recovery: sections, resolved to the topology.
+	Faults FaultPlan `yaml:"-"`
 }
 
 // DefaultEthernet is the generic Ethernet-like fabric of the foundation: RoCEv2 framing, no link

@@ -74,8 +74,18 @@ func (e *engine) Handle(ev *sim.Event) {
 		// An interval is judged only if packets were in the network at both of its ends: traffic
 		// that starts late (HPCC flow files start at 2 s) or just before a check has had a whole
 		// interval to deliver its first byte before it can be called stuck.
-		held := n.pool.live > 0
+		// With faults, a link that is down holds traffic even when no packet is in the network;
+		// while the fault plan still has events to run (a reroute to come) nothing is judged.
+		held := n.pool.live > 0 || n.faults.isolating()
+		if n.faults.waiting() {
+			held = false
+		}
 		if held && n.progressHeld && n.stats.BytesDelivered == n.progressMark {
+			if n.faults.isolating() {
+				n.sim.Stop(fmt.Errorf("no byte delivered for %v at %v with links down (%s) and no reroute to come: a host cut off from its peers, or retransmissions that never get through (%d of %d messages complete)",
+					n.cfg.NoProgress, n.sim.Now(), n.faults.downList(), e.done, len(e.g.Msgs)))
+				return
+			}
 			if x, ok := n.fc.(StallExplainer); ok {
 				if why := x.ExplainStall(); why != "" {
 					n.sim.Stop(fmt.Errorf("%s: no byte delivered for %v at %v, %d packets held (%d of %d messages complete)",

@@ -34,10 +34,11 @@ const (
 	DropHeadroom        // a lossless class overflowed its PFC headroom: a misconfiguration
 	DropWatchdog        // flushed by the PFC watchdog from a queue paused too long
 	DropRandom          // injected random loss (lossy-fabric experiments)
+	DropLinkDown        // lost with a link that went down (faults.go)
 	numDropCauses
 )
 
-var dropNames = [numDropCauses]string{"buffer", "corrupt", "no_route", "headroom", "pfc_watchdog", "random_loss"}
+var dropNames = [numDropCauses]string{"buffer", "corrupt", "no_route", "headroom", "pfc_watchdog", "random_loss", "link_down"}
 
 // Stats are the run's totals.
 type Stats struct {
@@ -70,7 +71,11 @@ type Network struct {
 	ports    []Port
 	portBase []int32
 
-	capture  *Capture
+	capture *Capture
+	// faults runs the fault plan (faults.go), nil without one; faulty is set once a link has
+	// gone down: arrivals then check for packets lost on the wire.
+	faults   *faultState
+	faulty   bool
 	bins     *Bins // binned event counters (bins.go), nil unless EnableBins
 	policies       // dispatch.go
 
@@ -159,14 +164,20 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			port.peer = n.nodes[g.Nodes[i].Ports[p].Peer]
 		}
 	}
+	if err := n.prepareStorm(); err != nil {
+		return nil, err
+	}
 	var err error
-	switch cfg.Kind {
+	switch n.cfg.Kind {
 	case KindRoCE:
 		err = n.installRoCE()
 	case KindInfiniBand:
 		err = n.installInfiniBand()
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := n.installFaults(); err != nil {
 		return nil, err
 	}
 	n.rc = transportParams(&n.cfg)
@@ -231,6 +242,12 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)
 	}
 	err := n.sim.Run(until)
+	if fs := n.faults; fs != nil {
+		n.routes = fs.baseRoutes // the ideal FCTs are the healthy fabric's
+		if n.ibRouter != nil {
+			n.ibRouter.t = fs.baseTables
+		}
+	}
 	if err == nil && n.cfg.Check {
 		err = n.checkEnd()
 	}
@@ -274,6 +291,9 @@ func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 		DropsByCause: map[string]int64{}, Counters: map[string]float64{},
 	}
 	for c, v := range n.stats.Drops {
+		if c == DropLinkDown && n.faults == nil {
+			continue // only runs with faults have the cause
+		}
 		res.Drops += v
 		res.DropsByCause[dropNames[c]] = v
 	}
@@ -290,6 +310,9 @@ func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 		if r, ok := p.(Reporter); ok {
 			r.Report(res)
 		}
+	}
+	if n.faults != nil {
+		n.faults.Report(res)
 	}
 	ideal := newIdealCache(n)
 	res.Messages = make([]result.Message, len(mg.Msgs))

@@ -58,6 +58,7 @@ type NIC struct {
 	active []int32 // flows with data to send, served round robin
 	rr     int
 	wakeAt units.Time // a pending opWake, 0 if none
+	rx     *slowRx    // a slow receiver's buffer (fault slow_receiver), nil if none
 }
 
 func (c *NIC) startFlow(f *Flow) {
@@ -181,22 +182,10 @@ func (c *NIC) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opArrive:
 		pkt := (*Packet)(ev.P)
-		if pkt.Kind != LinkCtrl {
-			c.net.hostArrived(c.Port, pkt)
+		if c.net.faulty && c.net.faults.arrive(c, pkt) {
+			return
 		}
-		switch pkt.Kind {
-		case Data:
-			c.receiveData(pkt)
-		case Ack, Nak:
-			c.receiveAck(pkt)
-		case CNP:
-			if f := c.net.flows[pkt.Flow]; c.net.cc != nil && !f.snd.Done() {
-				c.net.cc.Notified(f, pkt)
-			}
-		case LinkCtrl:
-			c.net.fc.Control(c.Port, pkt)
-		}
-		c.net.pool.put(pkt)
+		c.deliver(pkt)
 	case opTimer:
 		c.timer(c.net.flows[ev.I])
 	case opWake:
@@ -205,6 +194,26 @@ func (c *NIC) Handle(ev *sim.Event) {
 		}
 		c.Port.kick()
 	}
+}
+
+// deliver hands a packet that arrived to the transport (or to link-level flow control).
+func (c *NIC) deliver(pkt *Packet) {
+	if pkt.Kind != LinkCtrl {
+		c.net.hostArrived(c.Port, pkt)
+	}
+	switch pkt.Kind {
+	case Data:
+		c.receiveData(pkt)
+	case Ack, Nak:
+		c.receiveAck(pkt)
+	case CNP:
+		if f := c.net.flows[pkt.Flow]; c.net.cc != nil && !f.snd.Done() {
+			c.net.cc.Notified(f, pkt)
+		}
+	case LinkCtrl:
+		c.net.fc.Control(c.Port, pkt)
+	}
+	c.net.pool.put(pkt)
 }
 
 // receiveData hands a data packet to the flow's receiver and applies its verdict: count it,

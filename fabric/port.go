@@ -95,6 +95,8 @@ const (
 	portLossy  uint8 = 1 << iota // errRate > 0
 	portCtrl                     // the link-control queue holds a frame
 	portTapped                   // tap is set (the port is captured)
+	portDown                     // the link is down (faults.go): a frame ending is lost
+	portHeld                     // busy is set only to hold the port while its link is down
 )
 
 // setErrRate sets the probability that a frame sent on the port is lost.
@@ -200,7 +202,7 @@ func (p *Port) Peer() (sim.Handler, int32) { return p.peer, p.peerPort }
 // flow-control updates pending on the port go first, serialized back to back without events
 // (ibCredits.flushFC); the packet chosen now starts when they have left.
 func (p *Port) kick() {
-	if p.busy {
+	if p.busy { // (also while the link is down: faults.go holds the port busy)
 		return
 	}
 	// Inline flow-control frames may still occupy the wire (until freeAt): a packet chosen now
@@ -243,6 +245,10 @@ func (p *Port) Handle(ev *sim.Event) {
 	pkt := (*Packet)(ev.P)
 	p.busy = false
 	if pkt == nil {
+		if p.flags&portDown != 0 {
+			p.hold()
+			return
+		}
 		p.kick()
 		return
 	}
@@ -251,10 +257,36 @@ func (p *Port) Handle(ev *sim.Event) {
 	}
 	n := p.net
 	n.packetHops++
-	if p.flags&portLossy != 0 && p.rng.Float64() < p.errRate {
-		n.drop(pkt, p.errCause)
-	} else {
-		n.sim.After(p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
+	if p.flags&(portLossy|portDown) != 0 && p.lost(pkt) {
+		if p.flags&portDown == 0 {
+			p.kick()
+		}
+		return
 	}
+	n.sim.After(p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
 	p.kick()
+}
+
+// lost drops pkt, which finished serializing, when the link is down (the frame was on it as it
+// failed: faults.go; the port is then held) or the link's error rate takes it.
+func (p *Port) lost(pkt *Packet) bool {
+	n := p.net
+	if p.flags&portDown != 0 {
+		n.faults.wireLost++
+		n.drop(pkt, DropLinkDown)
+		p.hold()
+		return true
+	}
+	if p.rng.Float64() < p.errRate {
+		n.drop(pkt, p.errCause)
+		return true
+	}
+	return false
+}
+
+// hold keeps a port whose link is down from starting anything (faults.go releases it at
+// link-up): it looks busy, so kick returns at once and InfiniBand's credit updates wait.
+func (p *Port) hold() {
+	p.busy = true
+	p.flags |= portHeld
 }

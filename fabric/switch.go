@@ -32,6 +32,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 	pkt.InPort = ev.I
 	pkt.InVL = pkt.Prio
 	n := s.net
+	if n.faulty && n.faults.lostOnWire(s.Ports[ev.I], pkt) {
+		return
+	}
 	if pkt.Kind == LinkCtrl {
 		n.fc.Control(s.Ports[ev.I], pkt)
 		n.pool.put(pkt)
@@ -43,6 +46,10 @@ func (s *Switch) Handle(ev *sim.Event) {
 		return
 	}
 	port := s.Ports[out]
+	if n.faulty && port.flags&portDown != 0 {
+		n.faults.dropAtDown(s, pkt)
+		return
+	}
 	var cause int
 	if n.fc != nil {
 		cause = n.ingress(s, port, pkt) // admission and arrival (dispatch.go)

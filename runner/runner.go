@@ -95,6 +95,10 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 	if errors.As(err, &le) {
 		return nil, b, &scenario.Error{File: s.File, Msg: err.Error()}
 	}
+	var fe *fabric.FaultAfterEndError
+	if errors.As(err, &fe) {
+		return nil, b, s.FaultAfterEnd(fe.Fault, fe.At, fe.End) // bad input: no result, exit 2
+	}
 	return res, b, err
 }
 

@@ -212,6 +212,9 @@ func (s *Scenario) Build() (*Built, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, s.d.Place("fabric", err)
 	}
+	if cfg.Faults, err = s.ResolveFaults(g); err != nil { // faults.go
+		return nil, err
+	}
 	return &Built{Graph: g, Routes: r, Work: w, Fabric: cfg}, nil
 }
 

@@ -11,9 +11,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fabricsim/fabricsim/yamlstrict"
-
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Scenario is one scenario file.
@@ -29,6 +29,10 @@ type Scenario struct {
 	// Fabric decodes into the packet backend's configuration (fabric.go).
 	Fabric  Fabric  `yaml:"fabric"`
 	Traffic Traffic `yaml:"traffic"`
+	// Faults are the run's faults, FaultRecovery the control plane's timers that decide how
+	// long they stall traffic (faults.go, docs/faults.md).
+	Faults        []FaultSpec          `yaml:"faults"`
+	FaultRecovery fabric.FaultRecovery `yaml:"fault_recovery"`
 	// Tune is the tune: section as written, read by `fabricsim tune` (package tune: what to
 	// search, the budget, the objective); a run ignores it.
 	Tune *yaml.Node `yaml:"tune"`

@@ -71,6 +71,7 @@ func (s *Scenario) applyDefaults() {
 	if s.Fabric.Kind == fabric.KindInfiniBand {
 		s.defaultsInfiniBand()
 	}
+	s.applyFaultDefaults() // faults.go
 	tr := &s.Traffic
 	if !s.Has("traffic.size") {
 		tr.Size = units.MB
@@ -185,5 +186,5 @@ func (s *Scenario) validate() error {
 	if tr.Hosts < 0 {
 		return s.errf("traffic.hosts", "must not be negative")
 	}
-	return nil
+	return s.validateFaults() // faults.go
 }

@@ -292,9 +292,12 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	G := srv.GPUs
-	cfg, net, err := ncclFabric(f)
+	cfg, net, scen, err := ncclFabric(f)
 	if err != nil {
 		return usageErr(err)
+	}
+	if len(scen.Faults) > 0 && f.backend != "" && f.backend != backend.Packet {
+		return usageErr(fmt.Errorf("--cluster %s has faults: they run on the packet backend only (--backend %s does not model them)", f.cluster, f.backend))
 	}
 	nodes := f.nodes
 	if net != nil && nodes == 0 {
@@ -351,6 +354,9 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := ibsm.CheckLIDs(cl.Graph); err != nil {
 			return usageErr(err)
 		}
+	}
+	if cfg.Faults, err = ncclFaults(scen, cl); err != nil {
+		return usageErr(err)
 	}
 	copts := nccl.Options{Algo: algo, Channels: f.channels, ChunkBytes: f.chunk, Root: o.Root, PXN: f.pxn}
 	if o.Root < 0 {
@@ -463,13 +469,13 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // ncclFabric returns the packet backend's configuration and, when the cluster file has a
 // topology, the network between the NICs. Both go through package scenario, so each fabric
 // kind gets the same defaults and validation as `fabricsim run`.
-func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, error) {
+func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, *scenario.Scenario, error) {
 	var data []byte
 	name := "<nccl-tests>"
 	if f.cluster != "" {
 		var err error
 		if data, err = os.ReadFile(f.cluster); err != nil {
-			return fabric.Config{}, nil, fmt.Errorf("--cluster %w", fileErr(f.cluster, "cluster file", err))
+			return fabric.Config{}, nil, nil, fmt.Errorf("--cluster %w", fileErr(f.cluster, "cluster file", err))
 		}
 		name = f.cluster
 	} else {
@@ -483,7 +489,7 @@ func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		// scenario.Parse reports it with the position.
 		_, perr := scenario.Parse(data, name, "")
-		return fabric.Config{}, nil, perr
+		return fabric.Config{}, nil, nil, perr
 	}
 	has := map[string]*yaml.Node{}
 	if len(root.Content) > 0 && root.Content[0].Kind == yaml.MappingNode {
@@ -512,7 +518,7 @@ func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, error) {
 			}
 		}
 		if kind != f.fabric {
-			return fabric.Config{}, nil, fmt.Errorf("--fabric %s but %s has fabric kind %s: change one of them", f.fabric, f.cluster, kind)
+			return fabric.Config{}, nil, nil, fmt.Errorf("--fabric %s but %s has fabric kind %s: change one of them", f.fabric, f.cluster, kind)
 		}
 	}
 	dir := ""
@@ -521,20 +527,35 @@ func ncclFabric(f *ncclFlags) (fabric.Config, *topo.Graph, error) {
 	}
 	s, err := scenario.Parse(append(append([]byte{}, data...), extra.Bytes()...), name, dir)
 	if err != nil {
-		return fabric.Config{}, nil, err
+		return fabric.Config{}, nil, nil, err
 	}
 	cfg := s.FabricConfig()
 	if err := cfg.Validate(); err != nil {
-		return fabric.Config{}, nil, fmt.Errorf("%s: fabric: %v", name, err)
+		return fabric.Config{}, nil, nil, fmt.Errorf("%s: fabric: %v", name, err)
 	}
 	if !ownTopology {
-		return cfg, nil, nil
+		return cfg, nil, s, nil
 	}
 	g, err := s.BuildTopology()
 	if err != nil {
-		return fabric.Config{}, nil, err
+		return fabric.Config{}, nil, nil, err
 	}
-	return cfg, g, nil
+	return cfg, g, s, nil
+}
+
+// ncclFaults resolves the cluster file's faults on the GPU cluster: links and switches of its
+// network by the names the file's topology gives them (the cluster keeps them; a NIC is
+// srv<s>_nic<k>). Every size's run gets the same plan; a run that ends before a fault is not
+// touched by it. PFC storms and slow receivers name a host, which a GPU cluster's NICs are not.
+func ncclFaults(s *scenario.Scenario, cl *cluster.Cluster) (fabric.FaultPlan, error) {
+	for i, f := range s.Faults {
+		if f.Kind == "pfc_storm" || f.Kind == "slow_receiver" {
+			return fabric.FaultPlan{}, fmt.Errorf("%s: faults[%d]: %s is not available in nccl-tests (it names a host; the cluster's NICs are srv<s>_nic<k> switches); link_down, link_flap, switch_down and link_degrade are", s.File, i, f.Kind)
+		}
+	}
+	plan, err := s.ResolveFaults(cl.Graph)
+	plan.AfterEndOK = true
+	return plan, err
 }
 
 func dirOf(path string) string {

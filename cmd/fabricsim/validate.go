@@ -124,7 +124,7 @@ func validateFile(path string) (string, error) {
 		}
 		return valid(fmt.Sprintf("%d items with the built-in ones", len(c.Items)), fmt.Sprintf("use it with `fabricsim compare --prices %s`", path)), nil
 	case kindCluster:
-		if _, _, err := ncclFabric(&ncclFlags{cluster: path}); err != nil {
+		if _, _, _, err := ncclFabric(&ncclFlags{cluster: path}); err != nil {
 			return "", err
 		}
 		return valid("", fmt.Sprintf("use it with `fabricsim nccl-tests all_reduce_perf --cluster %s`", path)), nil
