@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"github.com/fabricsim/fabricsim/fabric"
 	"math"
 	"time"
 
@@ -178,6 +179,9 @@ func (autoBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if why := PacketOnly(&j.Fabric); why != "" {
+		c = ChoosePacket(why, e)
+	}
 	b, err := Lookup(c.Backend)
 	if err != nil {
 		return nil, err
@@ -187,4 +191,24 @@ func (autoBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		res.BackendReason = c.Reason
 	}
 	return res, err
+}
+
+// PacketOnly says why a fabric configuration must run on the packet backend whatever its
+// size ("" when the flow backend models all of it): faults (backend/faults.go) and the packet-only
+// settings of fabric.Config.PacketOnly (ECN at dequeue, the ns-3 and ConnectX DCQCN models, CNP
+// as an ACK flag, ACK priority, HPCC, fct_end last-ack). Auto then runs packet instead of giving
+// a flow run that would refuse them.
+func PacketOnly(cfg *fabric.Config) string {
+	if n := len(cfg.Faults.Faults); n > 0 {
+		return fmt.Sprintf("%d fault(s) in the scenario, which only the packet backend models", n)
+	}
+	if err := cfg.PacketOnly(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// ChoosePacket is the choice auto makes for a job that needs the packet backend.
+func ChoosePacket(why string, e Estimate) Choice {
+	return Choice{Packet, fmt.Sprintf("packet: %s (estimated %s packet events, about %s on the packet backend)", why, events(e.Events()), approx(e.CPU()))}
 }

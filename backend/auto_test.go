@@ -88,3 +88,35 @@ func TestAutoRuns(t *testing.T) {
 		t.Errorf("packet %v, flow %v: differ by %.1f %%", fin[0], fin[1], 100*d)
 	}
 }
+
+// TestAutoPacketOnly: a job the flow backend does not model (an ECN marking point or a DCQCN
+// model only the packet backend has, a fault) runs on the packet backend under auto even when
+// its estimate is far above the budget, and the reason names what forced it.
+func TestAutoPacketOnly(t *testing.T) {
+	g := &msggraph.Graph{Endpoints: 2}
+	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.MiB})
+	roce := fabric.DefaultRoCE()
+	roce.RoCE.ECNMark = fabric.ECNMarkDequeue
+	faulty := fabric.DefaultEthernet()
+	faulty.Faults.Faults = []fabric.Fault{{Kind: fabric.FaultLinkDown, At: units.Second}}
+	for _, c := range []struct {
+		name string
+		cfg  fabric.Config
+		why  string
+	}{
+		{"ecn_mark dequeue", roce, "ecn_mark"},
+		{"a fault", faulty, "1 fault(s)"},
+	} {
+		if why := PacketOnly(&c.cfg); !strings.Contains(why, c.why) {
+			t.Errorf("%s: PacketOnly %q, want it to name %q", c.name, why, c.why)
+		}
+		e := Estimate{PacketHops: 1e12}
+		if got := ChoosePacket(PacketOnly(&c.cfg), e); got.Backend != Packet || !strings.Contains(got.Reason, c.why) {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+	}
+	plain := fabric.DefaultRoCE()
+	if why := PacketOnly(&plain); why != "" {
+		t.Errorf("default RoCE: PacketOnly %q, want none (the flow backend models it)", why)
+	}
+}

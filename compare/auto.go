@@ -15,7 +15,11 @@ import (
 // for all variants: the comparison stays between fabrics, never between backends. fromFlag
 // says whether --backend (Options.Backend) named it rather than the scenario.
 func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, error) {
+	classes := s.jobClasses()
 	if name != backend.Auto {
+		if classes && (name == backend.Flow || name == backend.Analytic) {
+			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which only the packet backend models; use --backend packet or auto", name)}
+		}
 		why := "the scenario's backend"
 		if fromFlag {
 			why = "--backend"
@@ -50,5 +54,24 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	if err != nil {
 		return backend.Choice{}, &Error{File: s.File, Msg: "--auto-budget: " + err.Error()}
 	}
+	if classes {
+		return backend.ChoosePacket("the jobs run in traffic classes, which only the packet backend models", total), nil
+	}
+	for _, v := range variants {
+		if why := backend.PacketOnly(&v.Fabric); why != "" {
+			return backend.ChoosePacket("variant "+v.Name+": "+why, total), nil
+		}
+	}
 	return c, nil
+}
+
+// jobClasses says whether a shared-cluster scenario puts its jobs in traffic classes (any
+// job's class set): the flow and analytic backends have one class per link.
+func (s *Scenario) jobClasses() bool {
+	for _, j := range s.Jobs {
+		if j.Class != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,11 +1,15 @@
 package compare
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fabricsim/fabricsim/backend"
 )
 
 // shared is two jobs on a 3:1 cluster of 12 servers x 2 GPUs (radix 8: 6 servers and 2 uplinks
@@ -221,5 +225,31 @@ func TestCheckpointBackground(t *testing.T) {
 	}
 	if v := iso[0].Slowdown; v > 0.05 || iso[1].Shared <= equal[1].Shared {
 		t.Errorf("isolated: victim slowdown %.1f %% (want < 5 %%), writes %s (want slower than %s)", 100*v, seconds(iso[1].Shared), seconds(equal[1].Shared))
+	}
+}
+
+// TestJobClassesNeedPacket: jobs in traffic classes run on the packet backend only (the flow and
+// analytic backends have one class per link): auto chooses packet even with a budget that would
+// send the compare to flow, and a named flow or analytic backend is refused.
+func TestJobClassesNeedPacket(t *testing.T) {
+	s, err := Parse([]byte(fmt.Sprintf(shared, 1, "ib-ndr")), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the choice is made before any simulation; a cancelled run returns at once
+	r, err := Run(ctx, s, Options{Backend: backend.Auto, AutoBudget: time.Nanosecond})
+	if !errors.Is(err, ErrInterrupted) || r == nil {
+		t.Fatalf("cancelled run: %v", err)
+	}
+	if v := r.Variants[0]; v.Backend != backend.Packet || !strings.Contains(v.BackendReason, "traffic classes") {
+		t.Errorf("auto with a 1 ns budget: %s, %q; want packet for the traffic classes", v.Backend, v.BackendReason)
+	}
+	for _, b := range []backend.Name{backend.Flow, backend.Analytic} {
+		_, err := Run(context.Background(), s, Options{Backend: b})
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "only the packet backend models") {
+			t.Errorf("backend %s: err %v, want an input error naming the traffic classes", b, err)
+		}
 	}
 }
