@@ -128,6 +128,7 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn: false\n  int: true\n  hpcc: true\n  dctcp: true\n", "fabric.dctcp", "choose one"},
 		{"  dcqcn: false\n  ecn: false\n  dctcp: true\n", "fabric.dctcp", "needs ecn: true"},
 		{"  dcqcn: false\n  dctcp: true\n  dctcp_g: 2\n", "fabric.dctcp_g", "outside (0,1]"},
+		{"  dctcp_g: 0.5\n", "fabric.dctcp_g", "set dctcp: true"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
