@@ -84,6 +84,8 @@ func (c *Config) PacketOnly() error {
 			return e("ecn_mark", "%s: %s", r.ECNMark, why)
 		case r.INT || r.HPCC:
 			return e("hpcc", "in-band telemetry and HPCC: %s", why)
+		case r.DCTCP:
+			return e("dctcp", "DCTCP windows: %s", why)
 		case c.AckPriority != 0:
 			return e("ack_priority", "%d: %s", c.AckPriority, why)
 		}

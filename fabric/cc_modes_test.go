@@ -160,6 +160,7 @@ func TestPacketOnly(t *testing.T) {
 		{func(c *Config) { c.RoCE.ECNMark = ECNMarkDequeue }, "ecn_mark"},
 		{func(c *Config) { c.AckPriority = 7 }, "ack_priority"},
 		{func(c *Config) { c.FCTEnd = FCTLastAck }, "fct_end"},
+		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.DCTCP = false, true }, "dctcp"},
 	} {
 		cfg := DefaultRoCE()
 		c.edit(&cfg)

@@ -401,6 +401,19 @@ func (c *Config) validateRoCE() error {
 			return err
 		}
 	}
+	if r.DCTCP {
+		switch {
+		case r.DCQCN:
+			return e("dctcp", "DCTCP and DCQCN would both set the senders' pace: set dcqcn: false")
+		case r.HPCC:
+			return e("dctcp", "DCTCP and HPCC would both set the senders' windows: choose one")
+		case !r.ECN:
+			return e("dctcp", "DCTCP needs ecn: true (its switches mark at K: ecn_kmin = ecn_kmax = K, ecn_pmax 1)")
+		}
+		if err := r.DCTCPParams.Validate(); err != nil {
+			return err
+		}
+	}
 	if r.DCQCN {
 		if !r.ECN {
 			return e("dcqcn", "DCQCN needs ecn: true (its congestion point is ECN marking)")

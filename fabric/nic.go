@@ -226,7 +226,8 @@ func (c *NIC) receiveData(pkt *Packet) {
 		n.cc.Received(c, f, pkt)
 	}
 	// With `cnp: ack-flag` the ACK or NAK this packet causes carries its CE mark back.
-	flag := pkt.ECN == ECNCE && n.cfg.RoCE.CNP == CNPAckFlag && n.cc != nil
+	// DCTCP echoes every mark on the ACK ([DCTCP] §3.1) whatever `cnp` says.
+	flag := pkt.ECN == ECNCE && (n.cfg.RoCE.CNP == CNPAckFlag || n.cfg.RoCE.DCTCP) && n.cc != nil
 	a := f.rcv.OnData(&n.rc, pkt.Seq, int64(pkt.Payload))
 	switch a.Class {
 	case rc.InOrder:

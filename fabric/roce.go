@@ -7,6 +7,7 @@ import (
 	"github.com/fabricsim/fabricsim/headroom"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
+	"github.com/fabricsim/fabricsim/transport/cc/dctcp"
 	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -115,6 +116,11 @@ type RoCEConfig struct {
 	HPCC       bool        `yaml:"hpcc"`
 	HPCCParams hpcc.Params `yaml:",inline"`
 
+	// DCTCP runs DCTCP-style windows ([DCTCP]; fabric/dctcp.go) with DCTCPParams (dctcp_g):
+	// ECN echoed on ACKs, the window cut by alpha/2 once per window. It excludes DCQCN and HPCC.
+	DCTCP       bool         `yaml:"dctcp"`
+	DCTCPParams dctcp.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -160,9 +166,9 @@ func DefaultRoCE() Config {
 		ECNMark: ECNMarkEnqueue,
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
-		HPCCParams: hpcc.Defaults(),
-		Strict:     1<<6 | 1<<7,
-		Weights:    [8]int{1, 1, 1, 1, 1, 1, 1, 1},
+		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(),
+		Strict:  1<<6 | 1<<7,
+		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
 	return c
 }
@@ -210,6 +216,10 @@ func (n *Network) installRoCE() error {
 	if c.HPCC {
 		h := newHPCC(r)
 		n.cc, n.acker = h, h
+	}
+	if c.DCTCP {
+		d := newDCTCP(r)
+		n.cc, n.acker = d, d
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

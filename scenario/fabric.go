@@ -81,6 +81,9 @@ func (s *Scenario) validateFabric() error {
 				return s.errf("fabric."+k, "is not a parameter of dcqcn_model %s (its reaction point has no use for it; see docs/transports.md)", r.DCQCNModel)
 			}
 		}
+		if has("dctcp_g") && !r.DCTCP {
+			return s.errf("fabric.dctcp_g", "is a parameter of DCTCP: set dctcp: true (and dcqcn: false), or leave it out")
+		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
 		}

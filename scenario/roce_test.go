@@ -124,6 +124,11 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn: false\n  hpcc: true\n", "fabric.hpcc", "needs in-band telemetry from the switches: set int: true"},
 		{"  int: true\n  hpcc: true\n", "fabric.hpcc", "set dcqcn: false"},
 		{"  dcqcn: false\n  int: true\n  hpcc: true\n  hpcc_eta: 1.5\n", "fabric.hpcc_eta", "outside (0,1]"},
+		{"  dctcp: true\n", "fabric.dctcp", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  dctcp: true\n", "fabric.dctcp", "choose one"},
+		{"  dcqcn: false\n  ecn: false\n  dctcp: true\n", "fabric.dctcp", "needs ecn: true"},
+		{"  dcqcn: false\n  dctcp: true\n  dctcp_g: 2\n", "fabric.dctcp_g", "outside (0,1]"},
+		{"  dctcp_g: 0.5\n", "fabric.dctcp_g", "set dctcp: true"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
