@@ -1,9 +1,11 @@
 package compare
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/report"
 	"github.com/fabricsim/fabricsim/scenario"
+	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
 // Fault is one entry of a compare's faults: list: a run scenario's fault (docs/faults.md),
@@ -20,6 +23,41 @@ import (
 type Fault struct {
 	scenario.FaultSpec `yaml:",inline"`
 	Step               int `yaml:"step" json:"step,omitempty"`
+}
+
+// MarshalJSON writes the fault as the file writes it: its keys, times and rates in units
+// ("1ms", "25Gbps"), unset keys left out.
+func (f Fault) MarshalJSON() ([]byte, error) {
+	m := yamlKeys(reflect.ValueOf(f))
+	if f.Host < 0 {
+		delete(m, "host") // no host: the fault is not a NIC's
+	}
+	return json.Marshal(m)
+}
+
+// FaultTimers are the control planes' timers of a compare's fault_recovery: section.
+type FaultTimers struct {
+	fabric.FaultRecovery `yaml:",inline"`
+}
+
+// MarshalJSON writes the timers by their keys, in units.
+func (r FaultTimers) MarshalJSON() ([]byte, error) { return json.Marshal(yamlKeys(reflect.ValueOf(r))) }
+
+// yamlKeys is struct v's non-zero fields by their YAML keys, units types as their strings.
+func yamlKeys(v reflect.Value) map[string]any {
+	out := map[string]any{}
+	for _, f := range yamlstrict.Fields(v.Type()) {
+		x := v.FieldByIndex(f.Index)
+		if x.IsZero() {
+			continue
+		}
+		if s, ok := x.Interface().(fmt.Stringer); ok {
+			out[f.Key] = s.String()
+		} else {
+			out[f.Key] = x.Interface()
+		}
+	}
+	return out
 }
 
 // FaultLoss is the time a variant lost to one fault: its steps simulated with their faults
@@ -53,14 +91,14 @@ func (s *Scenario) faultsCheck() error {
 	for i := range s.Faults {
 		specs[i] = s.Faults[i].FaultSpec
 	}
-	fs, err := scenario.FaultsFrom(s.d, s.Seed, specs, s.FaultRecovery)
+	fs, err := scenario.FaultsFrom(s.d, s.Seed, specs, s.FaultRecovery.FaultRecovery)
 	if err != nil {
 		return err
 	}
 	for i := range s.Faults {
 		s.Faults[i].FaultSpec = fs.Faults[i]
 	}
-	s.FaultRecovery = fs.FaultRecovery
+	s.FaultRecovery.FaultRecovery = fs.FaultRecovery
 	s.faultScen = fs
 	if err := s.faultSteps(); err != nil {
 		return err

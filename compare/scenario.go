@@ -12,7 +12,6 @@ import (
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/chakra"
 	"github.com/fabricsim/fabricsim/datapath"
-	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/training"
@@ -51,8 +50,8 @@ type Scenario struct {
 	opJob []int  // jobs: each plan op's job
 	// Faults hit every variant's steps (faults.go, docs/faults.md); FaultRecovery are the
 	// control planes' timers, as in a run scenario.
-	Faults        []Fault              `yaml:"faults" json:"faults,omitempty"`
-	FaultRecovery fabric.FaultRecovery `yaml:"fault_recovery" json:"fault_recovery"`
+	Faults        []Fault     `yaml:"faults" json:"faults,omitempty"`
+	FaultRecovery FaultTimers `yaml:"fault_recovery" json:"fault_recovery,omitzero"`
 	faultScen     *scenario.Scenario
 	// Trace is a workload replayed from Chakra traces (trace.go); Workload is then nil.
 	Trace *TraceWorkload `yaml:"-" json:"trace,omitempty"`
