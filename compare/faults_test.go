@@ -2,9 +2,12 @@ package compare
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/fabricsim/fabricsim/fabric"
 )
 
 // faultCompare is two servers of one GPU on two leaves (radix 3 at 0.5:1: one NIC and two
@@ -105,5 +108,27 @@ func TestFaultBadInput(t *testing.T) {
 		if _, ok := err.(*Error); !ok {
 			t.Errorf("%s -> %s: %T is not a scenario error (exit 2)", c.from, c.to, err)
 		}
+	}
+}
+
+// A fault without a step hits every step, one with a step only that one; the time lost is the
+// mean over a fault's steps of faulted - clean, and faults in the same step are named together.
+func TestFaultLossesBySteps(t *testing.T) {
+	src := strings.Replace(faultCompare, "  - {kind: link_down, link: rail0_leaf0-spine0, at: 1ms, step: 2}",
+		"  - {kind: link_down, link: rail0_leaf0-spine0, at: 1ms}\n  - {kind: switch_down, switch: spine1, at: 2ms, step: 2}", 1)
+	s, err := Parse([]byte(src), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.faultsOf(0), s.faultsOf(1)); got != "[0] [0 1]" {
+		t.Errorf("faults of steps 1 and 2: %s, want [0] [0 1]", got)
+	}
+	ls := s.faultLosses(fabric.KindRoCE, map[int]float64{0: 1, 1: 1}, map[int]float64{0: 1.5, 1: 2})
+	if got := fmt.Sprintf("%v %v %g %v %v %g", ls[0].Steps, ls[0].With, ls[0].Lost, ls[1].Steps, ls[1].With, ls[1].Lost); got != "[1 2] [1] 0.75 [2] [0] 1" {
+		t.Errorf("losses: %s, want [1 2] [1] 0.75 [2] [0] 1", got)
+	}
+	// RoCE: 3 x 400 us + 200 us after the failure, whenever it comes.
+	if ls[1].Recovery != 1.4e-3 {
+		t.Errorf("switch_down recovery %g s, want 1.4e-3", ls[1].Recovery)
 	}
 }
