@@ -104,6 +104,9 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	if len(r.Scenario.Jobs) > 0 {
 		page.Sections = append(page.Sections, r.jobsSection()) // jobs.go
 	}
+	if len(r.Scenario.Faults) > 0 {
+		page.Sections = append(page.Sections, r.faultsSection()) // faults.go
+	}
 
 	// Collective completion CDFs.
 	cdf := &report.Lines{Title: "Network collective completion time (CDF)", XLabel: "completion time", YLabel: "fraction of collectives",

@@ -148,6 +148,8 @@ type VariantResult struct {
 	Omitted []string `json:"backend_omits,omitempty"`
 	// Jobs is each job's step time alone and shared, on a shared cluster (jobs.go).
 	Jobs []JobResult `json:"jobs,omitempty"`
+	// Faults is the time lost to each of the scenario's faults (faults.go).
+	Faults []FaultLoss `json:"faults,omitempty"`
 
 	collDurations []float64
 }

@@ -147,6 +147,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			variants = append(variants, v)
 		}
 	}
+	if err := s.faultSteps(); err != nil { // faults.go: --steps may have cut the steps
+		return nil, err
+	}
+	if len(s.Faults) > 0 && opt.Fidelity == FidelityClasses {
+		return nil, &Error{File: s.File, Msg: "--fidelity classes: the scenario has faults, which hit whole steps (valid: auto, full)"}
+	}
 	if err := s.checkLIDs(variants); err != nil {
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		mode = opt.Fidelity
 	}
 	packets := s.stepPackets(plan)
-	full := mode == FidelityFull || mode == FidelityAuto && (packets <= FullStepPackets || len(s.Jobs) > 0)
+	full := mode == FidelityFull || mode == FidelityAuto && (packets <= FullStepPackets || len(s.Jobs) > 0 || len(s.Faults) > 0)
 	graphs := make([]*msggraph.Graph, len(cls))
 	ranges := make([][][2]int, len(cls))
 	var opDone []msggraph.ID
@@ -235,12 +241,32 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	backendName = choice.Backend
 
-	type job struct{ v, k, c int }
+	// A faulted step (faults.go) runs once more with its faults, with the seed and compute noise
+	// of its clean run: the step's time, and the clean run's the time lost.
+	var fplans *faultPlans
+	faulted := make([]map[int]*classRun, len(variants))
+	if len(s.Faults) > 0 {
+		if fplans, err = s.resolveFaultPlans(vnet); err != nil {
+			return nil, err
+		}
+	}
+	type job struct {
+		v, k, c int
+		fault   bool
+	}
 	var jobs []job
 	for v := range variants {
+		faulted[v] = map[int]*classRun{}
 		for k := 0; k < nruns; k++ {
 			for c := range graphs {
-				jobs = append(jobs, job{v, k, c})
+				jobs = append(jobs, job{v: v, k: k, c: c})
+			}
+		}
+		if fplans != nil {
+			for k := range s.Steps {
+				if _, ok := fplans.index[k]; ok {
+					jobs = append(jobs, job{v: v, k: k, c: 0, fault: true})
+				}
 			}
 		}
 	}
@@ -281,11 +307,17 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				if full {
 					g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
 				}
-				r, err := runClass(ctx, backendName, vnet[j.v], v, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
+				cfg := v.Fabric
+				if j.fault {
+					cfg.Faults = fplans.plan[vnet[j.v]][j.k]
+				}
+				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
 				if err != nil && ctx.Err() != nil {
 					continue // cut short by the interrupt: the job stays unfinished
 				}
-				if err != nil {
+				if ferr := s.faultError(fplans, j.k, err); j.fault && ferr != nil {
+					err = ferr // bad input: a fault after the step ended, at its line
+				} else if err != nil {
 					what := "the whole step"
 					if !full {
 						what = cls[j.c].Key
@@ -296,7 +328,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				runs[j.v][j.k][j.c] = r
+				if j.fault {
+					if r != nil {
+						faulted[j.v][j.k] = r
+					}
+				} else {
+					runs[j.v][j.k][j.c] = r
+				}
 				done++
 				if opt.Progress != nil {
 					opt.Progress(done, len(jobs))
@@ -321,19 +359,25 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
-			if !slices.Contains(runs[vi][runOf(k)], nil) {
+			_, needF := fplans.step(k)
+			if !slices.Contains(runs[vi][runOf(k)], nil) && (!needF || faulted[vi][k] != nil) {
 				finished = append(finished, k)
 			}
 		}
 		vr.StepsFinished = len(finished)
 		vr.Unfinished = len(finished) < s.Steps
+		cleanT, faultedT := map[int]float64{}, map[int]float64{}
 		for _, k := range finished {
 			var in stepInput
 			nz := s.drawNoise(plan, k) // nil without compute noise
 			if nz != nil && nz.slow > 0 {
 				vr.SlowGPUSteps++
 			}
-			if full {
+			if fr := faulted[vi][k]; fr != nil {
+				faultedT[k] = s.replay(plan, s.fullInput(plan, opDone, fr), false).StepTime
+				cleanT[k] = s.replay(plan, s.fullInput(plan, opDone, runs[vi][runOf(k)][0]), false).StepTime
+				in = s.fullInput(plan, opDone, fr) // the step as it ran, with its faults
+			} else if full {
 				in = s.fullInput(plan, opDone, runs[vi][runOf(k)][0]) // the run had the noise
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
@@ -355,6 +399,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					vr.Counters[name] += x / float64(len(finished))
 				}
 			}
+		}
+		if len(s.Faults) > 0 {
+			vr.Faults = s.faultLosses(v.Fabric.Kind, cleanT, faultedT)
+		}
+		for _, r := range faulted[vi] {
+			vr.Events += r.Events
+			vr.SimWall += r.Wall
 		}
 		for k := range runs[vi] {
 			for _, r := range runs[vi][k] {
@@ -389,11 +440,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time.
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, v *Variant, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
-	job := &backend.Job{Work: mg, Net: net, Fabric: v.Fabric, Seed: seed,
-		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, v.Fabric)}}
+	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed,
+		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
 	if name == backend.Packet {
 		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {
 			out.Bins = n.EnableBins(units.Nanosecond) // coarsened to at most fabric.MaxBins as the run goes

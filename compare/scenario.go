@@ -13,6 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/chakra"
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/gpu"
+	"github.com/fabricsim/fabricsim/scenario"
 	"github.com/fabricsim/fabricsim/training"
 	"github.com/fabricsim/fabricsim/units"
 	"github.com/fabricsim/fabricsim/yamlstrict"
@@ -47,6 +48,11 @@ type Scenario struct {
 	// docs/jobs.md); Workload is then nil.
 	Jobs  []*Job `yaml:"jobs" json:"jobs,omitempty"`
 	opJob []int  // jobs: each plan op's job
+	// Faults hit every variant's steps (faults.go, docs/faults.md); FaultRecovery are the
+	// control planes' timers, as in a run scenario.
+	Faults        []Fault     `yaml:"faults" json:"faults,omitempty"`
+	FaultRecovery FaultTimers `yaml:"fault_recovery" json:"fault_recovery,omitzero"`
+	faultScen     *scenario.Scenario
 	// Trace is a workload replayed from Chakra traces (trace.go); Workload is then nil.
 	Trace *TraceWorkload `yaml:"-" json:"trace,omitempty"`
 	// VariantList is the variants: list as written, Variants the variants it resolves to.
@@ -179,6 +185,9 @@ func Parse(data []byte, name, dir string) (*Scenario, error) {
 		return nil, err
 	}
 	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.faultsCheck(); err != nil { // faults.go
 		return nil, err
 	}
 	if err := s.loadVariants(); err != nil {

@@ -65,6 +65,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := r.writeJobs(w); err != nil { // jobs.go
 		return err
 	}
+	r.writeFaults(w) // faults.go
 	if r.Interrupted {
 		fmt.Fprintf(w, "\n  interrupted: figures are over the finished steps only;")
 		sep := " unfinished:"

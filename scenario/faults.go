@@ -294,3 +294,24 @@ func exampleSwitches(g *topo.Graph) string {
 func (s *Scenario) FaultAfterEnd(i int, at, end units.Time) error {
 	return s.errf(indexPath("faults", i)+".at", "%v is after the run ended at %v (every message was done): a fault must begin before the last message completes, or set duration", at, end)
 }
+
+// FaultsFrom checks a faults: list and fault_recovery: section that another kind of file (a
+// compare scenario) decoded with d at the same top-level keys, so that they take a run
+// scenario's defaults, checks and names. The faults are filled in place; a pfc_storm is refused
+// (it needs a RoCE fabric with PFC, which a compare's variants need not all be). The returned
+// Scenario resolves them on a graph (ResolveFaults) and reports a fault after the end
+// (FaultAfterEnd).
+func FaultsFrom(d *yamlstrict.Decoder, seed uint64, faults []FaultSpec, rec fabric.FaultRecovery) (*Scenario, error) {
+	s := &Scenario{d: d, Seed: seed, Backend: "packet", Faults: faults, FaultRecovery: rec}
+	s.Fabric.RoCE.StormHost = -1
+	s.applyFaultDefaults()
+	for i, f := range s.Faults {
+		if f.Kind == "pfc_storm" {
+			return nil, s.errf(indexPath("faults", i)+".kind", "pfc_storm is not applied to a compare's variants (it needs RoCE with PFC on every one); run it with fabricsim run")
+		}
+	}
+	if err := s.validateFaults(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,305 @@
+package compare
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/report"
+	"github.com/fabricsim/fabricsim/scenario"
+	"github.com/fabricsim/fabricsim/yamlstrict"
+)
+
+// Fault is one entry of a compare's faults: list: a run scenario's fault (docs/faults.md),
+// named on the compare's cluster network, applied to every variant; Step is the step (1-based)
+// it hits, 0 or absent: every step. Its at is a time within the step (each step is simulated
+// from 0).
+type Fault struct {
+	scenario.FaultSpec `yaml:",inline"`
+	Step               int `yaml:"step" json:"step,omitempty"`
+}
+
+// MarshalJSON writes the fault as the file writes it: its keys, times and rates in units
+// ("1ms", "25Gbps"), unset keys left out.
+func (f Fault) MarshalJSON() ([]byte, error) {
+	m := yamlKeys(reflect.ValueOf(f))
+	if f.Host < 0 {
+		delete(m, "host") // no host: the fault is not a NIC's
+	}
+	return json.Marshal(m)
+}
+
+// FaultTimers are the control planes' timers of a compare's fault_recovery: section.
+type FaultTimers struct {
+	fabric.FaultRecovery `yaml:",inline"`
+}
+
+// MarshalJSON writes the timers by their keys, in units.
+func (r FaultTimers) MarshalJSON() ([]byte, error) { return json.Marshal(yamlKeys(reflect.ValueOf(r))) }
+
+// yamlKeys is struct v's non-zero fields by their YAML keys, units types as their strings.
+func yamlKeys(v reflect.Value) map[string]any {
+	out := map[string]any{}
+	for _, f := range yamlstrict.Fields(v.Type()) {
+		x := v.FieldByIndex(f.Index)
+		if x.IsZero() {
+			continue
+		}
+		if s, ok := x.Interface().(fmt.Stringer); ok {
+			out[f.Key] = s.String()
+		} else {
+			out[f.Key] = x.Interface()
+		}
+	}
+	return out
+}
+
+// FaultLoss is the time a variant lost to one fault: its steps simulated with their faults
+// minus the same steps (same seed, same compute noise) simulated clean.
+type FaultLoss struct {
+	// Fault names the entry: "faults[0] link_down leaf0_0-spine0 at 1ms".
+	Fault string `json:"fault"`
+	// Steps are the steps (1-based) it hit; With the other faults (indices) in those steps,
+	// whose losses are measured together with its own.
+	Steps []int `json:"steps"`
+	With  []int `json:"with,omitempty"`
+	// Clean and Faulted are the mean step times of its steps without and with the faults; Lost
+	// is their difference, in seconds.
+	Clean   float64 `json:"clean_step_s"`
+	Faulted float64 `json:"faulted_step_s"`
+	Lost    float64 `json:"lost_s"`
+	// Recovery is the detection + reroute time the variant's control plane takes for a link or
+	// switch failure at the fault's time (fabric.FaultRecovery.RerouteDelay): the stall the
+	// loss is compared with; 0 for faults that do not reroute.
+	Recovery float64 `json:"recovery_s,omitempty"`
+}
+
+// faultsCheck gives the faults a run scenario's defaults and checks, resolves them on the
+// cluster's network (so that a link that is not there is an error at its line now) and checks
+// their steps and the backend and fidelity they need.
+func (s *Scenario) faultsCheck() error {
+	if len(s.Faults) == 0 {
+		return nil
+	}
+	specs := make([]scenario.FaultSpec, len(s.Faults))
+	for i := range s.Faults {
+		specs[i] = s.Faults[i].FaultSpec
+	}
+	fs, err := scenario.FaultsFrom(s.d, s.Seed, specs, s.FaultRecovery.FaultRecovery)
+	if err != nil {
+		return err
+	}
+	for i := range s.Faults {
+		s.Faults[i].FaultSpec = fs.Faults[i]
+	}
+	s.FaultRecovery.FaultRecovery = fs.FaultRecovery
+	s.faultScen = fs
+	if err := s.faultSteps(); err != nil {
+		return err
+	}
+	switch {
+	case s.Backend == backend.Flow || s.Backend == backend.Analytic:
+		return s.d.At("backend", "%s: the scenario has faults, which only the packet backend models (valid: packet, auto)", s.Backend)
+	case s.Fidelity == FidelityClasses:
+		return s.d.At("fidelity", "classes: faults hit whole steps at their times (valid with faults: auto, full)")
+	}
+	g, err := s.Topology()
+	if err != nil {
+		return err
+	}
+	_, err = fs.ResolveFaults(g)
+	return err
+}
+
+// faultSteps checks every fault's step against the steps simulated (the file's, or --steps').
+func (s *Scenario) faultSteps() error {
+	for i, f := range s.Faults {
+		if f.Step < 0 || f.Step > s.Steps {
+			return s.d.At(fmt.Sprintf("faults[%d].step", i), "%d: the compare simulates steps 1..%d (0 or absent: every step)", f.Step, s.Steps)
+		}
+	}
+	return nil
+}
+
+// faultsOf are the indices of the faults that hit step k (0-based).
+func (s *Scenario) faultsOf(k int) []int {
+	var out []int
+	for i, f := range s.Faults {
+		if f.Step == 0 || f.Step == k+1 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// faultPlans resolves, per network and faulted step, the packet backend's fault plan, and
+// returns with it each plan entry's fault index (for errors at the fault's line).
+type faultPlans struct {
+	plan  map[*backend.Network]map[int]fabric.FaultPlan
+	index map[int][]int
+}
+
+func (s *Scenario) resolveFaultPlans(nets []*backend.Network) (*faultPlans, error) {
+	fp := &faultPlans{plan: map[*backend.Network]map[int]fabric.FaultPlan{}, index: map[int][]int{}}
+	for k := range s.Steps {
+		if idx := s.faultsOf(k); len(idx) > 0 {
+			fp.index[k] = idx
+		}
+	}
+	for _, n := range nets {
+		if _, ok := fp.plan[n]; ok {
+			continue
+		}
+		all, err := s.faultScen.ResolveFaults(n.Graph)
+		if err != nil {
+			return nil, err
+		}
+		byStep := map[int]fabric.FaultPlan{}
+		for k, idx := range fp.index {
+			p := fabric.FaultPlan{Recovery: all.Recovery}
+			for _, i := range idx {
+				p.Faults = append(p.Faults, all.Faults[i])
+			}
+			byStep[k] = p
+		}
+		fp.plan[n] = byStep
+	}
+	return fp, nil
+}
+
+// step says whether step k has faults (false on a nil plan: a compare without faults).
+func (fp *faultPlans) step(k int) ([]int, bool) {
+	if fp == nil {
+		return nil, false
+	}
+	idx, ok := fp.index[k]
+	return idx, ok
+}
+
+// faultError turns a fault that begins after the step ended into an error at its line.
+func (s *Scenario) faultError(fp *faultPlans, k int, err error) error {
+	var fe *fabric.FaultAfterEndError
+	if fp == nil || err == nil {
+		return nil
+	}
+	if errors.As(err, &fe) && fe.Fault < len(fp.index[k]) {
+		return s.faultScen.FaultAfterEnd(fp.index[k][fe.Fault], fe.At, fe.End)
+	}
+	return nil
+}
+
+// faultName names fault i for tables: its index, kind, what fails and when.
+func (s *Scenario) faultName(i int) string {
+	f := &s.Faults[i]
+	what := f.Link
+	switch f.Kind {
+	case "switch_down":
+		what = f.Switch
+	case "pfc_storm", "slow_receiver":
+		what = fmt.Sprintf("host%d", f.Host)
+	}
+	at := "every step"
+	if f.Step > 0 {
+		at = fmt.Sprintf("step %d", f.Step)
+	}
+	return fmt.Sprintf("faults[%d] %s %s at %v, %s", i, f.Kind, what, f.At, at)
+}
+
+// faultLosses sums a variant's per-step clean and faulted step times into one FaultLoss per
+// fault. clean and faulted are indexed by step; steps without a faulted run are skipped.
+func (s *Scenario) faultLosses(kind fabric.Kind, clean, faulted map[int]float64) []FaultLoss {
+	var out []FaultLoss
+	for i, f := range s.Faults {
+		l := FaultLoss{Fault: s.faultName(i)}
+		for k := range s.Steps {
+			fx, ok := faulted[k]
+			if !ok || !slices.Contains(s.faultsOf(k), i) {
+				continue
+			}
+			l.Steps = append(l.Steps, k+1)
+			l.Clean += clean[k]
+			l.Faulted += fx
+			for _, j := range s.faultsOf(k) {
+				if j != i && !slices.Contains(l.With, j) {
+					l.With = append(l.With, j)
+				}
+			}
+		}
+		if n := float64(len(l.Steps)); n > 0 {
+			l.Clean /= n
+			l.Faulted /= n
+			l.Lost = l.Faulted - l.Clean
+		}
+		switch f.Kind {
+		case "link_down", "link_flap", "switch_down":
+			l.Recovery = s.FaultRecovery.RerouteDelay(kind, f.At, false).Seconds()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// writeFaults prints the time each variant lost to each fault, next to the recovery time its
+// control plane needs (detection + reroute).
+func (r *Result) writeFaults(w io.Writer) {
+	s := r.Scenario
+	if len(s.Faults) == 0 || len(r.Variants) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n  time lost to faults (step with the fault - the same step without; recovery = detection + reroute):\n")
+	for i := range s.Faults {
+		fmt.Fprintf(w, "    %s\n", s.faultName(i))
+		for _, v := range r.Variants {
+			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
+				fmt.Fprintf(w, "      %-16s unfinished\n", v.Variant.Name)
+				continue
+			}
+			l := v.Faults[i]
+			line := fmt.Sprintf("      %-16s lost %s per step (%s -> %s)", v.Variant.Name, seconds(l.Lost), seconds(l.Clean), seconds(l.Faulted))
+			if l.Recovery > 0 {
+				line += fmt.Sprintf(", recovery %s", seconds(l.Recovery))
+			}
+			if len(l.With) > 0 {
+				var with []string
+				for _, j := range l.With {
+					with = append(with, fmt.Sprintf("faults[%d]", j))
+				}
+				line += ", together with " + strings.Join(with, ", ")
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// faultsSection is report.html's section on faults: per fault and variant the step time with
+// and without it, the time lost and the recovery time; a bar chart of the time lost.
+func (r *Result) faultsSection() report.Section {
+	t := &report.Table{Head: []string{"fault", "variant", "steps", "clean step", "with fault", "lost", "recovery"},
+		RightAlign: []bool{false, false, true, true, true, true, true}}
+	bars := &report.StackedBars{Title: "Time lost to each fault (per faulted step)", Series: []string{"lost"}, Values: [][]float64{nil},
+		Format: axisSeconds, AxisLabel: "step with the fault - step without"}
+	for i := range r.Scenario.Faults {
+		for _, v := range r.Variants {
+			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
+				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "unfinished", "-", "-", "-", "-"})
+				continue
+			}
+			l := v.Faults[i]
+			rec := "-"
+			if l.Recovery > 0 {
+				rec = seconds(l.Recovery)
+			}
+			t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, fmt.Sprint(len(l.Steps)), seconds(l.Clean), seconds(l.Faulted), seconds(l.Lost), rec})
+			bars.Categories = append(bars.Categories, fmt.Sprintf("faults[%d] %s", i, v.Variant.Name))
+			bars.Values[0] = append(bars.Values[0], max(0, l.Lost))
+		}
+	}
+	return report.Section{Title: "Faults", Tables: []*report.Table{t}, Charts: []report.Chart{bars},
+		Text: []string{"Each faulted step is simulated twice on the packet backend, with its faults and without them (same seed, same compute noise); lost is the difference, averaged over the fault's steps. Recovery is the control plane's detection + reroute for a link or switch failure (InfiniBand: SM trap or sweep + reroute; RoCE: BFD detection + route convergence; docs/faults.md): the stall a collective crossing the failed link waits, before its transport resends what was lost."}}
+}
