@@ -32,7 +32,7 @@ func TestBadTuneSection(t *testing.T) {
 		{"objective of the other kind", "objective: p99-fct", at(14) + `tune.objective: "p99-fct" is not an objective of a compare scenario (valid: step, p99-collective)`},
 		{"unknown variant", "variant: roce-x", at(12) + `tune.variant: "roce-x" is neither a variant of this scenario (ib-ndr, roce-default, roce-tuned) nor a built-in one`},
 		{"InfiniBand variant", "variant: ib-ndr", at(12) + "tune.variant: ib-ndr is not a RoCE variant (its fabric kind is infiniband)"},
-		{"unknown key of the section", "budgett: 3", at(3) + "tune.budgett: unknown key (valid keys here: budget, holdout, objective, params, population, space, variant)"},
+		{"unknown key of the section", "budgett: 3", at(3) + "tune.budgett: unknown key (valid keys here: budget, choices, holdout, objective, params, population, space, variant)"},
 		{"bad second mix", "holdout: {workload: {global_batch: 7}}", at(12) + "tune.holdout: the second traffic mix is not a valid scenario: workload.global_batch: global_batch 7 is not a multiple of micro_batch x dp = 1 x 8 = 8"},
 		{"unknown space", "space: none", at(10) + `tune.space: "none" unknown (valid: builtin`},
 		{"nothing to search", "space: listed", at(3) + "tune.params: nothing to search"},
