@@ -175,3 +175,46 @@ func TestChoicesSearch(t *testing.T) {
 		t.Errorf("a resumed finished tune ran %d evaluations again", again.Ran)
 	}
 }
+
+// The built-in choices reach the simulator: on the small congested scenario (packet backend)
+// every evaluation of an arm without DCQCN has ECN off, so no packet is marked, while the
+// configured arm (DCQCN and ECN on) marks; the winner's choices come back in best.fabric.
+func TestChoicesReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs about 25 packet-level steps")
+	}
+	dir := t.TempDir()
+	path := writeScenario(t, dir, "choices: builtin\nbudget: 10\npopulation: 4")
+	p, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), p, Options{Out: filepath.Join(dir, "out"), Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Evaluations) != 10 || r.Best == nil {
+		t.Fatalf("%d evaluations, winner %v", len(r.Evaluations), r.Best)
+	}
+	marked := map[bool]int{}
+	for _, e := range r.Evaluations {
+		if !e.Feasible {
+			continue
+		}
+		on := !strings.Contains(e.Arm, "dcqcn=false")
+		if !on && e.Metrics["ecn_marks"] != 0 {
+			t.Errorf("evaluation %d in arm %s (DCQCN and ECN off): %g ECN marks", e.N, e.Arm, e.Metrics["ecn_marks"])
+		}
+		if on && e.Metrics["ecn_marks"] > 0 {
+			marked[on]++
+		}
+	}
+	if marked[true] == 0 {
+		t.Errorf("no evaluation with DCQCN on marked a packet: the scenario is not congested enough to tell the arms apart")
+	}
+	win := r.Evaluations[r.Best.Evaluation-1]
+	if k := p.armOf(p.Base); k < 0 || r.Best.Fabric["dcqcn"] == "" || r.Best.Fabric["pfc_threshold"] == "" {
+		t.Errorf("winner (arm %s) settings %v lack the choices", win.Arm, r.Best.Fabric)
+	}
+	t.Logf("winner %g in arm %s; arms %+v", r.Best.Objective, win.Arm, r.Arms)
+}
