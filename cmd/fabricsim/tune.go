@@ -41,7 +41,7 @@ type tuneFlags struct {
 func newTuneCmd() *cobra.Command {
 	var f tuneFlags
 	c := &cobra.Command{
-		Use:   "tune SCENARIO.yaml [--out DIR] [--budget N] [--jobs N] [--objective step|p99-collective|p99-fct|mean-slowdown] [--backend packet|analytic] [--variant NAME] [--resume] [--seed N] [--slurm ...]",
+		Use:   "tune SCENARIO.yaml [--out DIR] [--budget N] [--jobs N] [--objective step|p99-collective|p99-fct|mean-slowdown] [--backend packet|flow|analytic] [--variant NAME] [--resume] [--seed N] [--slurm ...]",
 		Short: "Search PFC, ECN and DCQCN settings for a scenario's workload (CMA-ES over the sweep machinery)",
 		Long: `Tune searches a RoCE fabric's settings for the scenario's own workload: ECN Kmin/Kmax/Pmax,
 DCQCN's reaction and notification point parameters, PFC's dynamic alpha (or static XOFF/XON) and
