@@ -16,7 +16,9 @@ import (
 )
 
 // Categorical choices: settings that are modes or switches rather than numbers (PFC's static or
-// dynamic XOFF, DCQCN on or off, QP-aware hashing, ECMP or spraying) have no range for CMA-ES.
+// dynamic XOFF, DCQCN on or off, QP-aware hashing, ECMP or spraying) have no range for CMA-ES,
+// and a count with few sensible values (QPs per connection: 1, 2, 4) is better tried value by
+// value than rounded from a continuous coordinate.
 // A scenario lists them under tune.choices; every combination of their values is an arm with
 // its own continuous space (a static-PFC arm searches XOFF and XON, a dynamic one alpha; an arm
 // without DCQCN searches no DCQCN or ECN setting), searched by its own CMA-ES, and successive
@@ -135,7 +137,8 @@ func (p *Problem) readChoices(n *yaml.Node, d *yamlstrict.Decoder) ([]choiceKey,
 	return out, nil
 }
 
-// choosable says whether a fabric key can be a categorical choice of fabric kind.
+// choosable says whether a fabric key can be a categorical choice of fabric kind: a true/false
+// or named setting, or a few values of a numeric one (qps_per_conn: [1, 2, 4]); lists cannot.
 func choosable(name, kind string) error {
 	for _, k := range fabric.Keys() {
 		if k.Name != name {
@@ -144,11 +147,11 @@ func choosable(name, kind string) error {
 		if !k.For(kind) {
 			return fmt.Errorf("is not a setting of fabric kind %s", kind)
 		}
-		switch reflect.TypeOf(fabric.Config{}).FieldByIndex(k.Index).Type.Kind() {
-		case reflect.Bool, reflect.String:
-			return nil
+		switch t := reflect.TypeOf(fabric.Config{}).FieldByIndex(k.Index).Type; t.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Struct, reflect.Map:
+			return fmt.Errorf("is a %s setting; choices are true/false, named or numeric settings", describeType(t))
 		}
-		return fmt.Errorf("is a numeric setting: give it a range under tune.params instead")
+		return nil
 	}
 	var keys []string
 	for _, k := range fabric.Keys() {
@@ -216,12 +219,19 @@ func (p *Problem) buildArms(choices []choiceKey, builtin bool, listed []Param) {
 			a.Space = builtinSpace(a.Base, p.LinkRate, p.NeedHeadroom)
 		}
 		for _, q := range listed {
+			if slices.ContainsFunc(choices, func(c choiceKey) bool { return c.key == q.Key }) {
+				continue
+			}
 			if j := slices.IndexFunc(a.Space, func(x Param) bool { return x.Key == q.Key }); j >= 0 {
 				a.Space[j] = q
 			} else {
 				a.Space = append(a.Space, q)
 			}
 		}
+		// A numeric setting chosen from values is not searched within the arm.
+		a.Space = slices.DeleteFunc(a.Space, func(q Param) bool {
+			return slices.ContainsFunc(choices, func(c choiceKey) bool { return c.key == q.Key })
+		})
 		p.Arms = append(p.Arms, a)
 	}
 	// The problem's space is the union of the arms' (for tune.json, the report and the

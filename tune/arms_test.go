@@ -65,12 +65,30 @@ func fmtKV(kv [][2]string) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
+// A numeric setting chosen from values: one arm per value, and the setting leaves each arm's
+// continuous space.
+func TestNumericChoice(t *testing.T) {
+	p, err := Load(writeScenario(t, t.TempDir(), "choices: {fabric.qps_per_conn: [1, 2, 4]}"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Arms) != 3 || p.Arms[0].Name != "qps_per_conn=1" || fmtKV(p.Arms[0].Settings) != "[]" || fmtKV(p.Arms[2].Settings) != "[[qps_per_conn 4]]" {
+		t.Fatalf("arms %+v", p.Arms)
+	}
+	for _, a := range p.Arms {
+		if len(a.Space) != 15 || slices.ContainsFunc(a.Space, func(q Param) bool { return q.Key == "qps_per_conn" }) {
+			t.Errorf("arm %s searches %d settings (want the 15 others of roce-default's 16)", a.Name, len(a.Space))
+		}
+	}
+}
+
 // Bad tune.choices: one message each at the line and column at fault.
 func TestBadChoices(t *testing.T) {
 	l := tinyLines + 2
 	at := func(col int) string { return "tiny.yaml:" + itoa(l) + ":" + itoa(col) + ": " }
 	cases := []struct{ name, section, want string }{
-		{"numeric key", "choices: {fabric.ecn_kmin: [100KB, 200KB]}", at(13) + "tune.choices.fabric.ecn_kmin: is a numeric setting: give it a range under tune.params instead"},
+		{"list key", "choices: {fabric.weights: [[1, 1, 1, 1, 1, 1, 1, 1]]}", at(13) + "tune.choices.fabric.weights: is a list setting; choices are true/false, named or numeric settings"},
+		{"bad number", "choices: {fabric.qps_per_conn: [1, 2x]}", at(38) + `tune.choices.fabric.qps_per_conn: "2x" is not a whole number`},
 		{"unknown value", "choices: {fabric.pfc_threshold: [dynamic, sometimes]}", at(45) + `tune.choices.fabric.pfc_threshold: "sometimes" is not a PFC threshold rule (valid: static, dynamic)`},
 		{"not a list", "choices: {fabric.dcqcn: true}", at(27) + "tune.choices.fabric.dcqcn: want a list of the values to try"},
 		{"other kind", "choices: {fabric.adaptive_routing: [true, false]}", at(13) + "tune.choices.fabric.adaptive_routing: is not a setting of fabric kind roce"},

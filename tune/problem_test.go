@@ -177,18 +177,19 @@ func TestConstraints(t *testing.T) {
 }
 
 // The 1,024-GPU example loads for tuning as docs/tune.md describes it: the flow backend, a
-// budget of 32, QPs per connection 1..4 and the built-in space of roce-default around them.
+// budget of 32, QPs per connection 1, 2 or 4 as three arms, each with the other 15 settings of
+// roce-default's built-in space.
 func TestExample1k(t *testing.T) {
 	p, err := Load("../examples/compare-moe-1k-tune.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Backend != "flow" || p.Budget != 32 || p.Variant != "roce-default" || p.IBVariant != "ib-ndr" || len(p.Space) != 16 {
-		t.Errorf("backend %s, budget %d, variant %s, reference %s, %d settings: want flow, 32, roce-default, ib-ndr, 16", p.Backend, p.Budget, p.Variant, p.IBVariant, len(p.Space))
+	if p.Backend != "flow" || p.Budget != 32 || p.Variant != "roce-default" || p.IBVariant != "ib-ndr" || len(p.Arms) != 3 {
+		t.Fatalf("backend %s, budget %d, variant %s, reference %s, %d arms: want flow, 32, roce-default, ib-ndr, 3", p.Backend, p.Budget, p.Variant, p.IBVariant, len(p.Arms))
 	}
-	for _, q := range p.Space {
-		if q.Key == "qps_per_conn" && (q.Min != 1 || q.Max != 4 || q.Source != "scenario") {
-			t.Errorf("qps_per_conn %g..%g from %s, want 1..4 from the scenario", q.Min, q.Max, q.Source)
+	for i, a := range p.Arms {
+		if want := "qps_per_conn=" + []string{"1", "2", "4"}[i]; a.Name != want || len(a.Space) != 15 {
+			t.Errorf("arm %d: %s with %d settings, want %s with 15", i, a.Name, len(a.Space), want)
 		}
 	}
 }
