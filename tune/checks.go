@@ -33,7 +33,17 @@ func (s *searcher) pickBest() {
 	win := s.res.Evaluations[b]
 	wc := s.apply("winner", 0, settingsOf(win.Fabric))
 	best := &Best{Evaluation: b + 1, Objective: *win.Objective, Fabric: map[string]string{}, EffectiveFabric: effective(wc.cfg)}
-	for _, q := range s.p.Space {
+	space := s.p.Space
+	if len(s.p.Arms) > 0 {
+		// The winner's arm: its space, and every choice written out.
+		if k := s.p.armOf(wc.cfg); k >= 0 {
+			space = s.p.Arms[k].Space
+			for _, kv := range s.p.Arms[k].Choice {
+				best.Fabric[kv[0]] = kv[1]
+			}
+		}
+	}
+	for _, q := range space {
 		best.Fabric[q.Key] = q.Text(q.Get(wc.cfg))
 	}
 	for k, v := range win.Fabric {
@@ -252,12 +262,13 @@ func (s *searcher) sensitivity() {
 	}
 	for i := range s.p.Space {
 		q := &s.p.Space[i]
-		xs := make([]float64, len(pts))
-		ys := make([]float64, len(pts))
-		for j, e := range pts {
-			xs[j], ys[j] = e.unit[i], *e.Objective
+		var xs, ys []float64
+		for _, e := range pts {
+			if !math.IsNaN(e.unit[i]) { // NaN: not a setting of the evaluation's arm
+				xs, ys = append(xs, e.unit[i]), append(ys, *e.Objective)
+			}
 		}
-		sen := Sensitivity{Key: q.Key, Points: len(pts), Spearman: spearman(xs, ys), Start: q.Text(q.Get(s.p.Base))}
+		sen := Sensitivity{Key: q.Key, Points: len(xs), Spearman: spearman(xs, ys), Start: q.Text(q.Get(s.p.Base))}
 		if s.res.Best != nil {
 			sen.Best = q.Text(q.Get(win))
 		}

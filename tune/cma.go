@@ -33,6 +33,12 @@ type cma struct {
 // newCMA starts the method in dim dimensions at mean with step size sigma (in units of the
 // cube's edge); population 0 takes CMA-ES's default, 4 + floor(3 ln dim).
 func newCMA(dim int, mean []float64, sigma float64, population int, seed uint64) *cma {
+	return newCMAStream(dim, mean, sigma, population, seed, 0)
+}
+
+// newCMAStream is newCMA drawing its samples from stream number stream of the seed (each arm of
+// a search over categorical choices has its own).
+func newCMAStream(dim int, mean []float64, sigma float64, population int, seed, stream uint64) *cma {
 	var chol mat.Cholesky
 	cov := mat.NewDiagDense(dim, nil)
 	for i := range dim {
@@ -41,7 +47,7 @@ func newCMA(dim int, mean []float64, sigma float64, population int, seed uint64)
 	if !chol.Factorize(cov) {
 		panic("tune: sigma^2 I is not positive definite")
 	}
-	m := &optimize.CmaEsChol{InitStepSize: sigma, InitCholesky: &chol, Population: population, Src: rand.NewPCG(seed, 0x74756e65)}
+	m := &optimize.CmaEsChol{InitStepSize: sigma, InitCholesky: &chol, Population: population, Src: rand.NewPCG(seed, 0x74756e65+stream)}
 	pop := m.Init(dim, math.MaxInt32)
 	tasks := make([]optimize.Task, pop)
 	for i := range tasks {

@@ -86,6 +86,18 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		method = "start points only"
 	}
 	fmt.Fprintf(&b, "  search   %d evaluations, %d valid; %s\n", len(r.Evaluations), feasible, method)
+	if len(r.Arms) > 0 {
+		fmt.Fprintf(&b, "  arms     %d combinations of the categorical choices:\n", len(r.Arms))
+		rows := [][]string{}
+		for _, a := range r.Arms {
+			rows = append(rows, a.row(r)[:5])
+		}
+		var t strings.Builder
+		writeColumns(&t, rows)
+		for _, line := range strings.Split(strings.TrimRight(t.String(), "\n"), "\n") {
+			b.WriteString("         " + line + "\n")
+		}
+	}
 	if r.Interrupted {
 		fmt.Fprintf(&b, "  interrupted: the figures below are over the evaluations that finished\n")
 	}
@@ -168,6 +180,20 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// row is an arm as a table row: name, best objective, evaluations, outcome, rounds,
+// dimensions.
+func (a ArmResult) row(r *Result) []string {
+	best := "-"
+	if a.Best != nil {
+		best = fmt.Sprintf("best %s (evaluation %d)", formatObjective(*a.Best, r.Unit), a.BestEvaluation)
+	}
+	out := a.Outcome
+	if a.Invalid != "" {
+		out = "not run: " + a.Invalid
+	}
+	return []string{a.Name, best, fmt.Sprintf("%d evaluations", a.Evaluations), out, fmt.Sprintf("%d round(s)", a.Rounds), fmt.Sprint(a.Dimensions)}
 }
 
 func violationText(m map[string]int) string {
@@ -337,6 +363,21 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Text:   []string{"Every evaluation of the search in the order the optimizer proposed it (generation 0: the configured fabric and the production values), the best valid objective so far, and the references on the same seeds. " + r.Method + "."},
 		Charts: []report.Chart{conv}})
 
+	// Categorical choices.
+	if len(r.Arms) > 0 {
+		t := &report.Table{Caption: "Arms: the combinations of the categorical choices", Head: []string{"arm", "best", "evaluations", "outcome", "rounds", "settings searched"}, RightAlign: []bool{false, true, true, false, true, true}}
+		for _, a := range r.Arms {
+			row := a.row(r)
+			row[2] = fmt.Sprint(a.Evaluations)
+			row[4] = fmt.Sprint(a.Rounds)
+			t.Rows = append(t.Rows, row)
+			t.Highlight = append(t.Highlight, a.Outcome == "winner")
+		}
+		page.Sections = append(page.Sections, report.Section{Title: "Categorical choices",
+			Text:   []string{"Each combination of the choices (tune.choices) is an arm with its own continuous space and its own CMA-ES; successive halving gives every arm still in the race one generation per round and keeps the better half (by each arm's best valid objective), until one arm is left, which gets the rest of the budget."},
+			Tables: []*report.Table{t}})
+	}
+
 	// Sensitivity.
 	if len(r.Sensitivity) > 0 {
 		sens := append([]Sensitivity(nil), r.Sensitivity...)
@@ -355,7 +396,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 			ser := report.Series{Name: "valid evaluations", Points: true}
 			k := r.spaceIndex(s.Key)
 			for _, e := range r.Evaluations {
-				if e.Feasible && e.unit != nil && k >= 0 {
+				if e.Feasible && e.unit != nil && k >= 0 && !math.IsNaN(e.unit[k]) {
 					ser.X, ser.Y = append(ser.X, e.unit[k]), append(ser.Y, *e.Objective)
 				}
 			}

@@ -130,6 +130,10 @@ type Problem struct {
 	LinkRate     units.Rate
 	// Population is the optimizer's generation size (0: CMA-ES's default for the dimension).
 	Population int
+	// Arms are the combinations of the categorical choices (tune.choices), each with its own
+	// space; nil when the scenario lists none (Space is then the one space searched, else the
+	// union of the arms').
+	Arms []Arm
 }
 
 // LoadOptions are what the command line says over the scenario's tune: section.
@@ -151,6 +155,7 @@ type section struct {
 	Params     *yaml.Node `yaml:"params"`
 	Holdout    *yaml.Node `yaml:"holdout"`
 	Population int        `yaml:"population"`
+	Choices    *yaml.Node `yaml:"choices"`
 }
 
 // paramSpec is one entry of tune.params.
@@ -239,7 +244,7 @@ func decodeSection(n *yaml.Node, file string) (section, *yamlstrict.Decoder, err
 	}
 	d.Record("tune", n)
 	if n.Kind != yaml.MappingNode {
-		return sec, d, d.ErrAt(n, "tune", "want a mapping {variant, objective, budget, space, params, holdout, population}, got %s", yamlstrict.KindName(n))
+		return sec, d, d.ErrAt(n, "tune", "want a mapping {variant, objective, budget, space, params, choices, holdout, population}, got %s", yamlstrict.KindName(n))
 	}
 	if err := d.Decode(n, reflect.ValueOf(&sec).Elem(), "tune"); err != nil {
 		return sec, d, err
@@ -414,6 +419,22 @@ func (p *Problem) applySection(sec section, d *yamlstrict.Decoder, o LoadOptions
 	}
 	if err := p.readParams(sec.Params, d); err != nil {
 		return err
+	}
+	choices, err := p.readChoices(sec.Choices, d)
+	if err != nil {
+		return err
+	}
+	if len(choices) > 0 {
+		var listed []Param
+		for _, q := range p.Space {
+			if q.Source == "scenario" {
+				listed = append(listed, q)
+			}
+		}
+		p.buildArms(choices, sec.Space != "listed", listed)
+		if !slices.ContainsFunc(p.Arms, func(a Arm) bool { return a.Invalid == "" }) {
+			return d.At("tune.choices", "no combination of the choices is a valid configuration (%s: %s)", p.Arms[0].Name, p.Arms[0].Invalid)
+		}
 	}
 	if len(p.Space) == 0 {
 		return flagOr(d, p.File, "tune.params", "nothing to search: list settings with their ranges under tune.params (e.g. fabric.dcqcn_rate_ai: {min: 5Mbps, max: 100Mbps})")

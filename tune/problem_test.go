@@ -32,7 +32,7 @@ func TestBadTuneSection(t *testing.T) {
 		{"objective of the other kind", "objective: p99-fct", at(14) + `tune.objective: "p99-fct" is not an objective of a compare scenario (valid: step, p99-collective)`},
 		{"unknown variant", "variant: roce-x", at(12) + `tune.variant: "roce-x" is neither a variant of this scenario (ib-ndr, roce-default, roce-tuned) nor a built-in one`},
 		{"InfiniBand variant", "variant: ib-ndr", at(12) + "tune.variant: ib-ndr is not a RoCE variant (its fabric kind is infiniband)"},
-		{"unknown key of the section", "budgett: 3", at(3) + "tune.budgett: unknown key (valid keys here: budget, holdout, objective, params, population, space, variant)"},
+		{"unknown key of the section", "budgett: 3", at(3) + "tune.budgett: unknown key (valid keys here: budget, choices, holdout, objective, params, population, space, variant)"},
 		{"bad second mix", "holdout: {workload: {global_batch: 7}}", at(12) + "tune.holdout: the second traffic mix is not a valid scenario: workload.global_batch: global_batch 7 is not a multiple of micro_batch x dp = 1 x 8 = 8"},
 		{"unknown space", "space: none", at(10) + `tune.space: "none" unknown (valid: builtin`},
 		{"nothing to search", "space: listed", at(3) + "tune.params: nothing to search"},
@@ -173,5 +173,23 @@ func TestConstraints(t *testing.T) {
 	}
 	if v := r.runViolations(c, outcome{Metrics: map[string]float64{"drops": 2, "drops.buffer": 2}}); len(v) != 1 {
 		t.Errorf("buffer drops not reported: %v", v)
+	}
+}
+
+// The 1,024-GPU example loads for tuning as docs/tune.md describes it: the flow backend, a
+// budget of 32, QPs per connection 1, 2 or 4 as three arms, each with the other 15 settings of
+// roce-default's built-in space.
+func TestExample1k(t *testing.T) {
+	p, err := Load("../examples/compare-moe-1k-tune.yaml", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Backend != "flow" || p.Budget != 32 || p.Variant != "roce-default" || p.IBVariant != "ib-ndr" || len(p.Arms) != 3 {
+		t.Fatalf("backend %s, budget %d, variant %s, reference %s, %d arms: want flow, 32, roce-default, ib-ndr, 3", p.Backend, p.Budget, p.Variant, p.IBVariant, len(p.Arms))
+	}
+	for i, a := range p.Arms {
+		if want := "qps_per_conn=" + []string{"1", "2", "4"}[i]; a.Name != want || len(a.Space) != 15 {
+			t.Errorf("arm %d: %s with %d settings, want %s with 15", i, a.Name, len(a.Space), want)
+		}
 	}
 }

@@ -42,6 +42,9 @@ type Result struct {
 	Evaluations []Evaluation   `json:"evaluations"`
 	// References are the evaluations outside the search (InfiniBand, the checks).
 	References []Evaluation `json:"references"`
+	// Arms are the combinations of the categorical choices (tune.choices) and how each fared;
+	// empty when the scenario lists none.
+	Arms []ArmResult `json:"arms,omitempty"`
 	// Converged says CMA-ES stopped before the budget (its distribution collapsed).
 	Converged bool `json:"converged"`
 	// Interrupted says the tune was stopped before it finished; the rest is what finished.
@@ -87,6 +90,8 @@ type Evaluation struct {
 	// Role is configured (the variant as configured), production (the published values),
 	// search, or, for references, infiniband or winner.
 	Role string `json:"role"`
+	// Arm is the combination of categorical choices it belongs to (tune.choices).
+	Arm string `json:"arm,omitempty"`
 	// Check names the condition of a reference evaluation (search seeds, unseen seeds,
 	// second mix).
 	Check string `json:"check,omitempty"`

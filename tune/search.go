@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -64,6 +65,9 @@ func (p *Problem) digest(seed uint64) string {
 	if p.Holdout != nil {
 		fmt.Fprintf(h, "%s\n", flowText(p.Holdout))
 	}
+	for _, a := range p.Arms {
+		fmt.Fprintf(h, "arm %s\n", a.Name)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -84,12 +88,14 @@ type candidate struct {
 
 // searcher holds a tune in progress.
 type searcher struct {
-	p     *Problem
-	o     Options
-	ev    *evaluator
-	res   *Result
-	done  int
-	total int
+	p   *Problem
+	o   Options
+	ev  *evaluator
+	res *Result
+	// armStates are the arms of a search over categorical choices.
+	armStates []*armState
+	done      int
+	total     int
 }
 
 // Run tunes the problem: the start points, CMA-ES generations up to the budget, the checks of
@@ -135,7 +141,11 @@ func Run(ctx context.Context, p *Problem, o Options) (*Result, error) {
 		checks++
 	}
 	s.total += p.Budget + checks*perCheck
-	err = s.search(ctx)
+	if len(p.Arms) > 0 {
+		err = s.searchArms(ctx)
+	} else {
+		err = s.search(ctx)
+	}
 	s.pickBest()
 	if err == nil {
 		err = s.checks(ctx)
@@ -287,12 +297,22 @@ func settingsMap(kv [][2]string) map[string]string {
 	return m
 }
 
-// unitOf places a configuration in the space.
+// unitOf places a configuration in the space. With categorical choices, a setting outside the
+// space of the configuration's arm (pfc_alpha in a static-PFC arm) is NaN: it had no effect.
 func (s *searcher) unitOf(c fabric.Config) []float64 {
 	u := make([]float64, len(s.p.Space))
+	var in []Param
+	if len(s.p.Arms) > 0 {
+		if k := s.p.armOf(c); k >= 0 {
+			in = s.p.Arms[k].Space
+		}
+	}
 	for i := range s.p.Space {
 		q := &s.p.Space[i]
 		u[i] = q.Unit(q.Get(c))
+		if len(s.p.Arms) > 0 && !slices.ContainsFunc(in, func(x Param) bool { return x.Key == q.Key }) {
+			u[i] = math.NaN()
+		}
 	}
 	return u
 }

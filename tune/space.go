@@ -213,7 +213,8 @@ type builtinRange struct {
 	when func(r *fabric.RoCEConfig) bool
 }
 
-func ecnOn(r *fabric.RoCEConfig) bool      { return r.ECN }
+// ECN's marking thresholds matter only to DCQCN: nothing else reacts to a mark.
+func ecnOn(r *fabric.RoCEConfig) bool      { return r.ECN && r.DCQCN }
 func dcqcnOn(r *fabric.RoCEConfig) bool    { return r.DCQCN }
 func pfcDynamic(r *fabric.RoCEConfig) bool { return r.PFC && r.PFCThreshold == fabric.PFCDynamic }
 func pfcStatic(r *fabric.RoCEConfig) bool  { return r.PFC && r.PFCThreshold == fabric.PFCStatic }

@@ -41,12 +41,14 @@ type tuneFlags struct {
 func newTuneCmd() *cobra.Command {
 	var f tuneFlags
 	c := &cobra.Command{
-		Use:   "tune SCENARIO.yaml [--out DIR] [--budget N] [--jobs N] [--objective step|p99-collective|p99-fct|mean-slowdown] [--backend packet|analytic] [--variant NAME] [--resume] [--seed N] [--slurm ...]",
+		Use:   "tune SCENARIO.yaml [--out DIR] [--budget N] [--jobs N] [--objective step|p99-collective|p99-fct|mean-slowdown] [--backend packet|flow|analytic|auto] [--variant NAME] [--resume] [--seed N] [--slurm ...]",
 		Short: "Search PFC, ECN and DCQCN settings for a scenario's workload (CMA-ES over the sweep machinery)",
 		Long: `Tune searches a RoCE fabric's settings for the scenario's own workload: ECN Kmin/Kmax/Pmax,
 DCQCN's reaction and notification point parameters, PFC's dynamic alpha (or static XOFF/XON) and
 headroom (never below what the cables need), QPs per connection, and any setting the scenario's
-tune: section lists with its range. On a compare scenario it tunes one variant (roce-default
+tune: section lists with its range. Modes listed under tune.choices (builtin: PFC's threshold
+rule and DCQCN on or off) are searched too, each combination with its own CMA-ES, the budget
+shared among them by successive halving. On a compare scenario it tunes one variant (roce-default
 unless --variant or tune.variant says otherwise) for the step time (--objective step) or the
 99th-percentile collective completion (p99-collective); on a run scenario the fabric for the
 99th-percentile flow completion time (p99-fct) or the mean slowdown (mean-slowdown).
