@@ -142,17 +142,9 @@ func (s *Scenario) jobsValidate() error {
 		if err := cfg.Validate(); err != nil {
 			return err // placed at the job's workload key by the decoder
 		}
-		for _, sv := range j.ServerIDs {
-			switch {
-			case sv < 0 || sv >= s.Cluster.Servers:
-				return s.d.At(at+".server_ids", "server %d: the cluster has servers 0..%d", sv, s.Cluster.Servers-1)
-			case owner[sv] >= 0:
-				return s.d.At(at+".server_ids", "server %d (GPUs %d..%d) is already %s's (jobs[%d]): jobs must not share GPUs",
-					sv, sv*s.Cluster.GPUsPerServer, (sv+1)*s.Cluster.GPUsPerServer-1, s.Jobs[owner[sv]].Name, owner[sv])
-			}
-			owner[sv] = i
+		if err := s.claimServers(i, at, owner); err != nil {
+			return err
 		}
-		j.Placed = slices.Clone(j.ServerIDs)
 	}
 	var leafOf []int // each server's rail-0 leaf, for scattered
 	for i, j := range s.Jobs {
@@ -234,6 +226,14 @@ func (s *Scenario) backgroundValidate(i int, j *Job, owner []int) error {
 	case j.Class < 0 || j.Class > 15:
 		return s.d.At(at+".class", "%d: want a RoCE priority 0..7 or an InfiniBand SL 0..15", j.Class)
 	}
+	return s.claimServers(i, at, owner)
+}
+
+// claimServers gives job i the servers its server_ids list (owner[server] = i; an empty list
+// claims none, placement does that later), refusing a server outside the cluster or already
+// another job's.
+func (s *Scenario) claimServers(i int, at string, owner []int) error {
+	j := s.Jobs[i]
 	for _, sv := range j.ServerIDs {
 		switch {
 		case sv < 0 || sv >= s.Cluster.Servers:

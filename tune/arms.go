@@ -304,20 +304,10 @@ func (a *armState) best(es []Evaluation) (float64, int) {
 // one CMA-ES generation per arm and round, and the last arm's generations to the budget.
 func (s *searcher) searchArms(ctx context.Context) error {
 	p := s.p
-	starts := []candidate{s.apply("configured", 0, nil)}
-	if p.Production != nil && p.Budget >= 2 {
-		starts = append(starts, s.apply("production", 0, p.Production))
-	}
-	batch := starts
-	if p.IBVariant != "" {
-		batch = append(batch[:len(starts):len(starts)], s.ibCandidate("search seeds", p.Seed, false))
-	}
-	es, err := s.evaluate(ctx, batch)
+	starts, err := s.evaluateStarts(ctx)
 	if err != nil {
 		return err
 	}
-	s.record(es[:len(starts)])
-	s.res.References = append(s.res.References, es[len(starts):]...)
 	startSettings, startRole := [][2]string(nil), "configured"
 	if b := s.best(); b >= 0 {
 		startSettings, startRole = starts[b].settings, starts[b].role

@@ -335,11 +335,11 @@ func (s *searcher) best() int {
 	return b
 }
 
-// search evaluates the start points and CMA-ES's generations up to the budget.
-func (s *searcher) search(ctx context.Context) error {
+// evaluateStarts is generation 0 of every search: the variant as configured and with the
+// production values, and (not counted in the budget) the InfiniBand reference on the same seed.
+// It records the start points and returns them.
+func (s *searcher) evaluateStarts(ctx context.Context) ([]candidate, error) {
 	p := s.p
-	// Generation 0: the variant as configured and with the production values, and (not counted
-	// in the budget) the InfiniBand reference on the same seed.
 	starts := []candidate{s.apply("configured", 0, nil)}
 	if p.Production != nil && p.Budget >= 2 {
 		starts = append(starts, s.apply("production", 0, p.Production))
@@ -350,10 +350,20 @@ func (s *searcher) search(ctx context.Context) error {
 	}
 	es, err := s.evaluate(ctx, batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.record(es[:len(starts)])
 	s.res.References = append(s.res.References, es[len(starts):]...)
+	return starts, nil
+}
+
+// search evaluates the start points and CMA-ES's generations up to the budget.
+func (s *searcher) search(ctx context.Context) error {
+	p := s.p
+	starts, err := s.evaluateStarts(ctx)
+	if err != nil {
+		return err
+	}
 	s.note()
 	// CMA-ES from the better start point, which every candidate then carries (settings outside
 	// the space keep its values).
