@@ -317,8 +317,6 @@ func (c *Config) validateRoCE() error {
 		return e("", "roce needs 8 priorities, got %d", c.Priorities)
 	}
 	switch {
-	case c.Transport == TransportReorder:
-		return e("transport", "%q is InfiniBand's adaptive-routing receiver (valid here: gbn = go-back-N, irn = selective repeat)", c.Transport)
 	case c.IRNRTOLow <= 0 || c.IRNRTOHigh <= 0:
 		return e("irn_rto_low", "IRN timeouts must be positive (defaults 100us and 320us)")
 	case c.IRNRTOLow > c.IRNRTOHigh:
