@@ -51,7 +51,8 @@ type Params struct {
 	MaxMDF float64 `yaml:"swift_max_mdf"`
 }
 
-// Defaults: ai 1 packet per RTT, beta 0.8, max_mdf 0.5, no hop or flow scaling.
+// Defaults: ai 1 packet per RTT, beta 0.8, max_mdf 0.5 (Broadcom/csg-htsim sim/swift.cpp's
+// values; the paper's Algorithm 1 names them), no hop or flow scaling.
 func Defaults() Params { return Params{AI: 1, Beta: 0.8, MaxMDF: 0.5} }
 
 // Validate checks p, naming the scenario key of the first bad field.
