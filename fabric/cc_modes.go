@@ -86,6 +86,8 @@ func (c *Config) PacketOnly() error {
 			return e("hpcc", "in-band telemetry and HPCC: %s", why)
 		case r.DCTCP:
 			return e("dctcp", "DCTCP windows: %s", why)
+		case r.Swift:
+			return e("swift", "Swift windows: %s", why)
 		case c.AckPriority != 0:
 			return e("ack_priority", "%d: %s", c.AckPriority, why)
 		}

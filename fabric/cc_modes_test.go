@@ -161,6 +161,7 @@ func TestPacketOnly(t *testing.T) {
 		{func(c *Config) { c.AckPriority = 7 }, "ack_priority"},
 		{func(c *Config) { c.FCTEnd = FCTLastAck }, "fct_end"},
 		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.DCTCP = false, true }, "dctcp"},
+		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.Swift = false, true }, "swift"},
 	} {
 		cfg := DefaultRoCE()
 		c.edit(&cfg)

@@ -412,6 +412,19 @@ func (c *Config) validateRoCE() error {
 			return err
 		}
 	}
+	if r.Swift {
+		switch {
+		case r.DCQCN:
+			return e("swift", "Swift and DCQCN would both set the senders' pace: set dcqcn: false")
+		case r.HPCC || r.DCTCP:
+			return e("swift", "Swift, HPCC and DCTCP would each set the senders' windows: choose one")
+		case r.INT:
+			return e("swift", "Swift's send stamp and INT share the packet's word: set int: false")
+		}
+		if err := r.SwiftParams.Validate(); err != nil {
+			return err
+		}
+	}
 	if r.DCQCN {
 		if !r.ECN {
 			return e("dcqcn", "DCQCN needs ecn: true (its congestion point is ECN marking)")

@@ -9,6 +9,7 @@ import (
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/transport/cc/dctcp"
 	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
+	"github.com/fabricsim/fabricsim/transport/cc/swift"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -121,6 +122,12 @@ type RoCEConfig struct {
 	DCTCP       bool         `yaml:"dctcp"`
 	DCTCPParams dctcp.Params `yaml:",inline"`
 
+	// Swift runs Swift's delay-based windows ([Swift]; fabric/swift.go) with SwiftParams
+	// (swift_*): send stamps echoed on ACKs, the window from the delay against a target. It
+	// excludes DCQCN, HPCC and DCTCP.
+	Swift       bool         `yaml:"swift"`
+	SwiftParams swift.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -166,7 +173,7 @@ func DefaultRoCE() Config {
 		ECNMark: ECNMarkEnqueue,
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
-		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(),
+		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
 		Strict:  1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
@@ -220,6 +227,10 @@ func (n *Network) installRoCE() error {
 	if c.DCTCP {
 		d := newDCTCP(r)
 		n.cc, n.acker = d, d
+	}
+	if c.Swift {
+		s := newSwift(r)
+		n.cc, n.acker = s, s
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

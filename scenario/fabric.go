@@ -84,6 +84,11 @@ func (s *Scenario) validateFabric() error {
 		if has("dctcp_g") && !r.DCTCP {
 			return s.errf("fabric.dctcp_g", "is a parameter of DCTCP: set dctcp: true (and dcqcn: false), or leave it out")
 		}
+		for _, k := range []string{"swift_base_target", "swift_hop_scaling", "swift_fs_range", "swift_ai", "swift_beta", "swift_max_mdf"} {
+			if has(k) && !r.Swift {
+				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
+			}
+		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
 		}

@@ -129,6 +129,13 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn: false\n  ecn: false\n  dctcp: true\n", "fabric.dctcp", "needs ecn: true"},
 		{"  dcqcn: false\n  dctcp: true\n  dctcp_g: 2\n", "fabric.dctcp_g", "outside (0,1]"},
 		{"  dctcp_g: 0.5\n", "fabric.dctcp_g", "set dctcp: true"},
+		{"  swift: true\n", "fabric.swift", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  swift: true\n", "fabric.swift", "choose one"},
+		{"  dcqcn: false\n  dctcp: true\n  swift: true\n", "fabric.swift", "choose one"},
+		{"  dcqcn: false\n  int: true\n  swift: true\n", "fabric.swift", "set int: false"},
+		{"  dcqcn: false\n  swift: true\n  swift_beta: 2\n", "fabric.swift_beta", "outside (0,1]"},
+		{"  swift_beta: 0.5\n", "fabric.swift_beta", "set swift: true"},
+		{"  swift_base_target: 20us\n", "fabric.swift_base_target", "set swift: true"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {

@@ -29,6 +29,9 @@ func printRoCE(w io.Writer, res *result.Run) {
 	if u, ok := c["dctcp_window_cuts"]; ok {
 		fmt.Fprintf(w, "  dctcp     %.0f window cuts on echoed marks\n", u)
 	}
+	if u, ok := c["swift_window_decreases"]; ok {
+		fmt.Fprintf(w, "  swift     %.0f window decreases on delay above target\n", u)
+	}
 	var ports []result.PortCounters // the PFC and ECN rows (InfiniBand's carry credit stalls only)
 	for _, p := range res.Ports {
 		if p.PausesSent|p.ResumesSent|p.PausesReceived|p.ECNMarks|p.HeadroomDrops != 0 || p.PausedNs != 0 {

@@ -1,0 +1,143 @@
+// Package swift is the Swift sender (Kumar et al., "Swift: Delay is Simple and Effective for
+// Congestion Control in the Datacenter", SIGCOMM 2020) as a plain state machine: a congestion
+// window in bytes driven by the round-trip delay each ACK measures (the sender stamps each data
+// packet, the ACK echoes the stamp). The caller feeds every ACK (the delay, the bytes it newly
+// acknowledges, the time); the window bounds the bytes in flight.
+//
+// The reaction ([Swift] Algorithm 1):
+//   - delay < target: additive increase, cwnd += ai x num_acked / cwnd (in packets; ai x
+//     num_acked when cwnd < 1 packet);
+//   - otherwise, at most once per RTT (now - t_last_decrease >= rtt):
+//     cwnd *= max(1 - beta (delay - target) / delay, 1 - max_mdf);
+//   - cwnd clamped to [min_cwnd, max_cwnd].
+//
+// The target ([Swift] §3.1-3.2): base_target + hops x h (topology scaling) + flow scaling
+// max(0, min(alpha / sqrt(cwnd) + beta', fs_range)), alpha = fs_range / (1/sqrt(fs_min_cwnd) -
+// 1/sqrt(fs_max_cwnd)), beta' = -alpha / sqrt(fs_max_cwnd) (cwnd in packets). This is the
+// fabric window; Swift's endpoint window (host delay against its own target, §3.3) is not kept:
+// a simulated NIC turns a packet into an ACK with no host delay, so it would never bind.
+// The window does not go below one packet (min_cwnd 1 packet): Swift's pacing below one packet
+// per RTT ([Swift] §3.4) is not modelled.
+package swift
+
+import (
+	"math"
+
+	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/yamlstrict"
+)
+
+// Flow-scaling range bounds in packets ([Swift] §3.2 names fs_min_cwnd and fs_max_cwnd; these
+// are the values used in Broadcom/csg-htsim's Swift model, sim/swift.cpp, 0.1 and 100).
+const (
+	FSMinCwnd = 0.1
+	FSMaxCwnd = 100.0
+)
+
+// Params are Swift's knobs; each `yaml` tag is its scenario key (under `fabric:`, kind roce).
+type Params struct {
+	// BaseTarget is the base target delay (swift_base_target); 0 takes the fabric's base round
+	// trip plus 10 us of queueing (fabric/swift.go).
+	BaseTarget units.Time `yaml:"swift_base_target"`
+	// HopScaling is h, added to the target per switch hop of the flow's path (swift_hop_scaling).
+	HopScaling units.Time `yaml:"swift_hop_scaling"`
+	// FSRange is the flow-scaling range (swift_fs_range); 0 turns flow scaling off.
+	FSRange units.Time `yaml:"swift_fs_range"`
+	// AI is the additive increase in packets per RTT (swift_ai).
+	AI float64 `yaml:"swift_ai"`
+	// Beta is the multiplicative-decrease gain (swift_beta).
+	Beta float64 `yaml:"swift_beta"`
+	// MaxMDF bounds one decrease: the window keeps at least 1 - max_mdf of itself (swift_max_mdf).
+	MaxMDF float64 `yaml:"swift_max_mdf"`
+}
+
+// Defaults: ai 1 packet per RTT, beta 0.8, max_mdf 0.5 (Broadcom/csg-htsim sim/swift.cpp's
+// values; the paper's Algorithm 1 names them), no hop or flow scaling.
+func Defaults() Params { return Params{AI: 1, Beta: 0.8, MaxMDF: 0.5} }
+
+// Validate checks p, naming the scenario key of the first bad field.
+func (p *Params) Validate() error {
+	e := yamlstrict.Errorf
+	switch {
+	case p.BaseTarget < 0:
+		return e("swift_base_target", "%v is negative (0 takes the fabric's base RTT + 10us)", p.BaseTarget)
+	case p.HopScaling < 0:
+		return e("swift_hop_scaling", "%v is negative", p.HopScaling)
+	case p.FSRange < 0:
+		return e("swift_fs_range", "%v is negative (0 turns flow scaling off)", p.FSRange)
+	case !(p.AI > 0):
+		return e("swift_ai", "%g must be above 0 (packets per RTT; default 1)", p.AI)
+	case !(p.Beta > 0 && p.Beta <= 1):
+		return e("swift_beta", "%g outside (0,1] (default 0.8)", p.Beta)
+	case !(p.MaxMDF > 0 && p.MaxMDF < 1):
+		return e("swift_max_mdf", "%g outside (0,1) (default 0.5)", p.MaxMDF)
+	}
+	return nil
+}
+
+// Sender is one flow's Swift state.
+type Sender struct {
+	p         Params
+	mss       float64
+	cwnd      float64 // bytes
+	maxCwnd   float64 // bytes
+	target0   units.Time
+	rtt       units.Time // the last measured delay: the once-per-RTT spacing of decreases
+	lastDecr  units.Time
+	decreased bool
+
+	Decreases int64 // multiplicative decreases so far
+}
+
+// Init starts a flow with window cwnd bytes, at most maxCwnd (max_cwnd; both at least one
+// mss), segments of mss payload, and hops switch hops on its path; baseTarget is the resolved
+// base target.
+func (s *Sender) Init(p *Params, baseTarget units.Time, hops int, cwnd, maxCwnd, mss int64) {
+	top := float64(max(maxCwnd, mss))
+	*s = Sender{p: *p, mss: float64(mss), cwnd: min(float64(max(cwnd, mss)), top), maxCwnd: top,
+		target0: baseTarget + units.Time(hops)*p.HopScaling}
+}
+
+// Window is the most bytes the flow may have in flight.
+func (s *Sender) Window() int64 { return int64(s.cwnd) }
+
+// Delay is the delay the last ACK measured (0 before the first).
+func (s *Sender) Delay() units.Time { return s.rtt }
+
+// Target is the target delay at the current window ([Swift] §3.1-3.2).
+func (s *Sender) Target() units.Time {
+	if s.p.FSRange == 0 {
+		return s.target0
+	}
+	fr := float64(s.p.FSRange)
+	alpha := fr / (1/math.Sqrt(FSMinCwnd) - 1/math.Sqrt(FSMaxCwnd))
+	beta := -alpha / math.Sqrt(FSMaxCwnd)
+	fs := min(max(alpha/math.Sqrt(s.cwnd/s.mss)+beta, 0), fr)
+	return s.target0 + units.Time(fs)
+}
+
+// OnAck takes an ACK at now that measured delay and newly acknowledges ackedBytes. It returns
+// whether the window was decreased.
+func (s *Sender) OnAck(delay units.Time, ackedBytes int64, now units.Time) bool {
+	target := s.Target()
+	canDecrease := !s.decreased || now-s.lastDecr >= s.rtt
+	s.rtt = delay
+	if delay < target {
+		n := float64(ackedBytes) / s.mss // packets acknowledged
+		if s.cwnd >= s.mss {
+			s.cwnd += s.p.AI * n / (s.cwnd / s.mss) * s.mss
+		} else {
+			s.cwnd += s.p.AI * n * s.mss
+		}
+		s.cwnd = min(s.cwnd, s.maxCwnd)
+		return false
+	}
+	if !canDecrease {
+		return false
+	}
+	f := max(1-s.p.Beta*float64(delay-target)/float64(delay), 1-s.p.MaxMDF)
+	s.cwnd = min(max(s.cwnd*f, s.mss), s.maxCwnd)
+	s.lastDecr, s.decreased = now, true
+	s.Decreases++
+	return true
+}

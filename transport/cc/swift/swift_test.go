@@ -1,0 +1,100 @@
+package swift
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+const us = units.Microsecond
+
+// TestAlgorithm1 drives one sender ACK by ACK through [Swift] Algorithm 1 with values computed
+// by hand: mss 1000 B, window 10 packets, base target 18 us + 2 hops x 1 us = 20 us, ai 1,
+// beta 0.8, max_mdf 0.5.
+func TestAlgorithm1(t *testing.T) {
+	p := Defaults()
+	p.HopScaling = us
+	var s Sender
+	s.Init(&p, 18*us, 2, 10000, 10000, 1000)
+	for i, c := range []struct {
+		at, delay units.Time
+		acked     int64
+		decreased bool
+		window    int64
+		why       string
+	}{
+		{100 * us, 25 * us, 1000, true, 8400, "25 us >= 20 us, first decrease: 1 - 0.8 x 5/25 = 0.84"},
+		{110 * us, 30 * us, 1000, false, 8400, "10 us since the decrease < rtt 25 us: no second decrease"},
+		{120 * us, 15 * us, 1000, false, 8519, "15 us < 20 us: + ai x 1 / 8.4 packets = 8519.05 B"},
+		{131 * us, 100 * us, 1000, true, 4259, "31 us >= rtt 15 us: 1 - 0.8 x 80/100 = 0.36 < 1 - max_mdf: x 0.5 = 4259.5 B"},
+		{132 * us, 100 * us, 1000, false, 4259, "1 us since the decrease < rtt 100 us"},
+		{240 * us, 19 * us, 3000, false, 4259 + 704, "19 us < 20 us: + 3 packets / 4.2595 = 0.70430 packets"},
+	} {
+		if got := s.OnAck(c.delay, c.acked, c.at); got != c.decreased || s.Window() != c.window {
+			t.Errorf("ACK %d (%s): decreased %v, window %d B; want %v, %d B", i, c.why, got, s.Window(), c.decreased, c.window)
+		}
+	}
+	if s.Decreases != 2 {
+		t.Errorf("decreases %d, want 2", s.Decreases)
+	}
+}
+
+// TestBounds: the window never exceeds its initial ceiling nor goes below one packet.
+func TestBounds(t *testing.T) {
+	p := Defaults()
+	var s Sender
+	s.Init(&p, 20*us, 0, 2000, 2000, 1000)
+	s.OnAck(10*us, 1000, us)
+	if s.Window() != 2000 {
+		t.Errorf("window %d above the 2000 B ceiling", s.Window())
+	}
+	for i := range 10 {
+		s.OnAck(1000*us, 1000, units.Time(i)*10000*us)
+	}
+	if s.Window() != 1000 {
+		t.Errorf("window %d after ten deep cuts, want the one-packet floor 1000", s.Window())
+	}
+}
+
+// TestFlowScaling checks [Swift] §3.2's flow-scaled target: alpha = fs_range / (1/sqrt(0.1) -
+// 1/sqrt(100)) = 3.265543 us for fs_range 10 us, beta' = -alpha/10: 0 at 100 packets, 2.938989
+// us at 1 packet, 1.306217 us at 4 packets (picoseconds truncated).
+func TestFlowScaling(t *testing.T) {
+	p := Defaults()
+	p.FSRange = 10 * us
+	for _, c := range []struct {
+		cwnd int64
+		want units.Time
+	}{{100000, 20 * us}, {1000, 20*us + 2938988}, {4000, 20*us + 1306217}, {400000, 20 * us}} {
+		var s Sender
+		s.Init(&p, 20*us, 0, c.cwnd, c.cwnd, 1000)
+		if got := s.Target(); got != c.want {
+			t.Errorf("window %d B: target %v, want %v", c.cwnd, got, c.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Params)
+		key  string
+	}{
+		{func(p *Params) { p.Beta = 0 }, "swift_beta"},
+		{func(p *Params) { p.MaxMDF = 1 }, "swift_max_mdf"},
+		{func(p *Params) { p.AI = 0 }, "swift_ai"},
+		{func(p *Params) { p.BaseTarget = -1 }, "swift_base_target"},
+		{func(p *Params) { p.FSRange = -1 }, "swift_fs_range"},
+		{func(p *Params) { p.HopScaling = -1 }, "swift_hop_scaling"},
+	} {
+		p := Defaults()
+		c.edit(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("want an error naming %s, got %v", c.key, err)
+		}
+	}
+	p := Defaults()
+	if err := p.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
