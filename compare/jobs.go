@@ -123,16 +123,9 @@ func (s *Scenario) jobsValidate() error {
 			return s.d.At(at, "workload missing: want e.g. {kind: training, model: llama3-8b, gpu: h100, tp: 8, dp: 4}, or background: {from: JOB, bytes: 1GiB}")
 		case j.Workload.Kind != "" && j.Workload.Kind != "training":
 			return s.d.At(at+".workload.kind", "%q unknown (valid: training)", j.Workload.Kind)
-		case j.Servers < 1 || j.Servers > s.Cluster.Servers:
-			return s.d.At(at+".servers", "%d: want 1..%d servers (cluster.servers)", j.Servers, s.Cluster.Servers)
-		case len(j.ServerIDs) > 0 && len(j.ServerIDs) != j.Servers:
-			return s.d.At(at+".server_ids", "%d servers listed, but servers is %d", len(j.ServerIDs), j.Servers)
-		case len(j.ServerIDs) > 0 && j.Placement != "":
-			return s.d.At(at+".placement", "%q with server_ids: give one or the other", j.Placement)
-		case len(j.ServerIDs) == 0 && j.Placement != "packed" && j.Placement != "scattered" && j.Placement != "random":
-			return s.d.At(at+".placement", "%q unknown (valid: packed, scattered, random)", j.Placement)
-		case j.Class < 0 || j.Class > 15:
-			return s.d.At(at+".class", "%d: want a RoCE priority 0..7 or an InfiniBand SL 0..15", j.Class)
+		}
+		if err := s.checkPlace(j, at); err != nil {
+			return err
 		}
 		if w := j.Workload; w.GPUs != j.Servers*s.Cluster.GPUsPerServer {
 			return s.d.At(at+".workload.gpus", "%d GPUs, but the job has %d servers x %d = %d", w.GPUs, j.Servers, s.Cluster.GPUsPerServer, j.Servers*s.Cluster.GPUsPerServer)
@@ -215,6 +208,17 @@ func (s *Scenario) backgroundValidate(i int, j *Job, owner []int) error {
 		return s.d.At(at+".background.from", "%q is itself background traffic: want a training job", b.From)
 	case b.Bytes <= 0:
 		return s.d.At(at+".background.bytes", "want the bytes each GPU writes, e.g. 1GiB")
+	}
+	if err := s.checkPlace(j, at); err != nil {
+		return err
+	}
+	return s.claimServers(i, at, owner)
+}
+
+// checkPlace checks what every job has, training or background: its server count, its
+// server_ids or placement, and its traffic class.
+func (s *Scenario) checkPlace(j *Job, at string) error {
+	switch {
 	case j.Servers < 1 || j.Servers > s.Cluster.Servers:
 		return s.d.At(at+".servers", "%d: want 1..%d servers (cluster.servers)", j.Servers, s.Cluster.Servers)
 	case len(j.ServerIDs) > 0 && len(j.ServerIDs) != j.Servers:
@@ -226,7 +230,7 @@ func (s *Scenario) backgroundValidate(i int, j *Job, owner []int) error {
 	case j.Class < 0 || j.Class > 15:
 		return s.d.At(at+".class", "%d: want a RoCE priority 0..7 or an InfiniBand SL 0..15", j.Class)
 	}
-	return s.claimServers(i, at, owner)
+	return nil
 }
 
 // claimServers gives job i the servers its server_ids list (owner[server] = i; an empty list
