@@ -196,21 +196,8 @@ func (c *clusterRoutes) spotCheck() bool {
 	dist := make([]int32, len(g.Nodes))
 	var queue []NodeID
 	for _, d := range []int{0, H / 2, H - 1} {
-		for i := range dist {
-			dist[i] = -1
-		}
 		dn := g.Hosts[d]
-		dist[dn] = 0
-		queue = append(queue[:0], dn)
-		for qi := 0; qi < len(queue); qi++ {
-			n := queue[qi]
-			for _, p := range g.Nodes[n].Ports {
-				if dist[p.Peer] < 0 && g.Nodes[p.Peer].Kind == Switch {
-					dist[p.Peer] = dist[n] + 1
-					queue = append(queue, p.Peer)
-				}
-			}
-		}
+		queue = switchDistances(g, dn, dist, queue)
 		check := func(n NodeID) bool {
 			return g.Nodes[n].Kind != Switch || int32(c.hops(n, d)) == dist[n]
 		}

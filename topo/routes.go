@@ -64,22 +64,7 @@ func computeTable(g *Graph) (*tableRoutes, error) {
 	dist := make([]int32, len(g.Nodes))
 	queue := make([]NodeID, 0, len(g.Nodes))
 	for d := 0; d < H; d++ {
-		for i := range dist {
-			dist[i] = -1
-		}
-		dn := g.Hosts[d]
-		dist[dn] = 0
-		queue = append(queue[:0], dn)
-		for qi := 0; qi < len(queue); qi++ {
-			n := queue[qi]
-			for _, p := range g.Nodes[n].Ports {
-				// Only switches forward, so only switches (and the destination) get a distance.
-				if dist[p.Peer] < 0 && g.Nodes[p.Peer].Kind == Switch {
-					dist[p.Peer] = dist[n] + 1
-					queue = append(queue, p.Peer)
-				}
-			}
-		}
+		queue = switchDistances(g, g.Hosts[d], dist, queue)
 		for i := range g.Nodes {
 			row := rt.swIndex[i]
 			if row < 0 {
@@ -168,4 +153,25 @@ func (rt *tableRoutes) distinctPortSets() int { return len(rt.setStart) - 1 }
 func (rt *tableRoutes) bytes() int64 {
 	return int64(len(rt.swIndex))*4 + int64(len(rt.set))*4 + int64(len(rt.set16))*2 + int64(len(rt.hops))*int64(unsafe.Sizeof(uint16(0))) +
 		int64(len(rt.setStart))*4 + int64(len(rt.ports))*4
+}
+
+// switchDistances fills dist with every node's hop count to host dn over paths whose inner nodes
+// are switches (-1: unreachable; only switches forward, so only switches and dn get a distance),
+// by breadth-first search from dn. queue is scratch space, returned for reuse.
+func switchDistances(g *Graph, dn NodeID, dist []int32, queue []NodeID) []NodeID {
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[dn] = 0
+	queue = append(queue[:0], dn)
+	for qi := 0; qi < len(queue); qi++ {
+		n := queue[qi]
+		for _, p := range g.Nodes[n].Ports {
+			if dist[p.Peer] < 0 && g.Nodes[p.Peer].Kind == Switch {
+				dist[p.Peer] = dist[n] + 1
+				queue = append(queue, p.Peer)
+			}
+		}
+	}
+	return queue
 }
