@@ -34,22 +34,31 @@ func TestMemoryDoublingAnalytic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	srv, _ := gpu.Preset("h100")
 	cfg := fabric.DefaultEthernet()
+	allocDoubles(t, "", []int{128, 256, 512}, func(cl *cluster.Cluster) {
+		if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	})
+}
+
+// allocDoubles builds an H100 cluster of each of the server counts (each twice the last), runs
+// run on it and fails when the bytes allocated grow more than 2.2x from one to the next.
+func allocDoubles(t *testing.T, label string, servers []int, run func(cl *cluster.Cluster)) {
+	t.Helper()
+	srv, _ := gpu.Preset("h100")
 	var prev uint64
-	for _, servers := range []int{128, 256, 512} {
+	for _, n := range servers {
 		b := allocated(t, func() {
-			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
+			cl, err := cluster.Build(cluster.Spec{Servers: n, Server: srv})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok, err := RingTime(cl, collective.AllReduce, units.GiB, Options{}, cfg); err != nil || !ok {
-				t.Fatal(ok, err)
-			}
+			run(cl)
 		})
-		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
+		t.Logf("%s%d GPUs: %.1f MB allocated", label, n*8, float64(b)/1e6)
 		if prev > 0 && float64(b) > 2.2*float64(prev) {
-			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+			t.Errorf("%s%d GPUs allocate %.2fx what half as many do", label, n*8, float64(b)/float64(prev))
 		}
 		prev = b
 	}
@@ -73,28 +82,15 @@ func TestMemoryDoublingPacket(t *testing.T) {
 }
 
 func memoryDoublingPacket(t *testing.T, cfg fabric.Config) {
-	srv, _ := gpu.Preset("h100")
-	var prev uint64
-	for _, servers := range []int{16, 32, 64} {
-		b := allocated(t, func() {
-			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Compile(cl, collective.SendRecv, units.MiB, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Packet, Fabric: cfg}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		t.Logf("%s: %d GPUs: %.1f MB allocated", cfg.Kind, servers*8, float64(b)/1e6)
-		if prev > 0 && float64(b) > 2.2*float64(prev) {
-			t.Errorf("%s: %d GPUs allocate %.2fx what half as many do", cfg.Kind, servers*8, float64(b)/float64(prev))
+	allocDoubles(t, string(cfg.Kind)+": ", []int{16, 32, 64}, func(cl *cluster.Cluster) {
+		g, err := Compile(cl, collective.SendRecv, units.MiB, Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		prev = b
-	}
+		if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Packet, Fabric: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestMemoryDoublingTree: a double-binary-tree all-reduce has a message graph linear in the
@@ -105,29 +101,16 @@ func TestMemoryDoublingTree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	srv, _ := gpu.Preset("h100")
 	cfg := fabric.DefaultEthernet()
-	var prev uint64
-	for _, servers := range []int{16, 32, 64} {
-		b := allocated(t, func() {
-			cl, err := cluster.Build(cluster.Spec{Servers: servers, Server: srv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Compile(cl, collective.AllReduce, 64*units.MiB, Options{Algo: collective.Tree})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Analytic, Fabric: cfg}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		t.Logf("%d GPUs: %.1f MB allocated", servers*8, float64(b)/1e6)
-		if prev > 0 && float64(b) > 2.2*float64(prev) {
-			t.Errorf("%d GPUs allocate %.2fx what half as many do", servers*8, float64(b)/float64(prev))
+	allocDoubles(t, "", []int{16, 32, 64}, func(cl *cluster.Cluster) {
+		g, err := Compile(cl, collective.AllReduce, 64*units.MiB, Options{Algo: collective.Tree})
+		if err != nil {
+			t.Fatal(err)
 		}
-		prev = b
-	}
+		if _, err := cl.Run(context.Background(), g, cluster.RunOptions{Backend: backend.Analytic, Fabric: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // BenchmarkAllReduceAnalytic: a 1 GiB all-reduce on the analytic backend (the ring pipeline
