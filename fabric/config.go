@@ -51,6 +51,9 @@ type Config struct {
 	// Routing picks among equal-cost next hops: ECMP (per-flow hash) or spray (per packet,
 	// random).
 	Routing Routing `yaml:"routing" notfor:"infiniband"`
+	// SprayPolicy is how routing: spray picks a next hop per packet: at random, or the one
+	// whose egress queue holds the fewest bytes (adaptive routing by queue depth).
+	SprayPolicy SprayPolicy `yaml:"spray_policy" notfor:"infiniband"`
 	// AckEvery is how many in-order data packets the receiver coalesces into one ACK.
 	AckEvery int `yaml:"ack_every"`
 	// RTO is the retransmission timeout: unacknowledged data older than this is resent from
@@ -97,6 +100,10 @@ type Config struct {
 	IRNRTOLow       units.Time `yaml:"irn_rto_low" fabric:"roce"`
 	IRNRTOHigh      units.Time `yaml:"irn_rto_high" fabric:"roce"`
 	IRNLowThreshold int        `yaml:"irn_low_threshold" fabric:"roce"`
+	// OOOWindow, when positive, is how many packets beyond the next expected one the
+	// out-of-order receiver (transport: ooo) can track: a packet further ahead is dropped and
+	// NAKed, and the sender goes back to the gap. 0: unlimited (placement needs no tracking).
+	OOOWindow int `yaml:"ooo_window" fabric:"roce"`
 	// QPsPerConn stripes each message over this many queue pairs (0 or 1: one). Every QP has its
 	// own UDP source port and therefore its own ECMP hash; a message completes when all its
 	// QPs have delivered. Messages with the same msggraph Conn (and endpoints) share the QPs'
@@ -123,6 +130,7 @@ func DefaultEthernet() Config {
 		Buffer:        32 * units.MiB,
 		BufferAlpha:   0,
 		Routing:       RoutingECMP,
+		SprayPolicy:   SprayRandom,
 		AckEvery:      1,
 		RTO:           4 * units.Millisecond,
 		Priorities:    1,
@@ -283,6 +291,10 @@ func (c *Config) validate(realFrames bool) error {
 		return e("buffer_alpha", "%g outside 0..64 (0 = static threshold)", c.BufferAlpha)
 	case !validMode(c.Routing, Routings):
 		return e("routing", "%q is not a routing policy (valid: %s)", c.Routing, modeList(Routings))
+	case c.SprayPolicy != "" && !validMode(c.SprayPolicy, SprayPolicies):
+		return e("spray_policy", "%q is not a spraying policy (valid: %s)", c.SprayPolicy, modeList(SprayPolicies))
+	case c.SprayPolicy == SprayLeastQueue && c.Routing != RoutingSpray:
+		return e("spray_policy", "least_queue chooses among the next hops of a spraying switch: set routing: spray")
 	case c.AckEvery < 1:
 		return e("ack_every", "must be at least 1, got %d", c.AckEvery)
 	case c.RTO <= 0:
@@ -325,6 +337,10 @@ func (c *Config) validateRoCE() error {
 		return e("irn_bdp_cap", "must not be negative (0 = one bandwidth-delay product of the topology)")
 	case c.QPsPerConn < 1 || c.QPsPerConn > 1024:
 		return e("qps_per_conn", "%d outside 1..1024", c.QPsPerConn)
+	case c.OOOWindow < 0:
+		return e("ooo_window", "%d is negative (0 = unlimited)", c.OOOWindow)
+	case c.OOOWindow > 0 && c.Transport != TransportReorder:
+		return e("ooo_window", "bounds the out-of-order receiver: set transport: ooo, or leave it out")
 	case !(r.RandomLoss >= 0 && r.RandomLoss < 1):
 		return e("random_loss", "%g outside [0,1) (a fraction of frames per link)", r.RandomLoss)
 	case c.DataPriority > 7:
@@ -424,6 +440,9 @@ func (c *Config) validateRoCE() error {
 		if err := r.SwiftParams.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := c.validateUET(); err != nil {
+		return err
 	}
 	if r.DCQCN {
 		if !r.ECN {

@@ -30,6 +30,8 @@ type policies struct {
 	// spray picks among equal-cost next hops per packet rather than per flow (Config.Routing
 	// "spray"), resolved once in New.
 	spray bool
+	// sprayLeast: spraying picks the next hop with the least queued (spray_policy least_queue).
+	sprayLeast bool
 	// ibfc, ibArb and ibRouter are fc, sched and router when they are InfiniBand's, else nil.
 	ibfc     *ibCredits
 	ibArb    *ibArbiter
@@ -56,6 +58,9 @@ func (n *Network) route(s *Switch, pkt *Packet) int32 {
 		return hops[0]
 	}
 	if n.spray {
+		if n.sprayLeast {
+			return leastQueued(s, pkt, hops, sim.Mix64(uint64(n.packetHops)^s.salt))
+		}
 		return hops[int(sim.Mix64(uint64(n.packetHops)^s.salt)%uint64(len(hops)))]
 	}
 	return hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]

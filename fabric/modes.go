@@ -71,11 +71,15 @@ const (
 	// TransportReorder is a go-back-N sender whose receiver accepts out-of-order packets
 	// without NAKing, as HCAs do under adaptive routing on a lossless fabric (ibooo.go).
 	TransportReorder Transport = "ooo"
+	// TransportUET is Ultra Ethernet's transport (UET 1.0; fabric/uet.go): a fresh entropy value
+	// on every packet, reliable unordered delivery with SACKs (rc.RUD) and, unless uet_cc says
+	// none, NSCC's windows (transport/cc/nscc).
+	TransportUET Transport = "uet"
 )
 
 // Transports are the loss recoveries a scenario can name (RoCE's `transport` key takes the
 // first two; the reorder-tolerant receiver comes with InfiniBand adaptive routing).
-var Transports = []Transport{TransportGoBackN, TransportIRN, TransportReorder}
+var Transports = []Transport{TransportGoBackN, TransportIRN, TransportReorder, TransportUET}
 
 // UnmarshalText parses a loss recovery.
 func (t *Transport) UnmarshalText(b []byte) error {
@@ -85,7 +89,7 @@ func (t *Transport) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q is not a loss recovery (valid: gbn = go-back-N, irn = selective repeat)", b)
+	return fmt.Errorf("%q is not a loss recovery (valid: gbn = go-back-N, irn = selective repeat, ooo = go-back-N with out-of-order placement, uet = Ultra Ethernet)", b)
 }
 
 // PFCThreshold is the rule that sets a lossless class's XOFF threshold (key `pfc_threshold`).

@@ -105,6 +105,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 	}
 	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}
 	n.spray = cfg.Routing == RoutingSpray
+	n.sprayLeast = n.spray && cfg.SprayPolicy == SprayLeastQueue
 	n.Switches = make([]*Switch, len(g.Nodes))
 	n.NICs = make([]*NIC, len(g.Hosts))
 	n.nodes = make([]sim.Handler, len(g.Nodes))
@@ -193,6 +194,9 @@ func transportParams(c *Config) rc.Params {
 		p.Mode = rc.Selective
 	case "ooo":
 		p.Mode = rc.Reorder
+		p.ReorderWindow = int64(c.OOOWindow)
+	case TransportUET:
+		p.Mode = rc.RUD
 	case "":
 		if c.Kind == KindInfiniBand && c.IB.Adaptive {
 			// Adaptive routing reorders packets; HCAs accept them in any order (docs/infiniband.md).

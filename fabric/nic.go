@@ -106,7 +106,7 @@ func (c *NIC) nextData() *Packet {
 			tried++
 			continue
 		}
-		if a := n.acker; a != nil && f.snd.NextNew()-f.snd.Unacked() >= a.window(f) {
+		if a := n.acker; a != nil && f.snd.InFlight(p) >= a.window(f) && !f.snd.Resending(p) {
 			c.rr++ // the window is full: an ACK reopens it (receiveAck)
 			tried++
 			continue
@@ -227,7 +227,8 @@ func (c *NIC) receiveData(pkt *Packet) {
 	}
 	// With `cnp: ack-flag` the ACK or NAK this packet causes carries its CE mark back.
 	// DCTCP echoes every mark on the ACK ([DCTCP] §3.1) whatever `cnp` says.
-	flag := pkt.ECN == ECNCE && (n.cfg.RoCE.CNP == CNPAckFlag || n.cfg.RoCE.DCTCP) && n.cc != nil
+	// So does UET: NSCC reads the CE echo of every ACK (uet.go).
+	flag := pkt.ECN == ECNCE && (n.cfg.RoCE.CNP == CNPAckFlag || n.cfg.RoCE.DCTCP || n.rc.Mode == rc.RUD) && n.cc != nil
 	a := f.rcv.OnData(&n.rc, pkt.Seq, int64(pkt.Payload))
 	switch a.Class {
 	case rc.InOrder:
@@ -254,10 +255,14 @@ func (c *NIC) receiveData(pkt *Packet) {
 	case rc.NakSack:
 		n.stats.NAKs++
 		ctl = c.newCtl(f, Nak, f.rcv.Next(), pkt.Seq)
+	case rc.AckSack:
+		ctl = c.newCtl(f, Ack, f.rcv.Next(), pkt.Seq)
 	}
 	if ctl != nil {
 		if (n.ints != nil || n.cfg.RoCE.Swift) && ctl.Kind == Ack {
 			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack or Swift's send stamp
+		} else if n.rc.Mode == rc.RUD {
+			ctl.Sack = pkt.Seq // UET: every ACK names the packet it answers (its SACK)
 		}
 		if flag {
 			ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)

@@ -22,6 +22,9 @@ func (n *Network) makeFlows(mg *msggraph.Graph) error {
 	if n.rc.Mode == rc.Selective && n.rc.Cap == 0 {
 		n.rc.Cap = n.irnCap()
 	}
+	if n.rc.Mode == rc.RUD {
+		n.uetTransport() // uet.go: the in-flight cap and the reordering tolerance
+	}
 	mtu := int64(n.cfg.MTU)
 	for i := range mg.Msgs {
 		m := &mg.Msgs[i]

@@ -9,6 +9,7 @@ import (
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/transport/cc/dctcp"
 	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
+	"github.com/fabricsim/fabricsim/transport/cc/nscc"
 	"github.com/fabricsim/fabricsim/transport/cc/swift"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -128,6 +129,13 @@ type RoCEConfig struct {
 	Swift       bool         `yaml:"swift"`
 	SwiftParams swift.Params `yaml:",inline"`
 
+	// UETCC is the congestion control of transport: uet (fabric/uet.go): NSCC's window with
+	// NSCCParams (uet_target_delay), or none. UETOOOThreshold is how many packets SACKed beyond
+	// a gap declare it lost (0: 1.5 BDP in packets, at least 5).
+	UETCC           UETCC       `yaml:"uet_cc"`
+	UETOOOThreshold int         `yaml:"uet_ooo_threshold"`
+	NSCCParams      nscc.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -174,6 +182,7 @@ func DefaultRoCE() Config {
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
 		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
+		UETCC:   UETNSCC,
 		Strict:  1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
@@ -231,6 +240,10 @@ func (n *Network) installRoCE() error {
 	if c.Swift {
 		s := newSwift(r)
 		n.cc, n.acker = s, s
+	}
+	if n.cfg.Transport == TransportUET {
+		u := newUET(r)
+		n.cc, n.acker = u, u
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

@@ -23,6 +23,14 @@
 //     product; the span from the first unacknowledged byte to the next new one is capped at
 //     four, which bounds both bitmaps. The timeout is RTOLow while at most LowThreshold packets
 //     are outstanding, RTOHigh otherwise (IRN §3.1).
+//   - RUD, the reliable unordered delivery of Ultra Ethernet's packet delivery sublayer (UET 1.0,
+//     PDS RUD): packets are sprayed and arrive in any order; the receiver places (holds) each and
+//     acknowledges every packet with the cumulative acknowledgement and the packet's own offset
+//     (a SACK). The sender keeps selective repeat's bookkeeping but tells reordering from loss:
+//     it enters recovery, resending the packets below the highest SACK that the receiver does
+//     not hold, only once OOOThreshold packets beyond the cumulative acknowledgement have been
+//     SACKed (the out-of-order count of UEC's htsim, whose loss detection waits for that many),
+//     or on a timeout (RTOLow / RTOHigh as under Selective).
 //   - Reorder, the receiver of an InfiniBand HCA under adaptive routing: a QP's packets take
 //     different paths and may arrive out of order on a lossless fabric, so the receiver places
 //     them (holds them) and never NAKs; it acknowledges the contiguous prefix. The sender is
@@ -51,6 +59,9 @@ const (
 	// Reorder accepts packets in any order and never NAKs (adaptive routing on a lossless
 	// fabric); its sender is go-back-N's.
 	Reorder
+	// RUD is Ultra Ethernet's reliable unordered delivery: every packet ACKed with a SACK, loss
+	// declared after OOOThreshold SACKed packets beyond the gap.
+	RUD
 )
 
 func (m Mode) String() string {
@@ -61,6 +72,8 @@ func (m Mode) String() string {
 		return "selective"
 	case Reorder:
 		return "reorder"
+	case RUD:
+		return "rud"
 	}
 	return fmt.Sprintf("Mode(%d)", m)
 }
@@ -78,13 +91,27 @@ type Params struct {
 	// RTOHigh otherwise (IRN §3.1: 100 us, 320 us, N = 3).
 	RTOLow, RTOHigh units.Time
 	LowThreshold    int64
-	// Cap is Selective's in-flight cap in bytes (one bandwidth-delay product).
+	// Cap is Selective's in-flight cap in bytes (one bandwidth-delay product), RUD's too.
 	Cap int64
+	// OOOThreshold is RUD's reordering tolerance: recovery starts when this many packets
+	// beyond the cumulative acknowledgement have been SACKed.
+	OOOThreshold int64
+	// ReorderWindow, when positive, bounds Reorder's receiver: a packet this many packets or
+	// more beyond the next expected one is dropped and NAKed (go-back-N from the gap) instead of
+	// placed, as a NIC whose out-of-order tracking has that many entries must.
+	ReorderWindow int64
 }
+
+// selective reports whether the mode keeps selective repeat's SACK bookkeeping.
+func (p *Params) selective() bool { return p.Mode == Selective || p.Mode == RUD }
 
 // window is the packets a Selective bitmap spans: four in-flight caps (the sender keeps the
 // span from the first unacknowledged packet to the next new one below that) and two spare.
 func (p *Params) window() int64 { return 4*((p.Cap+p.MTU-1)/p.MTU) + 2 }
+
+// Window is the packets the Selective and RUD bitmaps span: a sender never has more than this
+// many packets between its first unacknowledged one and the next new one.
+func (p *Params) Window() int64 { return p.window() }
 
 // Reply is the control packet a receiver sends back. Every reply carries the receiver's
 // cumulative acknowledgement, Receiver.Next: every byte before it has arrived.
@@ -99,6 +126,9 @@ const (
 	// NakSack is selective repeat's NAK: every byte before Receiver.Next has arrived, and so
 	// has the packet that triggered it, whose offset it carries as the SACK.
 	NakSack
+	// AckSack is RUD's ACK: every byte before Receiver.Next has arrived, and so has the packet
+	// that triggered it, whose offset it carries as the SACK.
+	AckSack
 )
 
 // Class says what an arriving data packet was.
@@ -139,7 +169,7 @@ type Sender struct {
 	maxSent int64 // end of the highest byte sent: below it a send is a retransmission
 	una     int64 // first unacknowledged byte
 	rtoAt   units.Time
-	sack    *sackState // Selective only
+	sack    *sackState // Selective and RUD only
 }
 
 // sackState is the selective-repeat sender's loss recovery.
@@ -155,7 +185,7 @@ type sackState struct {
 // Init readies the sender of a QP of size bytes.
 func (s *Sender) Init(p *Params, size int64) {
 	*s = Sender{size: size}
-	if p.Mode == Selective {
+	if p.selective() {
 		s.sack = &sackState{sacked: newBitring(p.window())}
 	}
 }
@@ -172,14 +202,44 @@ func (s *Sender) Done() bool { return s.done }
 // or timeout: it is done or, going back N, has sent every byte. (Selective repeat answers in
 // Next, as its window may be what holds it.)
 func (s *Sender) Idle(p *Params) bool {
-	return s.done || p.Mode != Selective && s.nxt >= s.size
+	return s.done || !p.selective() && s.nxt >= s.size
+}
+
+// InFlight is the bytes sent and not yet acknowledged, cumulatively or (Selective, RUD)
+// selectively: what a congestion window bounds.
+func (s *Sender) InFlight(p *Params) int64 {
+	span := s.nxt - s.una
+	if s.sack != nil {
+		span -= s.sack.nSacked * p.MTU
+	}
+	return max(span, 0)
+}
+
+// Resending reports whether RUD's sender is in recovery with a lost packet to resend: a
+// congestion window does not hold that back (the lost bytes are no longer in flight).
+func (s *Sender) Resending(p *Params) bool {
+	if p.Mode != RUD || !s.sack.recovery {
+		return false
+	}
+	_, retx, ok := s.pick(p)
+	return ok && retx
+}
+
+// Received is the bytes the receiver has reported holding: the cumulative acknowledgement and
+// (Selective, RUD) the SACKed packets beyond it.
+func (s *Sender) Received(p *Params) int64 {
+	r := s.una
+	if s.sack != nil {
+		r += s.sack.nSacked * p.MTU
+	}
+	return min(r, s.size)
 }
 
 // Next returns the packet to send now: its offset, its payload and whether it resends bytes
 // sent before. payload is 0 when none may go: every byte is sent, or selective repeat's window
 // is full with nothing to resend. Next changes nothing a second call would not.
 func (s *Sender) Next(p *Params) (seq, payload int64, retx bool) {
-	if p.Mode == Selective {
+	if p.selective() {
 		return s.nextSelective(p)
 	}
 	if s.nxt >= s.size {
@@ -198,7 +258,7 @@ func (s *Sender) nextSelective(p *Params) (seq, payload int64, retx bool) {
 
 // HasData reports whether Next would return a packet.
 func (s *Sender) HasData(p *Params) bool {
-	if p.Mode == Selective {
+	if p.selective() {
 		_, _, ok := s.pick(p)
 		return ok
 	}
@@ -230,7 +290,7 @@ func (s *Sender) pick(p *Params) (seq int64, retx, ok bool) {
 // Sent records that the packet Next returned went out at now. armAt is nonzero when no
 // retransmission timer was armed: the NIC arms one to fire then (and calls OnTimer).
 func (s *Sender) Sent(p *Params, seq, payload int64, retx bool, now units.Time) (armAt units.Time) {
-	if p.Mode == Selective && retx {
+	if p.selective() && retx {
 		s.sack.retxNext = seq + payload
 	} else {
 		s.nxt += payload
@@ -248,7 +308,7 @@ func (s *Sender) Sent(p *Params, seq, payload int64, retx bool, now units.Time) 
 
 // rto is the retransmission timeout for the bytes now outstanding.
 func (s *Sender) rto(p *Params) units.Time {
-	if p.Mode != Selective {
+	if !p.selective() {
 		return p.RTO
 	}
 	if s.nxt-s.una <= p.LowThreshold*p.MTU {
@@ -264,7 +324,7 @@ func (s *Sender) OnAck(p *Params, nak bool, seq, sack int64, now units.Time) (wa
 	if s.done {
 		return false
 	}
-	if p.Mode == Selective {
+	if p.selective() {
 		return s.onAckSelective(p, nak, seq, sack, now)
 	}
 	if seq > s.una {
@@ -293,15 +353,19 @@ func (s *Sender) onAckSelective(p *Params, nak bool, seq, sack int64, now units.
 		s.una = seq
 		s.rtoAt = now + s.rto(p)
 	}
-	if nak {
+	if nak || p.Mode == RUD && sack > 0 {
 		if i := sack / p.MTU; sack >= s.una && sack < s.nxt && !k.sacked.get(i) {
 			k.sacked.set(i)
 			k.nSacked++
 		}
-		if !k.recovery {
+		// RUD: reordering, not loss, until OOOThreshold packets beyond the gap are SACKed; the
+		// highest SACK is kept meanwhile.
+		if !k.recovery && (p.Mode != RUD || k.nSacked >= p.OOOThreshold) {
 			k.recovery = true
 			k.retxNext = s.una
-			k.retxEnd = 0
+			if p.Mode != RUD {
+				k.retxEnd = 0
+			}
 			k.recoverExit = s.nxt
 		}
 		if sack > k.retxEnd {
@@ -333,7 +397,7 @@ func (s *Sender) OnTimer(p *Params, now units.Time, queued bool) (rearmAt units.
 		s.armed = true // an ACK moved the deadline: wait for it
 		return s.rtoAt, false
 	}
-	if p.Mode == Selective {
+	if p.selective() {
 		k := s.sack
 		k.recovery = true
 		k.retxNext = s.una
@@ -361,7 +425,7 @@ type Receiver struct {
 func (r *Receiver) Init(p *Params, size int64) {
 	*r = Receiver{size: size}
 	switch p.Mode {
-	case Selective:
+	case Selective, RUD:
 		r.held = newBitring(p.window())
 	case Reorder:
 		r.held = newBitring((size + p.MTU - 1) / p.MTU) // a bit for every packet: no window
@@ -446,6 +510,16 @@ func (r *Receiver) outOfOrderHolding(p *Params, seq int64) Recv {
 		return Recv{Class: Duplicate, Reply: Ack}
 	}
 	idx := seq / p.MTU
+	if p.Mode == Reorder && p.ReorderWindow > 0 && idx-r.nxt/p.MTU >= p.ReorderWindow {
+		// Beyond the NIC's out-of-order tracking: drop it and fall back to go-back-N, a
+		// NAK once per gap (cleared when the expected packet arrives).
+		if r.nakSent {
+			return Recv{Class: OutOfOrder}
+		}
+		r.nakSent = true
+		r.unacked = 0
+		return Recv{Class: OutOfOrder, Reply: Nak}
+	}
 	if idx-r.nxt/p.MTU >= r.held.width() {
 		return Recv{Class: BeyondWindow}
 	}
@@ -459,6 +533,9 @@ func (r *Receiver) outOfOrderHolding(p *Params, seq int64) Recv {
 	case p.Mode == Selective:
 		r.unacked = 0
 		return Recv{Class: class, Reply: NakSack} // every packet beyond a gap is SACKed
+	case p.Mode == RUD:
+		r.unacked = 0
+		return Recv{Class: class, Reply: AckSack} // every packet ACKed with its SACK
 	case class == Duplicate:
 		r.unacked = 0
 		return Recv{Class: class, Reply: Ack}
