@@ -90,7 +90,14 @@ func (c *Config) PacketOnly() error {
 			return e("swift", "Swift windows: %s", why)
 		case c.AckPriority != 0:
 			return e("ack_priority", "%d: %s", c.AckPriority, why)
+		case c.Transport == TransportUET:
+			return e("transport", "%s (Ultra Ethernet): %s", c.Transport, why)
+		case c.OOOWindow > 0:
+			return e("ooo_window", "%d: %s", c.OOOWindow, why)
 		}
+	}
+	if c.SprayPolicy == SprayLeastQueue {
+		return e("spray_policy", "%s: %s", c.SprayPolicy, why)
 	}
 	if c.FCTEnd == FCTLastAck {
 		return e("fct_end", "%s: %s", c.FCTEnd, why)

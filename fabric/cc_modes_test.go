@@ -162,6 +162,9 @@ func TestPacketOnly(t *testing.T) {
 		{func(c *Config) { c.FCTEnd = FCTLastAck }, "fct_end"},
 		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.DCTCP = false, true }, "dctcp"},
 		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.Swift = false, true }, "swift"},
+		{func(c *Config) { c.RoCE.DCQCN, c.Transport = false, TransportUET }, "transport"},
+		{func(c *Config) { c.Transport, c.OOOWindow = TransportReorder, 64 }, "ooo_window"},
+		{func(c *Config) { c.Routing, c.SprayPolicy = RoutingSpray, SprayLeastQueue }, "spray_policy"},
 	} {
 		cfg := DefaultRoCE()
 		c.edit(&cfg)

@@ -89,6 +89,11 @@ func (s *Scenario) validateFabric() error {
 				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
 			}
 		}
+		for _, k := range []string{"uet_cc", "uet_ooo_threshold", "uet_target_delay"} {
+			if has(k) && f.Transport != fabric.TransportUET {
+				return s.errf("fabric."+k, "is a parameter of Ultra Ethernet's transport: set transport: uet (and dcqcn: false), or leave it out")
+			}
+		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
 		}

@@ -136,6 +136,18 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn: false\n  swift: true\n  swift_beta: 2\n", "fabric.swift_beta", "outside (0,1]"},
 		{"  swift_beta: 0.5\n", "fabric.swift_beta", "set swift: true"},
 		{"  swift_base_target: 20us\n", "fabric.swift_base_target", "set swift: true"},
+		{"  transport: uet\n", "fabric.transport", "set dcqcn: false"},
+		{"  dcqcn: false\n  swift: true\n  transport: uet\n", "fabric.transport", "set hpcc, dctcp and swift false"},
+		{"  dcqcn: false\n  transport: uet\n  uet_cc: dcqcn\n", "fabric.uet_cc", "valid: nscc, none"},
+		{"  dcqcn: false\n  transport: uet\n  uet_target_delay: -1us\n", "fabric.uet_target_delay", "must not be negative"},
+		{"  dcqcn: false\n  transport: uet\n  uet_ooo_threshold: -1\n", "fabric.uet_ooo_threshold", "is negative"},
+		{"  uet_cc: none\n", "fabric.uet_cc", "set transport: uet"},
+		{"  transport: irn\n  uet_target_delay: 5us\n", "fabric.uet_target_delay", "set transport: uet"},
+		{"  uet_ooo_threshold: 8\n", "fabric.uet_ooo_threshold", "set transport: uet"},
+		{"  transport: gbn\n  ooo_window: 64\n", "fabric.ooo_window", "set transport: ooo"},
+		{"  transport: ooo\n  ooo_window: -1\n", "fabric.ooo_window", "is negative"},
+		{"  spray_policy: least_queue\n", "fabric.spray_policy", "set routing: spray"},
+		{"  routing: spray\n  spray_policy: adaptive\n", "fabric.spray_policy", "valid: random, least_queue"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {

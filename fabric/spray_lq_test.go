@@ -1,0 +1,100 @@
+package fabric
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// degradedLeafSpine: 2 leaves of 4 hosts, 4 spines, 100 Gb/s everywhere (1:1) but one uplink,
+// leaf0-spine0, at 25 Gb/s (a degraded link).
+func degradedLeafSpine() *topo.Graph {
+	g := &topo.Graph{Name: "degraded-leaf-spine"}
+	var leaves, hosts [2]topo.NodeID
+	for l := range leaves {
+		leaves[l] = g.AddNode(topo.Switch, fmt.Sprintf("leaf%d", l), 1)
+	}
+	for l := range leaves {
+		for h := 0; h < 4; h++ {
+			hosts[l] = g.AddNode(topo.Host, fmt.Sprintf("host%d", 4*l+h), 0)
+			g.Connect(hosts[l], leaves[l], 100*units.Gbps, units.Microsecond)
+		}
+	}
+	for s := 0; s < 4; s++ {
+		sp := g.AddNode(topo.Switch, fmt.Sprintf("spine%d", s), 2)
+		for l := range leaves {
+			rate := 100 * units.Gbps
+			if s == 0 && l == 0 {
+				rate = 25 * units.Gbps
+			}
+			g.Connect(leaves[l], sp, rate, units.Microsecond)
+		}
+	}
+	return g
+}
+
+// TestSprayLeastQueue: adaptive routing by queue depth against random spraying where the paths
+// differ. Four 2 MB flows from leaf0's hosts to leaf1's, each alone needing T = its wire bytes
+// at 100 Gb/s: random spraying sends a quarter of every flow over the 25 Gb/s uplink, which then
+// holds each flow near 4 x 25 / 4 = 25 Gb/s (the last finishes after about 4 T); least_queue
+// sees that uplink's queue and sends there only what it drains, so the flows share the 325 Gb/s
+// the uplinks carry (no sooner than 400 / 325 T = 1.23 T). On the 1:1 k = 8 fat-tree
+// permutation, where the paths are equal, it does worse than random (docs/transports.md): the
+// edge switch's choice fixes the destination pod's aggregation switch, whose downlink its local
+// queues cannot see.
+func TestSprayLeastQueue(t *testing.T) {
+	mg := &msggraph.Graph{Endpoints: 8}
+	for i := 0; i < 4; i++ {
+		mg.Add(msggraph.Message{Src: int32(i), Dst: int32(4 + i), Bytes: 2 * units.MB})
+	}
+	pkts := int64(2*units.MB+4095) / 4096
+	T := (100 * units.Gbps).TransmitTime(units.Size(int64(2*units.MB) + pkts*(66+20)))
+	var last [2]units.Time
+	for i, pol := range []SprayPolicy{SprayRandom, SprayLeastQueue} {
+		cfg := DefaultRoCE()
+		cfg.Seed = 1
+		cfg.Routing, cfg.SprayPolicy, cfg.Transport = RoutingSpray, pol, TransportReorder
+		res := runOne(t, degradedLeafSpine(), cfg, mg).lastRun
+		for _, m := range res.Messages {
+			last[i] = max(last[i], m.FCT())
+		}
+		t.Logf("%s: last FCT %v = %.2f T (T = %v); pauses %v, ECN marks %v, drops %d", pol, last[i], float64(last[i])/float64(T), T, res.Counters["pfc_pause_frames_sent"], res.Counters["ecn_marks"], res.Drops)
+	}
+	if float64(last[0]) < 3*float64(T) {
+		t.Errorf("random spraying: last FCT %.2f T, want >= 3 T (the slow uplink holds every flow near 25 Gb/s)", float64(last[0])/float64(T))
+	}
+	if float64(last[1]) < 400.0/325*float64(T) || last[1] > last[0]/2 {
+		t.Errorf("least_queue: last FCT %.2f T, want >= 1.23 T (capacity) and at most half random's", float64(last[1])/float64(T))
+	}
+}
+
+// TestOOOWindow: the out-of-order receiver with a bounded tracking window (ooo_window). On the
+// sprayed k = 8 fat-tree permutation a packet can arrive more than 64 packets ahead of the next
+// expected one (measured): a 1,024-packet window changes nothing (no NAK, the p99 of unlimited
+// placement), while a 64-packet window drops and NAKs the packets that overtake further, and
+// go-back-N resends from the gap.
+func TestOOOWindow(t *testing.T) {
+	g := fatTreeK(t, 8, 100*units.Gbps, units.Microsecond)
+	mg := permutationGraph(len(g.Hosts), 2*units.MB, 1)
+	var p99 [3]float64
+	var naks [3]int64
+	for i, w := range []int{0, 1024, 64} {
+		cfg := DefaultRoCE()
+		cfg.Seed = 1
+		cfg.Routing, cfg.Transport, cfg.OOOWindow = RoutingSpray, TransportReorder, w
+		res := runOne(t, g, cfg, mg).lastRun
+		s := slowdowns(res)
+		p99[i], naks[i] = result.Percentile(s, 99), res.NAKs
+		t.Logf("ooo_window %d: p99 %.3f, NAKs %d, resent %d B", w, p99[i], res.NAKs, res.BytesRetransmitted)
+	}
+	if naks[0] != 0 || naks[1] != 0 || p99[1] != p99[0] {
+		t.Errorf("a 1024-packet window: NAKs %d, p99 %.3f; want none and the unlimited %.3f", naks[1], p99[1], p99[0])
+	}
+	if naks[2] == 0 || !(p99[2] > p99[0]) {
+		t.Errorf("a 64-packet window: NAKs %d, p99 %.3f; want NAKs and a p99 above %.3f", naks[2], p99[2], p99[0])
+	}
+}
