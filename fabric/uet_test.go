@@ -98,7 +98,7 @@ func TestUETSelectiveRetransmission(t *testing.T) {
 // 400 KB, the default band). The windows start at maxwnd = 1.5 x the base RTT's bytes, so
 // without a signal the queue would hold N x 1.5 BDP minus the BDP the wire holds. Two flows stay
 // below the marking band: the queue is exactly that bound (window conservation), the port busy.
-// Eight flows would queue 11 BDP (872 KB), inside the band: the CE echoes with the delay above the
+// Eight flows would queue 11 BDP (888 KB in frames), inside the band: the CE echoes with the delay above the
 // target cut the windows, and the queue stays below where RED starts marking plus a window's
 // bytes while the port stays busy.
 func TestUETIncast(t *testing.T) {
