@@ -36,7 +36,9 @@
 //     them (holds them) and never NAKs; it acknowledges the contiguous prefix. The sender is
 //     go-back-N's, whose timeout a lossless fabric does not reach. (NVIDIA HCAs place the
 //     packets of an RDMA WRITE at their offset in the target buffer whatever their order when
-//     adaptive routing is on; docs/infiniband.md.)
+//     adaptive routing is on; docs/infiniband.md.) With ReorderWindow set, the receiver tracks
+//     only that many packets from the next expected one: a packet further ahead is dropped and
+//     NAKed once per gap, as go-back-N's receiver does, and the sender goes back to the gap.
 //
 // Offsets are bytes of the QP's share of a message. Packet numbers are offsets divided by the
 // MTU: every packet but a QP's last is full, which the NIC's segmentation guarantees.

@@ -337,10 +337,11 @@ func TestReorderNeverNaks(t *testing.T) {
 // go-back-N NAKs a gap once: after a NAK, the next NAK comes only once the expected packet
 // has arrived (IBA vol. 1 §9.7.5).
 func TestLossyChannelCompletesOnce(t *testing.T) {
-	for _, m := range []Mode{GoBackN, Selective, Reorder} {
+	for _, m := range []Mode{GoBackN, Selective, Reorder, RUD} {
 		for seed := uint64(1); seed <= 20; seed++ {
 			p := params(m)
 			p.Cap = 8 * mtu
+			p.OOOThreshold = 3
 			rng := rand.New(rand.NewPCG(seed, uint64(m)))
 			const size = 200*mtu + 123
 			var s Sender
@@ -381,7 +382,7 @@ func TestLossyChannelCompletesOnce(t *testing.T) {
 					continue
 				}
 				i := 0
-				if m == Reorder || rng.Float64() < 0.2 {
+				if m == Reorder || m == RUD || rng.Float64() < 0.2 {
 					i = rng.IntN(len(wire)) // reordering
 				}
 				x := wire[i]
@@ -409,12 +410,12 @@ func TestLossyChannelCompletesOnce(t *testing.T) {
 					}
 					nakPending = true
 				}
-				if m == Reorder && a.Reply != Ack && a.Reply != NoReply {
-					t.Fatalf("reorder seed %d: NAK", seed)
+				if (m == Reorder || m == RUD) && a.Reply != Ack && a.Reply != NoReply && a.Reply != AckSack {
+					t.Fatalf("%v seed %d: NAK", m, seed)
 				}
 				if a.Reply != NoReply && rng.Float64() > 0.05 {
-					m := msg{nak: a.Reply != Ack, seq: r.Next()}
-					if a.Reply == NakSack {
+					m := msg{nak: a.Reply != Ack && a.Reply != AckSack, seq: r.Next()}
+					if a.Reply == NakSack || a.Reply == AckSack {
 						m.sack = x.seq
 					}
 					wire = append(wire, m)
@@ -424,5 +425,84 @@ func TestLossyChannelCompletesOnce(t *testing.T) {
 				t.Fatalf("%v seed %d: sender done %v, %d completions, %d of %d B delivered", m, seed, s.Done(), completions, delivered, size)
 			}
 		}
+	}
+}
+
+// TestRUDReorderingIsNotLoss: UET's reliable unordered delivery (PDS RUD). The receiver ACKs
+// every packet beyond a gap with its SACK (never a NAK); the sender counts the SACKed packets
+// and treats the gap as reordering until OOOThreshold of them are SACKed, then resends only the
+// packets below the highest SACK that the receiver lacks.
+func TestRUDReorderingIsNotLoss(t *testing.T) {
+	p := params(RUD)
+	p.Cap = 8 * mtu
+	p.OOOThreshold = 3
+	var s Sender
+	var r Receiver
+	s.Init(p, 10*mtu)
+	r.Init(p, 10*mtu)
+	for i := int64(0); i < 6; i++ {
+		send(t, &s, p, 0)
+	}
+	// Packet 1 is lost; 0 and 2..5 arrive.
+	receive(t, &r, p, []rx{
+		{"0 in order", 0, Recv{Class: InOrder, Reply: Ack, Delivered: 1000}, 1000},
+		{"2 held, ACK with SACK", 2000, Recv{Class: OutOfOrder, Reply: AckSack}, 1000},
+		{"3 held, ACK with SACK", 3000, Recv{Class: OutOfOrder, Reply: AckSack}, 1000},
+		{"4 held, ACK with SACK", 4000, Recv{Class: OutOfOrder, Reply: AckSack}, 1000},
+		{"5 held, ACK with SACK", 5000, Recv{Class: OutOfOrder, Reply: AckSack}, 1000},
+	})
+	s.OnAck(p, false, 1000, 0, us)
+	s.OnAck(p, false, 1000, 2000, us)
+	s.OnAck(p, false, 1000, 3000, us)
+	if s.sack.recovery || s.Resending(p) {
+		t.Fatal("recovery after 2 SACKs beyond the gap: want it only at the threshold 3")
+	}
+	if got := s.InFlight(p); got != 3000 {
+		t.Errorf("in flight %d B, want 3000 (packets 1, 4, 5: sent, neither ACKed nor SACKed)", got)
+	}
+	if seq, retx, _ := send(t, &s, p, us); seq != 6000 || retx {
+		t.Fatalf("below the threshold sent %d (retransmission %v), want new data at 6000", seq, retx)
+	}
+	s.OnAck(p, false, 1000, 4000, 2*us)
+	if !s.sack.recovery || !s.Resending(p) || s.sack.retxEnd != 4000 {
+		t.Fatalf("at the threshold: recovery %v, resending %v, resend below %d; want true, true, 4000", s.sack.recovery, s.Resending(p), s.sack.retxEnd)
+	}
+	if seq, retx, _ := send(t, &s, p, 2*us); seq != 1000 || !retx {
+		t.Fatalf("recovery sent %d (retransmission %v), want packet 1 resent", seq, retx)
+	}
+	if seq, retx, _ := send(t, &s, p, 2*us); seq != 7000 || retx {
+		t.Fatalf("after the one lost packet sent %d (retransmission %v), want new data at 7000", seq, retx)
+	}
+	s.OnAck(p, false, 1000, 5000, 3*us)
+	receive(t, &r, p, []rx{{"resent 1 releases 2..5", 1000, Recv{Class: InOrder, Reply: Ack, Delivered: 5000}, 6000}})
+	s.OnAck(p, false, 6000, 1000, 4*us)
+	if s.sack.nSacked != 0 || s.Received(p) != 6000 {
+		t.Errorf("after the cumulative ACK: %d SACKed, received %d; want 0 and 6000", s.sack.nSacked, s.Received(p))
+	}
+}
+
+// TestReorderWindow: a Reorder receiver tracking ReorderWindow packets holds a packet up to
+// window - 1 beyond the next expected one; further ahead it drops it and NAKs once per gap (the
+// go-back-N sender rewinds to the gap); the expected packet clears the NAK.
+func TestReorderWindow(t *testing.T) {
+	p := params(Reorder)
+	p.ReorderWindow = 3
+	var r Receiver
+	r.Init(p, 10*mtu)
+	receive(t, &r, p, []rx{
+		{"2 held (2 beyond 0)", 2000, Recv{Class: OutOfOrder}, 0},
+		{"3 dropped, NAK", 3000, Recv{Class: OutOfOrder, Reply: Nak}, 0},
+		{"4 dropped, no second NAK", 4000, Recv{Class: OutOfOrder}, 0},
+		{"0 in order", 0, Recv{Class: InOrder, Reply: Ack, Delivered: 1000}, 1000},
+		{"1 releases the held 2", 1000, Recv{Class: InOrder, Reply: Ack, Delivered: 2000}, 3000},
+		{"6 beyond 3 + 2: NAK again", 6000, Recv{Class: OutOfOrder, Reply: Nak}, 3000},
+	})
+	var s Sender
+	s.Init(p, 10*mtu)
+	for i := 0; i < 7; i++ {
+		send(t, &s, p, 0)
+	}
+	if !s.OnAck(p, true, 3000, 0, us) || s.NextNew() != 3000 {
+		t.Errorf("the NAK: next %d, want the sender back at 3000", s.NextNew())
 	}
 }
