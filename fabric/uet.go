@@ -15,8 +15,8 @@ import (
 //     EV of UET's PDS header, which switches hash in place of the flow's 5-tuple), so ECMP
 //     switches spread one flow's packets over every equal-cost path (oblivious spraying);
 //   - reliable unordered delivery (PDS RUD): the receiver places packets in any order and
-//     acknowledges every one with a SACK; the sender resends only what it declares lost, after
-//     uet_ooo_threshold packets SACKed beyond a gap or a timeout (transport/rc's RUD);
+//     acknowledges every one with a SACK; the sender resends only what it declares lost: a
+//     packet with uet_ooo_threshold SACKed packets above it, or on a timeout (transport/rc's RUD);
 //   - NSCC, the sender's window from ECN echoes and round-trip delay (transport/cc/nscc),
 //     unless `uet_cc: none`.
 //

@@ -27,10 +27,10 @@
 //     PDS RUD): packets are sprayed and arrive in any order; the receiver places (holds) each and
 //     acknowledges every packet with the cumulative acknowledgement and the packet's own offset
 //     (a SACK). The sender keeps selective repeat's bookkeeping but tells reordering from loss:
-//     it enters recovery, resending the packets below the highest SACK that the receiver does
-//     not hold, only once OOOThreshold packets beyond the cumulative acknowledgement have been
-//     SACKed (the out-of-order count of UEC's htsim, whose loss detection waits for that many),
-//     or on a timeout (RTOLow / RTOHigh as under Selective).
+//     a packet not SACKed is lost once OOOThreshold SACKed packets lie above it (RFC 6675's
+//     IsLost with the out-of-order threshold of UEC's htsim as DupThresh); the sender then
+//     resends the packets so declared lost, before new data. A timeout (RTOLow / RTOHigh as
+//     under Selective) declares every unacknowledged, unSACKed packet lost.
 //   - Reorder, the receiver of an InfiniBand HCA under adaptive routing: a QP's packets take
 //     different paths and may arrive out of order on a lossless fabric, so the receiver places
 //     them (holds them) and never NAKs; it acknowledges the contiguous prefix. The sender is
@@ -181,6 +181,7 @@ type sackState struct {
 	recovery    bool
 	retxNext    int64 // next offset to consider for retransmission
 	retxEnd     int64 // resend unSACKed packets below this offset (the highest SACK)
+	highSack    int64 // RUD: the highest offset SACKed
 	recoverExit int64 // recovery ends when the cumulative ACK reaches this offset
 }
 
@@ -355,19 +356,17 @@ func (s *Sender) onAckSelective(p *Params, nak bool, seq, sack int64, now units.
 		s.una = seq
 		s.rtoAt = now + s.rto(p)
 	}
-	if nak || p.Mode == RUD && sack > 0 {
+	if p.Mode == RUD && sack > 0 {
+		s.sackRUD(p, sack)
+	} else if nak {
 		if i := sack / p.MTU; sack >= s.una && sack < s.nxt && !k.sacked.get(i) {
 			k.sacked.set(i)
 			k.nSacked++
 		}
-		// RUD: reordering, not loss, until OOOThreshold packets beyond the gap are SACKed; the
-		// highest SACK is kept meanwhile.
-		if !k.recovery && (p.Mode != RUD || k.nSacked >= p.OOOThreshold) {
+		if !k.recovery {
 			k.recovery = true
 			k.retxNext = s.una
-			if p.Mode != RUD {
-				k.retxEnd = 0
-			}
+			k.retxEnd = 0
 			k.recoverExit = s.nxt
 		}
 		if sack > k.retxEnd {
@@ -382,6 +381,44 @@ func (s *Sender) onAckSelective(p *Params, nak bool, seq, sack int64, now units.
 		return false
 	}
 	return true
+}
+
+// sackRUD applies RUD's SACK of the packet at offset sack. A packet not SACKed is declared lost
+// once OOOThreshold SACKed packets lie above it (the rule of RFC 6675's IsLost, with UEC
+// htsim's out-of-order threshold as DupThresh): up to then it may only be on a slower path.
+// Recovery resends the packets so declared lost, below retxEnd.
+func (s *Sender) sackRUD(p *Params, sack int64) {
+	k := s.sack
+	if i := sack / p.MTU; sack >= s.una && sack < s.nxt && !k.sacked.get(i) {
+		k.sacked.set(i)
+		k.nSacked++
+		k.highSack = max(k.highSack, sack)
+	}
+	if k.nSacked < p.OOOThreshold {
+		return
+	}
+	// The OOOThreshold-th SACKed packet from the top: every unSACKed packet below it has that
+	// many SACKed above it.
+	end, n := int64(0), int64(0)
+	for i := k.highSack / p.MTU; i >= s.una/p.MTU; i-- {
+		if k.sacked.get(i) {
+			if n++; n == p.OOOThreshold {
+				end = i * p.MTU
+				break
+			}
+		}
+	}
+	if end <= s.una {
+		return // no hole below it: nothing is lost yet
+	}
+	if !k.recovery {
+		k.recovery = true
+		k.retxNext = s.una
+		k.retxEnd = end
+		k.recoverExit = s.nxt
+	} else if end > k.retxEnd {
+		k.retxEnd = end
+	}
 }
 
 // OnTimer handles the retransmission timer the NIC armed, firing at now; queued says whether

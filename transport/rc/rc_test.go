@@ -429,9 +429,9 @@ func TestLossyChannelCompletesOnce(t *testing.T) {
 }
 
 // TestRUDReorderingIsNotLoss: UET's reliable unordered delivery (PDS RUD). The receiver ACKs
-// every packet beyond a gap with its SACK (never a NAK); the sender counts the SACKed packets
-// and treats the gap as reordering until OOOThreshold of them are SACKed, then resends only the
-// packets below the highest SACK that the receiver lacks.
+// every packet beyond a gap with its SACK (never a NAK); the sender treats a packet not SACKed
+// as reordered until OOOThreshold SACKed packets lie above it (RFC 6675's IsLost), then resends
+// it alone, not the packets sent after it that may still be on their way.
 func TestRUDReorderingIsNotLoss(t *testing.T) {
 	p := params(RUD)
 	p.Cap = 8 * mtu
@@ -464,8 +464,9 @@ func TestRUDReorderingIsNotLoss(t *testing.T) {
 		t.Fatalf("below the threshold sent %d (retransmission %v), want new data at 6000", seq, retx)
 	}
 	s.OnAck(p, false, 1000, 4000, 2*us)
-	if !s.sack.recovery || !s.Resending(p) || s.sack.retxEnd != 4000 {
-		t.Fatalf("at the threshold: recovery %v, resending %v, resend below %d; want true, true, 4000", s.sack.recovery, s.Resending(p), s.sack.retxEnd)
+	// SACKed 2, 3, 4: the third from the top is 2, so packet 1 is lost.
+	if !s.sack.recovery || !s.Resending(p) || s.sack.retxEnd != 2000 {
+		t.Fatalf("at the threshold: recovery %v, resending %v, resend below %d; want true, true, 2000", s.sack.recovery, s.Resending(p), s.sack.retxEnd)
 	}
 	if seq, retx, _ := send(t, &s, p, 2*us); seq != 1000 || !retx {
 		t.Fatalf("recovery sent %d (retransmission %v), want packet 1 resent", seq, retx)
@@ -474,6 +475,11 @@ func TestRUDReorderingIsNotLoss(t *testing.T) {
 		t.Fatalf("after the one lost packet sent %d (retransmission %v), want new data at 7000", seq, retx)
 	}
 	s.OnAck(p, false, 1000, 5000, 3*us)
+	// SACKed 2..5: packets below 3 have three SACKed above them; 6 and 7, sent later, are not
+	// lost, and nothing is left to resend.
+	if s.sack.retxEnd != 3000 || s.Resending(p) {
+		t.Fatalf("after the SACK of 5: resend below %d, resending %v; want 3000, false", s.sack.retxEnd, s.Resending(p))
+	}
 	receive(t, &r, p, []rx{{"resent 1 releases 2..5", 1000, Recv{Class: InOrder, Reply: Ack, Delivered: 5000}, 6000}})
 	s.OnAck(p, false, 6000, 1000, 4*us)
 	if s.sack.nSacked != 0 || s.Received(p) != 6000 {
