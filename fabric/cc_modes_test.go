@@ -162,6 +162,7 @@ func TestPacketOnly(t *testing.T) {
 		{func(c *Config) { c.FCTEnd = FCTLastAck }, "fct_end"},
 		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.DCTCP = false, true }, "dctcp"},
 		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.Swift = false, true }, "swift"},
+		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.Timely = false, true }, "timely"},
 	} {
 		cfg := DefaultRoCE()
 		c.edit(&cfg)

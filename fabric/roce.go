@@ -10,6 +10,7 @@ import (
 	"github.com/fabricsim/fabricsim/transport/cc/dctcp"
 	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/transport/cc/swift"
+	"github.com/fabricsim/fabricsim/transport/cc/timely"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -128,6 +129,12 @@ type RoCEConfig struct {
 	Swift       bool         `yaml:"swift"`
 	SwiftParams swift.Params `yaml:",inline"`
 
+	// Timely runs TIMELY's RTT-gradient rates ([TIMELY]; fabric/timely.go) with TimelyParams
+	// (timely_*): segments paced at the rate, each segment's completion RTT echoed on its ACK.
+	// It excludes DCQCN, HPCC, DCTCP, Swift and INT.
+	Timely       bool          `yaml:"timely"`
+	TimelyParams timely.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -174,7 +181,7 @@ func DefaultRoCE() Config {
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
 		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
-		Strict:  1<<6 | 1<<7,
+		TimelyParams: timely.Defaults(), Strict: 1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
 	return c
@@ -231,6 +238,10 @@ func (n *Network) installRoCE() error {
 	if c.Swift {
 		s := newSwift(r)
 		n.cc, n.acker = s, s
+	}
+	if c.Timely {
+		t := newTimely(r)
+		n.cc, n.acker = t, t
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

@@ -89,6 +89,11 @@ func (s *Scenario) validateFabric() error {
 				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
 			}
 		}
+		for _, k := range []string{"timely_alpha", "timely_beta", "timely_t_low", "timely_t_high", "timely_min_rtt", "timely_delta", "timely_min_rate", "timely_segment"} {
+			if has(k) && !r.Timely {
+				return s.errf("fabric."+k, "is a parameter of TIMELY: set timely: true (and dcqcn: false), or leave it out")
+			}
+		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {
 			return s.errf("fabric.ecn_kmin", "give both ecn_kmin and ecn_kmax, or neither (HPCC's 100 KB and 400 KB per 25 Gb/s of each port)")
 		}

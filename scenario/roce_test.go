@@ -136,6 +136,14 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  dcqcn: false\n  swift: true\n  swift_beta: 2\n", "fabric.swift_beta", "outside (0,1]"},
 		{"  swift_beta: 0.5\n", "fabric.swift_beta", "set swift: true"},
 		{"  swift_base_target: 20us\n", "fabric.swift_base_target", "set swift: true"},
+		{"  timely: true\n", "fabric.timely", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  timely: true\n", "fabric.timely", "choose one"},
+		{"  dcqcn: false\n  swift: true\n  timely: true\n", "fabric.timely", "choose one"},
+		{"  dcqcn: false\n  int: true\n  timely: true\n", "fabric.timely", "set int: false"},
+		{"  dcqcn: false\n  timely: true\n  timely_t_high: 40us\n", "fabric.timely_t_high", "must be above timely_t_low"},
+		{"  dcqcn: false\n  timely: true\n  timely_alpha: 0\n", "fabric.timely_alpha", "outside (0,1]"},
+		{"  timely_beta: 0.5\n", "fabric.timely_beta", "set timely: true"},
+		{"  dcqcn: false\n  swift: true\n  timely_segment: 64KB\n", "fabric.timely_segment", "set timely: true"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
