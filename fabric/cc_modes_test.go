@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -177,10 +178,23 @@ func TestPacketOnly(t *testing.T) {
 
 // HPCC's headline ([HPCC] §5, Fig. 10-11: near-zero queues at high utilisation): a 2:1 incast
 // of two long flows into one 100 Gb/s port. After the first 200 us the bottleneck queue stays
-// below a few KB while the port stays at least 90 % busy, with no PFC pause and no drop.
+// below a few KB while the port stays at least 90 % busy, with no PFC pause and no drop; with
+// a rate per hop (hpcc_multi_rate) the run is the same to the bit: on a path of one switch hop
+// the per-hop state is the single state (U_0 = U, R_0 = R).
 func TestHPCCIncastHeadline(t *testing.T) {
+	var got [2][3]float64
+	for i, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multi_rate=%v", multi), func(t *testing.T) { got[i] = hpccIncast(t, multi) })
+	}
+	if got[0] != got[1] {
+		t.Errorf("one hop: single rate %v, per hop %v (rates, updates); want the same", got[0], got[1])
+	}
+}
+
+func hpccIncast(t *testing.T, multi bool) [3]float64 {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
+	cfg.RoCE.HPCCParams.MultiRate = multi
 	g := star(3, 100*units.Gbps, units.Microsecond)
 	n := newNet(t, g, cfg)
 	mg := &msggraph.Graph{Endpoints: 3}
@@ -219,10 +233,11 @@ func TestHPCCIncastHeadline(t *testing.T) {
 	if res.Drops != 0 || res.Counters["pfc_pause_frames_sent"] != 0 {
 		t.Errorf("drops %d, pauses %v", res.Drops, res.Counters["pfc_pause_frames_sent"])
 	}
+	return [3]float64{r[0], r[1], res.Counters["hpcc_rate_updates"]}
 }
 
-// An HPCC run captures: every frame (the RoCEv2 frame without the INT bytes) passes our own
-// pcap checker (headers, lengths, CRCs).
+// An HPCC run captures: every frame (the RoCEv2 frame with the INT header leading its payload)
+// passes our own pcap checker (headers, lengths, CRCs).
 func TestCaptureHPCC(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
