@@ -25,6 +25,7 @@ type Capture struct {
 	snap  int
 	max   int64
 	buf   []byte
+	intb  []byte // an INT header being encoded
 	err   error
 }
 
@@ -296,5 +297,20 @@ func (c *Capture) encode(dst []byte, p *Port, pkt *Packet) []byte {
 		rp.VLAN = &wire.VLANTag{PCP: pkt.Prio & 7}
 		rp.DSCP = 26 // RoCE traffic class commonly mapped to DSCP 26 (priority 3)
 	}
+	if n.ints != nil && carriesINT(pkt) {
+		// The INT header leads the payload, in HPCC's ns-3 layout (wire/int.go).
+		c.intb = c.appendINT(c.intb[:0], pkt)
+		rp.Payload, rp.PayloadLen = c.intb, payload+wire.INTStackLen
+	}
 	return rp.AppendFrame(dst)
+}
+
+// appendINT appends the INT header pkt carries (hpcc.go's stack) in wire's layout.
+func (c *Capture) appendINT(dst []byte, pkt *Packet) []byte {
+	st := &c.n.ints.stacks[pkt.Sack-1]
+	var hops [wire.INTMaxHops]wire.INTHop
+	for i, h := range st.hops[:st.n] {
+		hops[i] = wire.INTHop{TimeNs: uint64(h.TS / units.Nanosecond), TxBytes: uint64(h.TxBytes), QLen: uint64(h.QLen), Rate: uint64(h.Rate)}
+	}
+	return wire.AppendINT(dst, hops[:st.n], uint16(st.n))
 }

@@ -88,6 +88,8 @@ func (c *Config) PacketOnly() error {
 			return e("dctcp", "DCTCP windows: %s", why)
 		case r.Swift:
 			return e("swift", "Swift windows: %s", why)
+		case r.Timely:
+			return e("timely", "TIMELY rates: %s", why)
 		case c.AckPriority != 0:
 			return e("ack_priority", "%d: %s", c.AckPriority, why)
 		case c.Transport == TransportUET:

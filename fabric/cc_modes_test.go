@@ -1,12 +1,16 @@
 package fabric
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/transport/cc/dcqcn"
 	"github.com/fabricsim/fabricsim/units"
+	"github.com/fabricsim/fabricsim/wire"
 )
 
 // markRecorder is a congestion control that only makes packets ECN-capable and records, in
@@ -165,6 +169,7 @@ func TestPacketOnly(t *testing.T) {
 		{func(c *Config) { c.RoCE.DCQCN, c.Transport = false, TransportUET }, "transport"},
 		{func(c *Config) { c.Transport, c.OOOWindow = TransportReorder, 64 }, "ooo_window"},
 		{func(c *Config) { c.Routing, c.SprayPolicy = RoutingSpray, SprayLeastQueue }, "spray_policy"},
+		{func(c *Config) { c.RoCE.DCQCN, c.RoCE.Timely = false, true }, "timely"},
 	} {
 		cfg := DefaultRoCE()
 		c.edit(&cfg)
@@ -176,10 +181,23 @@ func TestPacketOnly(t *testing.T) {
 
 // HPCC's headline ([HPCC] §5, Fig. 10-11: near-zero queues at high utilisation): a 2:1 incast
 // of two long flows into one 100 Gb/s port. After the first 200 us the bottleneck queue stays
-// below a few KB while the port stays at least 90 % busy, with no PFC pause and no drop.
+// below a few KB while the port stays at least 90 % busy, with no PFC pause and no drop; with
+// a rate per hop (hpcc_multi_rate) the run is the same to the bit: on a path of one switch hop
+// the per-hop state is the single state (U_0 = U, R_0 = R).
 func TestHPCCIncastHeadline(t *testing.T) {
+	var got [2][3]float64
+	for i, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multi_rate=%v", multi), func(t *testing.T) { got[i] = hpccIncast(t, multi) })
+	}
+	if got[0] != got[1] {
+		t.Errorf("one hop: single rate %v, per hop %v (rates, updates); want the same", got[0], got[1])
+	}
+}
+
+func hpccIncast(t *testing.T, multi bool) [3]float64 {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
+	cfg.RoCE.HPCCParams.MultiRate = multi
 	g := star(3, 100*units.Gbps, units.Microsecond)
 	n := newNet(t, g, cfg)
 	mg := &msggraph.Graph{Endpoints: 3}
@@ -218,18 +236,91 @@ func TestHPCCIncastHeadline(t *testing.T) {
 	if res.Drops != 0 || res.Counters["pfc_pause_frames_sent"] != 0 {
 		t.Errorf("drops %d, pauses %v", res.Drops, res.Counters["pfc_pause_frames_sent"])
 	}
+	return [3]float64{r[0], r[1], res.Counters["hpcc_rate_updates"]}
 }
 
-// An HPCC run captures: every frame (the RoCEv2 frame without the INT bytes) passes our own
-// pcap checker (headers, lengths, CRCs).
+// An HPCC run captures: every frame (the RoCEv2 frame with the INT header leading its payload)
+// passes our own pcap checker (headers, lengths, CRCs).
 func TestCaptureHPCC(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.INT, cfg.RoCE.HPCC = false, true, true
 	mg := &msggraph.Graph{Endpoints: 2}
 	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 3*4096 + 100})
-	files := captureRun(t, line(1, 100*units.Gbps, units.Microsecond), cfg, mg, "host0:0,host1:0", nil)
+	files := captureRun(t, line(1, 100*units.Gbps, units.Microsecond), cfg, mg, "host0:0,host1:0,sw0:1", nil)
 	for _, f := range files {
 		checkFile(t, f)
+	}
+	// The INT header (wire/int.go: HPCC's ns-3 IntHeader layout) leads each data and ACK payload.
+	// Data leaving host0 has no hop yet; leaving the switch toward host1 it has the switch's:
+	// the time it left (the pcap record's own timestamp), the bytes the port sent before it
+	// (frames as modelled, without the BTH pad, plus the L1 overhead: 128-byte units), an
+	// empty queue, 100 Gb/s. Each ACK host1 sends echoes its data packet's header.
+	read := func(name string) (recs []wire.PcapRecord, pkts []wire.RoCEPacket) {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r, err := wire.NewPcapReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			rec.Data = append([]byte(nil), rec.Data...)
+			p, err := wire.DecodeRoCE(rec.Data)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			recs, pkts = append(recs, rec), append(pkts, p)
+		}
+		return recs, pkts
+	}
+	intOf := func(p wire.RoCEPacket) ([]wire.INTHop, uint16) {
+		hops, nhop, _, err := wire.DecodeINT(p.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hops, nhop
+	}
+	_, sent := read(files[0]) // node order: host0, sw0, host1
+	swRecs, fwd := read(files[1])
+	_, acks := read(files[2])
+	if len(sent) != 4 || len(acks) != 4 || len(fwd) != 4 {
+		t.Fatalf("packets: host0 %d, host1 %d, switch %d; want 4 each", len(sent), len(acks), len(fwd))
+	}
+	var txBytes uint64
+	for k := range fwd {
+		if _, nhop := intOf(sent[k]); nhop != 0 {
+			t.Errorf("data %d from host0: %d hops, want 0", k, nhop)
+		}
+		hops, nhop := intOf(fwd[k])
+		want := wire.INTHop{TimeNs: uint64(swRecs[k].TsNanos) % (1 << 24), TxBytes: txBytes / 128 * 128, Rate: 100e9}
+		if nhop != 1 || hops[0] != want {
+			t.Errorf("data %d at the switch: %d hops %+v, want 1: %+v", k, nhop, hops, want)
+		}
+		if ah, an := intOf(acks[k]); an != nhop || ah[0] != hops[0] {
+			t.Errorf("ACK %d: %d hops %+v, want the echo of %+v", k, an, ah, hops)
+		}
+		if size := []int{4096, 4096, 4096, 100}[k] + wire.INTStackLen; len(fwd[k].Payload) != size {
+			t.Errorf("data %d: payload %d B, want %d (INT and data)", k, len(fwd[k].Payload), size)
+		}
+		txBytes += uint64(swRecs[k].OrigLen - int(fwd[k].BTH.PadCnt) + cfg.L1Overhead)
+	}
+	// Wireshark reads the frames as RoCEv2 with the INT header in the payload: WRITE First,
+	// Middle, Middle, Last; four ACKs (opcode 17); nothing malformed.
+	tshark := tsharkPath(t)
+	for i, want := range []string{"6\t\n7\t\n7\t\n8\t\n", "17\t\n17\t\n17\t\n17\t\n"} {
+		out, err := exec.Command(tshark, "-r", files[i+1], "-T", "fields", "-e", "infiniband.bth.opcode", "-e", "_ws.malformed").CombinedOutput()
+		if err != nil {
+			t.Fatalf("tshark: %v\n%s", err, out)
+		}
+		if got := filterTshark(string(out)); got != want {
+			t.Errorf("tshark %s:\n%q\nwant\n%q", files[i+1], got, want)
+		}
 	}
 }
 

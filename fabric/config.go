@@ -444,6 +444,19 @@ func (c *Config) validateRoCE() error {
 	if err := c.validateUET(); err != nil {
 		return err
 	}
+	if r.Timely {
+		switch {
+		case r.DCQCN:
+			return e("timely", "TIMELY and DCQCN would both set the senders' rates: set dcqcn: false")
+		case r.HPCC || r.DCTCP || r.Swift:
+			return e("timely", "TIMELY, HPCC, DCTCP and Swift would each set the senders' pace: choose one")
+		case r.INT:
+			return e("timely", "TIMELY's send stamp and INT share the packet's word: set int: false")
+		}
+		if err := r.TimelyParams.Validate(); err != nil {
+			return err
+		}
+	}
 	if r.DCQCN {
 		if !r.ECN {
 			return e("dcqcn", "DCQCN needs ecn: true (its congestion point is ECN marking)")

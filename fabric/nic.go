@@ -259,8 +259,8 @@ func (c *NIC) receiveData(pkt *Packet) {
 		ctl = c.newCtl(f, Ack, f.rcv.Next(), pkt.Seq)
 	}
 	if ctl != nil {
-		if (n.ints != nil || n.cfg.RoCE.Swift) && ctl.Kind == Ack {
-			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack or Swift's send stamp
+		if (n.ints != nil || n.cfg.RoCE.Swift || n.cfg.RoCE.Timely) && ctl.Kind == Ack {
+			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack or the send stamp
 		} else if n.rc.Mode == rc.RUD {
 			ctl.Sack = pkt.Seq // UET: every ACK names the packet it answers (its SACK)
 		}
@@ -336,8 +336,8 @@ func (c *NIC) receiveAck(pkt *Packet) {
 		n.cc.Notified(f, pkt)
 	}
 	sack := pkt.Sack
-	if (n.ints != nil || n.cfg.RoCE.Swift) && pkt.Kind == Ack {
-		sack = 0 // an ACK's Sack is its INT stack or Swift's echoed send stamp
+	if (n.ints != nil || n.cfg.RoCE.Swift || n.cfg.RoCE.Timely) && pkt.Kind == Ack {
+		sack = 0 // an ACK's Sack is its INT stack or an echoed send stamp
 	}
 	if f.snd.OnAck(&n.rc, pkt.Kind == Nak, pkt.Seq, sack, n.sim.Now()) {
 		c.activate(f)

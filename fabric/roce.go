@@ -11,6 +11,7 @@ import (
 	"github.com/fabricsim/fabricsim/transport/cc/hpcc"
 	"github.com/fabricsim/fabricsim/transport/cc/nscc"
 	"github.com/fabricsim/fabricsim/transport/cc/swift"
+	"github.com/fabricsim/fabricsim/transport/cc/timely"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -136,6 +137,12 @@ type RoCEConfig struct {
 	UETOOOThreshold int         `yaml:"uet_ooo_threshold"`
 	NSCCParams      nscc.Params `yaml:",inline"`
 
+	// Timely runs TIMELY's RTT-gradient rates ([TIMELY]; fabric/timely.go) with TimelyParams
+	// (timely_*): segments paced at the rate, each segment's completion RTT echoed on its ACK.
+	// It excludes DCQCN, HPCC, DCTCP, Swift and INT.
+	Timely       bool          `yaml:"timely"`
+	TimelyParams timely.Params `yaml:",inline"`
+
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
 	Strict  PrioritySet `yaml:"strict_priorities"`
@@ -182,8 +189,8 @@ func DefaultRoCE() Config {
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
 		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
-		UETCC:   UETNSCC,
-		Strict:  1<<6 | 1<<7,
+		UETCC:        UETNSCC,
+		TimelyParams: timely.Defaults(), Strict: 1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
 	return c
@@ -244,6 +251,10 @@ func (n *Network) installRoCE() error {
 	if n.cfg.Transport == TransportUET {
 		u := newUET(r)
 		n.cc, n.acker = u, u
+	}
+	if c.Timely {
+		t := newTimely(r)
+		n.cc, n.acker = t, t
 	}
 	n.SetScheduler(newDWRR(r))
 	if c.RandomLoss > 0 {

@@ -10,8 +10,10 @@ import (
 // send time (carried in the packet's Sack word, which a go-back-N data packet does not use), the
 // receiver echoes the stamp on the ACK the packet causes, and the sender's Swift state machine
 // (transport/cc/swift) turns the round trip it measures into a window that bounds the flow's
-// bytes in flight. No switch support is needed (no ECN, no INT). Flows are not paced: they send
-// at line rate while the window allows; the window stays at or above one packet.
+// bytes in flight. No switch support is needed (no ECN, no INT). Flows send at line rate while
+// the window allows; below one packet (swift_min_cwnd < 1) a flow keeps one packet in flight and
+// is paced, the next packet pacing_delay = rtt / cwnd after the last ([Swift] §3.4), a delay
+// kept once set (as htsim's pacer keeps it) and dropped when the window regrows to a packet.
 
 // swiftCC runs a Swift sender per QP; ACKs reach it through Acked (ackObserver).
 type swiftCC struct {
@@ -52,14 +54,22 @@ func (s *swiftCC) Start(f *Flow) {
 	f.Rate = 0
 }
 
-// Sent stamps the data packet with its send time (+1, so that 0 means "no stamp").
-func (s *swiftCC) Sent(f *Flow, pkt *Packet) { pkt.Sack = int64(s.n.sim.Now()) + 1 }
+// Sent stamps the data packet with its send time (+1, so that 0 means "no stamp") and, while
+// the window is below a packet, holds the flow for the pacing delay.
+func (s *swiftCC) Sent(f *Flow, pkt *Packet) {
+	now := s.n.sim.Now()
+	pkt.Sack = int64(now) + 1
+	if d := s.snd[f.id].PacingDelay(); d > 0 {
+		f.nextSend = now + d
+	}
+}
 
 func (s *swiftCC) Received(rx *NIC, f *Flow, pkt *Packet) {}
 func (s *swiftCC) Notified(f *Flow, pkt *Packet)          {}
 
-// window is the flow's congestion window ([Swift] Algorithm 1).
-func (s *swiftCC) window(f *Flow) int64 { return s.snd[f.id].Window() }
+// window is the flow's congestion window ([Swift] Algorithm 1), at least a byte: below a packet
+// the flow may have one packet in flight.
+func (s *swiftCC) window(f *Flow) int64 { return max(s.snd[f.id].Window(), 1) }
 
 // Acked feeds an ACK to f's sender: the delay since the echoed stamp and the bytes it newly
 // acknowledges.
@@ -72,6 +82,9 @@ func (s *swiftCC) Acked(f *Flow, pkt *Packet) {
 	s.last[f.id] = max(s.last[f.id], pkt.Seq)
 	if s.snd[f.id].OnAck(now-units.Time(pkt.Sack-1), acked, now) {
 		s.decreases++
+	}
+	if f.nextSend > now && s.snd[f.id].PacingDelay() == 0 {
+		f.nextSend = now // a packet's window again: back to window mode (the NIC is kicked)
 	}
 }
 

@@ -91,3 +91,67 @@ func TestSwiftIncastHeadline(t *testing.T) {
 		t.Errorf("drops %d, pauses %v, decreases %v", res.Drops, res.Counters["pfc_pause_frames_sent"], res.Counters["swift_window_decreases"])
 	}
 }
+
+// Swift's pacing below one packet ([Swift] §3.4: with more flows than the bandwidth-delay
+// product holds packets, a window that stops at one packet keeps a standing queue of the
+// excess; below one packet Swift paces instead). A 32:1 incast of long flows into one 10 Gb/s
+// port, whose base round trip holds 5.5 frames: with swift_min_cwnd 1 (no pacing) every flow
+// keeps a packet in flight, so the queue holds at least 32 - 5.5 frames and the delay is at
+// least base RTT + 26.5 frame times (107.1 us; within one frame time, the store-and-forward
+// accounting of a round trip); with swift_min_cwnd 0.001 the mean delay over the second half
+// of 20 ms drops below base RTT + half that queueing. Both keep the port at least 97 % busy,
+// with no pause.
+func TestSwiftPacingIncast(t *testing.T) {
+	const senders = 32
+	const line = 10 * units.Gbps
+	var floor units.Time
+	for _, minCwnd := range []float64{1, 0.001} {
+		cfg := DefaultRoCE()
+		cfg.RoCE.DCQCN, cfg.RoCE.Swift = false, true
+		cfg.RoCE.SwiftParams.MinCwnd = minCwnd
+		n := newNet(t, star(senders+1, line, units.Microsecond), cfg)
+		mg := &msggraph.Graph{Endpoints: senders + 1}
+		for i := 1; i <= senders; i++ {
+			mg.Add(msggraph.Message{Src: int32(i), Dst: 0, Bytes: 100 * units.MB})
+		}
+		until := 20 * units.Millisecond
+		s := &sampler{n: n, period: 10 * units.Microsecond, until: until, port: n.Switches[0].Ports[0], prio: 3}
+		ds := &delaySampler{s: s}
+		n.sim.Schedule(0, ds, 0, 0, nil)
+		res, err := n.Run(mg, until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := float64(int(cfg.MTU) + cfg.HeaderBytes + cfg.L1Overhead)
+		frameTime := line.TransmitTime(units.Size(frame))
+		base := n.baseRTT()
+		bdp := float64(base) / float64(frameTime) // frames the base round trip holds
+		floor = base + units.Time((senders-bdp)*float64(frameTime))
+		from := len(ds.d) / 2
+		var sum float64
+		var cnt int
+		for _, row := range ds.d[from:] {
+			for _, d := range row {
+				sum += float64(d)
+				cnt++
+			}
+		}
+		mean := units.Time(sum / float64(cnt))
+		tot := 0.0
+		for _, x := range s.rates(from, len(s.t)-1) {
+			tot += x
+		}
+		util := tot / (float64(line) * float64(cfg.MTU) / frame)
+		t.Logf("min_cwnd %g: base RTT %v (%.2f frames), target %v; mean delay %v against the one-packet floor %v; utilisation %.4f; decreases %v",
+			minCwnd, base, bdp, n.cc.(*swiftCC).target, mean, floor, util, res.Counters["swift_window_decreases"])
+		if minCwnd == 1 && mean < floor-frameTime {
+			t.Errorf("min_cwnd 1: mean delay %v below the floor %v - a frame time", mean, floor)
+		}
+		if half := base + (floor-base)/2; minCwnd < 1 && mean > half {
+			t.Errorf("paced: mean delay %v, want below base + half the floor's queueing = %v", mean, half)
+		}
+		if util < 0.97 || res.Counters["pfc_pause_frames_sent"] != 0 {
+			t.Errorf("min_cwnd %g: utilisation %.4f, pauses %v", minCwnd, util, res.Counters["pfc_pause_frames_sent"])
+		}
+	}
+}

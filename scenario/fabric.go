@@ -84,7 +84,7 @@ func (s *Scenario) validateFabric() error {
 		if has("dctcp_g") && !r.DCTCP {
 			return s.errf("fabric.dctcp_g", "is a parameter of DCTCP: set dctcp: true (and dcqcn: false), or leave it out")
 		}
-		for _, k := range []string{"swift_base_target", "swift_hop_scaling", "swift_fs_range", "swift_ai", "swift_beta", "swift_max_mdf"} {
+		for _, k := range []string{"swift_base_target", "swift_hop_scaling", "swift_fs_range", "swift_ai", "swift_beta", "swift_max_mdf", "swift_min_cwnd"} {
 			if has(k) && !r.Swift {
 				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
 			}
@@ -92,6 +92,11 @@ func (s *Scenario) validateFabric() error {
 		for _, k := range []string{"uet_cc", "uet_ooo_threshold", "uet_target_delay"} {
 			if has(k) && f.Transport != fabric.TransportUET {
 				return s.errf("fabric."+k, "is a parameter of Ultra Ethernet's transport: set transport: uet (and dcqcn: false), or leave it out")
+			}
+		}
+		for _, k := range []string{"timely_alpha", "timely_beta", "timely_t_low", "timely_t_high", "timely_min_rtt", "timely_delta", "timely_min_rate", "timely_segment"} {
+			if has(k) && !r.Timely {
+				return s.errf("fabric."+k, "is a parameter of TIMELY: set timely: true (and dcqcn: false), or leave it out")
 			}
 		}
 		if r.ECN && has("ecn_kmin") != has("ecn_kmax") {

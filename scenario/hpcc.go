@@ -35,10 +35,11 @@ func (s *Scenario) applyHPCCConfig() error {
 		}
 	}
 	maps := map[string][]float64{}
-	// HPCC (CC_MODE 3) takes RATE_AI, U_TARGET and MI_THRESH, applied once the mode is known.
+	// HPCC (CC_MODE 3) takes RATE_AI, U_TARGET, MI_THRESH and MULTI_RATE, applied once the mode
+	// is known.
 	ccMode := 1.0
 	var hpAI units.Rate
-	var uTarget, miThresh float64 = -1, -1
+	var uTarget, miThresh, multiRate float64 = -1, -1, -1
 	for sc.Scan() {
 		line++
 		fields := strings.Fields(sc.Text())
@@ -70,7 +71,7 @@ func (s *Scenario) applyHPCCConfig() error {
 		case "CC_MODE", "EWMA_GAIN", "RP_TIMER", "BUFFER_SIZE", "ALPHA_RESUME_INTERVAL", "RATE_DECREASE_INTERVAL",
 			"FAST_RECOVERY_TIMES", "CLAMP_TARGET_RATE", "ERROR_RATE_PER_LINK", "PACKET_PAYLOAD_SIZE", "L2_ACK_INTERVAL",
 			"L2_BACK_TO_ZERO", "ENABLE_QCN", "USE_DYNAMIC_PFC_THRESHOLD", "BYTE_COUNTER", "MIN_TIME_BETWEEN_CNPS",
-			"U_TARGET", "MI_THRESH":
+			"U_TARGET", "MI_THRESH", "MULTI_RATE":
 			if v, err = num(); err != nil {
 				return err
 			}
@@ -108,6 +109,8 @@ func (s *Scenario) applyHPCCConfig() error {
 			uTarget = v
 		case "MI_THRESH":
 			miThresh = v
+		case "MULTI_RATE":
+			multiRate = v
 		case "ENABLE_QCN":
 			set("ecn", func() { r.ECN = v != 0 })
 			set("dcqcn", func() { r.DCQCN = v != 0 })
@@ -170,6 +173,9 @@ func (s *Scenario) applyHPCCConfig() error {
 		set("dcqcn", func() { r.DCQCN = false })
 		if hpAI > 0 {
 			set("hpcc_rate_ai", func() { h.AI = hpAI })
+		}
+		if multiRate >= 0 {
+			set("hpcc_multi_rate", func() { h.MultiRate = multiRate != 0 })
 		}
 		if uTarget >= 0 {
 			set("hpcc_eta", func() { h.Eta = uTarget })

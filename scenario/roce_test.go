@@ -148,6 +148,14 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  transport: ooo\n  ooo_window: -1\n", "fabric.ooo_window", "is negative"},
 		{"  spray_policy: least_queue\n", "fabric.spray_policy", "set routing: spray"},
 		{"  routing: spray\n  spray_policy: adaptive\n", "fabric.spray_policy", "valid: random, least_queue"},
+		{"  timely: true\n", "fabric.timely", "set dcqcn: false"},
+		{"  dcqcn: false\n  int: true\n  hpcc: true\n  timely: true\n", "fabric.timely", "choose one"},
+		{"  dcqcn: false\n  swift: true\n  timely: true\n", "fabric.timely", "choose one"},
+		{"  dcqcn: false\n  int: true\n  timely: true\n", "fabric.timely", "set int: false"},
+		{"  dcqcn: false\n  timely: true\n  timely_t_high: 40us\n", "fabric.timely_t_high", "must be above timely_t_low"},
+		{"  dcqcn: false\n  timely: true\n  timely_alpha: 0\n", "fabric.timely_alpha", "outside (0,1]"},
+		{"  timely_beta: 0.5\n", "fabric.timely_beta", "set timely: true"},
+		{"  dcqcn: false\n  swift: true\n  timely_segment: 64KB\n", "fabric.timely_segment", "set timely: true"},
 	} {
 		_, err := Parse([]byte(roceScenario(c.keys)), "r.yaml", "")
 		if err == nil {
@@ -223,14 +231,14 @@ FLOW_FILE mix/flow.txt
 	if err == nil || !strings.Contains(err.Error(), "CC_MODE 7") {
 		t.Errorf("CC_MODE 7: %v", err)
 	}
-	// CC_MODE 3 (HPCC's mix/config.txt): HPCC on INT instead of DCQCN, its RATE_AI, U_TARGET
-	// and MI_THRESH.
-	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("ENABLE_QCN 1\nCC_MODE 3\nRATE_AI 50Mb/s\nU_TARGET 0.9\nMI_THRESH 0\n"), 0o644)
+	// CC_MODE 3 (HPCC's mix/config.txt): HPCC on INT instead of DCQCN, its RATE_AI, U_TARGET,
+	// MI_THRESH and MULTI_RATE.
+	os.WriteFile(filepath.Join(dir, "hpcc.txt"), []byte("ENABLE_QCN 1\nCC_MODE 3\nRATE_AI 50Mb/s\nU_TARGET 0.9\nMI_THRESH 0\nMULTI_RATE 1\n"), 0o644)
 	sc, err := Parse([]byte(roceScenario("  hpcc_config: hpcc.txt\n")), filepath.Join(dir, "r.yaml"), dir)
 	if err != nil {
 		t.Fatalf("CC_MODE 3: %v", err)
 	}
-	if r := sc.FabricConfig().RoCE; !r.HPCC || !r.INT || r.DCQCN || r.HPCCParams.Eta != 0.9 || r.HPCCParams.MaxStage != 0 || r.HPCCParams.AI != 50*units.Mbps {
+	if r := sc.FabricConfig().RoCE; !r.HPCC || !r.INT || r.DCQCN || r.HPCCParams.Eta != 0.9 || r.HPCCParams.MaxStage != 0 || r.HPCCParams.AI != 50*units.Mbps || !r.HPCCParams.MultiRate {
 		t.Errorf("CC_MODE 3 not applied: hpcc %v int %v dcqcn %v %+v", r.HPCC, r.INT, r.DCQCN, r.HPCCParams)
 	}
 }

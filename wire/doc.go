@@ -15,6 +15,7 @@
 //	RoCEv2 frame:  Ethernet 14 [802.1Q 4] | IPv4 20 / IPv6 40 | UDP 8 (dport 4791)
 //	               | BTH 12 | [DETH 8] [RETH 16] [AETH 4] [ImmDt 4] | payload | pad
 //	               | ICRC 4 | FCS 4                     (62 B overhead: IPv4, no tag)
+//	               (with INT: the 42 B INT header of int.go leads the payload)
 //	IB packet:     LRH 8 | [GRH 40] | BTH 12 | ext | payload | pad | ICRC 4 | VCRC 2
 //	PFC frame:     01-80-C2-00-00-01 | src | 0x8808 | 0x0101 | class-enable 16
 //	               | 8 x pause time 16 (quanta of 512 bit times) | pad | FCS  = 64 B

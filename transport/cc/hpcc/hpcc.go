@@ -13,6 +13,12 @@
 // step). R, the reference rate, and the stage are committed once per RTT (when an ACK passes
 // the sequence sent at the last commit); the ACKs in between react from the same reference
 // ("fast react").
+//
+// With MultiRate (`hpcc_multi_rate`, ns-3 MULTI_RATE 1, [HPCC-ns3] UpdateRateHp's
+// m_multipleRate branch) the sender keeps that state per hop instead: each hop's u is smoothed
+// on its own (U_i), each hop has its own reference rate R_i and stage, steps from them as above
+// (R_i/k_i + R_AI or R_i + R_AI, k_i = U_i/eta), and the flow paces at the smallest of the hops'
+// rates; the per-hop references and stages are committed once per RTT as R is.
 package hpcc
 
 import (
@@ -54,6 +60,9 @@ type Params struct {
 	MinRate units.Rate `yaml:"hpcc_min_rate"`
 	// BaseRTT is T; 0 takes the network's longest base round trip (ns-3 GLOBAL_T: maxRtt).
 	BaseRTT units.Time `yaml:"hpcc_base_rtt"`
+	// MultiRate keeps a rate per hop and paces at the smallest (ns-3 MULTI_RATE 1; its run.py
+	// sets 0, the default here).
+	MultiRate bool `yaml:"hpcc_multi_rate"`
 }
 
 // Defaults are [HPCC]'s parameters with ns-3's minimum rate.
@@ -93,6 +102,10 @@ type Sender struct {
 	lastSeq   int64 // sequence to pass for the next commit (0: no ACK yet)
 	hops      [MaxHops]Hop
 	nhop      int
+	// With MultiRate: per hop, the smoothed u, the reference rate and the stage.
+	HopU     [MaxHops]float64
+	HopRef   [MaxHops]float64
+	HopStage [MaxHops]int
 	// Commits and Reactions count the per-RTT updates and all updates (for tests and reports).
 	Commits, Reactions int64
 }
@@ -104,6 +117,9 @@ func (s *Sender) Init(p *Params, line units.Rate, t units.Time) {
 		ai = float64(line) / 2500
 	}
 	*s = Sender{p: p, line: float64(line), t: t, ai: ai, Rate: float64(line), Ref: float64(line)}
+	for i := range s.HopRef {
+		s.HopRef[i] = float64(line)
+	}
 }
 
 // PaceRate is the current rate, rounded to whole b/s.
@@ -125,6 +141,9 @@ func (s *Sender) OnAck(ackSeq, sndNxt int64, hops []Hop) bool {
 		// A path change: restart the measurement from these records.
 		s.nhop = copy(s.hops[:], hops)
 		return false
+	}
+	if s.p.MultiRate {
+		return s.onAckPerHop(full, sndNxt, hops)
 	}
 	var umax float64
 	var dt units.Time
@@ -163,6 +182,57 @@ func (s *Sender) OnAck(ackSeq, sndNxt int64, hops []Hop) bool {
 	s.Reactions++
 	if full {
 		s.Ref, s.Stage = rate, stage
+		s.lastSeq = max(s.lastSeq, sndNxt)
+		s.Commits++
+	}
+	return changed
+}
+
+// onAckPerHop is OnAck with a rate per hop ([HPCC-ns3] UpdateRateHp, m_multipleRate): each hop
+// that has a new record smooths its own u over its tau (capped at T) and steps its own
+// reference; a hop without a new record keeps its reference; the flow takes the smallest.
+func (s *Sender) onAckPerHop(full bool, sndNxt int64, hops []Hop) bool {
+	var next [MaxHops]float64
+	var stage [MaxHops]int
+	var updated [MaxHops]bool
+	rate := s.line
+	any := false
+	for i, h := range hops {
+		old := s.hops[i]
+		s.hops[i] = h
+		tau := h.TS - old.TS
+		if tau <= 0 || h.Rate <= 0 {
+			rate = min(rate, s.HopRef[i])
+			continue
+		}
+		b := float64(h.Rate)
+		tx := float64(h.TxBytes-old.TxBytes) * 8 / tau.Seconds()
+		u := tx/b + float64(min(h.QLen, old.QLen))*8/(b*s.t.Seconds())
+		tau = min(tau, s.t)
+		s.HopU[i] = (s.HopU[i]*float64(s.t-tau) + u*float64(tau)) / float64(s.t)
+		k := s.HopU[i] / s.p.Eta
+		if k >= 1 || s.HopStage[i] >= s.p.MaxStage {
+			next[i], stage[i] = s.HopRef[i]/k+s.ai, 0
+		} else {
+			next[i], stage[i] = s.HopRef[i]+s.ai, s.HopStage[i]+1
+		}
+		next[i] = max(min(next[i], s.line), float64(s.p.MinRate))
+		rate = min(rate, next[i])
+		updated[i], any = true, true
+	}
+	if !any {
+		return false
+	}
+	changed := rate != s.Rate
+	s.Rate = rate
+	s.Reactions++
+	if full {
+		s.Ref = rate
+		for i := range hops {
+			if updated[i] {
+				s.HopRef[i], s.HopStage[i] = next[i], stage[i]
+			}
+		}
 		s.lastSeq = max(s.lastSeq, sndNxt)
 		s.Commits++
 	}

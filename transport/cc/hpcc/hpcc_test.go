@@ -67,6 +67,53 @@ func TestSenderSequence(t *testing.T) {
 	}
 }
 
+// TestMultiRate drives the per-hop variant (ns-3 MULTI_RATE 1) ACK by ACK at 100 Gb/s, T = 10
+// us, eta 0.95, R_AI 40 Mb/s, on a two-hop path, with the single-rate sender beside it. Hop 0
+// sends at line rate with 50 KB queued (u = 1.4) until its queue empties (u = 1.0) and then
+// idles (u = 0); hop 1 sends at half rate (u = 0.5) and then at line rate with no queue (u =
+// 1.0). Values by hand:
+//
+//	ACK 2 (commit, +5 us): U_0 = 0.7, U_1 = 0.25, both k < 1: R_i + R_AI, capped: 100 Gb/s
+//	ACK 3 (fast react, +5 us): U_0 = 1.05: 100/(1.05/0.95) + 0.04 = 90.516 Gb/s; U_1 = 0.375
+//	ACK 4 (commit, +5 us): U_0 = 1.025: R_0 = 100/(1.025/0.95) + 0.04 = 92.723 Gb/s; R_1 = 100
+//	ACK 5 (commit, +10 us = T): U_0 = 0, additive: 92.763 Gb/s; U_1 = 1.0: 100/(1/0.95) + 0.04 =
+//	      95.04 Gb/s; the flow takes 92.763 Gb/s, where the single rate cuts its one reference,
+//	      92.723/(1/0.95) + 0.04 = 88.127 Gb/s, by the largest U.
+func TestMultiRate(t *testing.T) {
+	line := 100 * units.Gbps
+	type rec struct {
+		us, tx0, q0, tx1 int64
+	}
+	recs := []rec{{0, 0, 50000, 0}, {5, 5 * 12500, 50000, 5 * 6250}, {10, 10 * 12500, 50000, 10 * 6250},
+		{15, 15 * 12500, 0, 15 * 6250}, {25, 15 * 12500, 0, 15*6250 + 10*12500}}
+	acks := [][2]int64{{4096, 40960}, {50000, 100000}, {60000, 110000}, {120000, 200000}, {210000, 300000}}
+	wantMulti := []float64{100e9, 100e9, 90516190476.19046, 92722926829.2683, 92762926829.2683}
+	wantSingle := []float64{100e9, 100e9, 90516190476.19046, 92722926829.2683, 88126780487.80489}
+	for _, multi := range []bool{true, false} {
+		p := Defaults()
+		p.AI, p.MultiRate = 40*units.Mbps, multi
+		var s Sender
+		s.Init(&p, line, 10*units.Microsecond)
+		want := wantSingle
+		if multi {
+			want = wantMulti
+		}
+		for i, r := range recs {
+			hops := []Hop{
+				{TS: units.Time(r.us) * units.Microsecond, TxBytes: r.tx0, QLen: r.q0, Rate: line},
+				{TS: units.Time(r.us) * units.Microsecond, TxBytes: r.tx1, Rate: line},
+			}
+			s.OnAck(acks[i][0], acks[i][1], hops)
+			if !near(s.Rate, want[i]) {
+				t.Errorf("multi %v, ACK %d: rate %.6g, want %.6g", multi, i+1, s.Rate, want[i])
+			}
+		}
+		if multi && (!near(s.HopRef[0], 92762926829.2683) || !near(s.HopRef[1], 95.04e9) || s.HopStage[0] != 1 || s.HopStage[1] != 0) {
+			t.Errorf("per-hop state: refs %v, stages %v", s.HopRef[:2], s.HopStage[:2])
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, c := range []struct {
 		edit func(*Params)

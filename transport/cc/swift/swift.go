@@ -16,8 +16,10 @@
 // 1/sqrt(fs_max_cwnd)), beta' = -alpha / sqrt(fs_max_cwnd) (cwnd in packets). This is the
 // fabric window; Swift's endpoint window (host delay against its own target, §3.3) is not kept:
 // a simulated NIC turns a packet into an ACK with no host delay, so it would never bind.
-// The window does not go below one packet (min_cwnd 1 packet): Swift's pacing below one packet
-// per RTT ([Swift] §3.4) is not modelled.
+// The window does not go below min_cwnd (swift_min_cwnd packets; default 1). Below one packet
+// Swift paces ([Swift] §3.4, Algorithm 1's last lines): the flow keeps one packet in flight and
+// sends the next pacing_delay = rtt / cwnd (cwnd in packets) after the last; PacingDelay
+// returns it (0 at or above one packet).
 package swift
 
 import (
@@ -49,11 +51,15 @@ type Params struct {
 	Beta float64 `yaml:"swift_beta"`
 	// MaxMDF bounds one decrease: the window keeps at least 1 - max_mdf of itself (swift_max_mdf).
 	MaxMDF float64 `yaml:"swift_max_mdf"`
+	// MinCwnd is the smallest window in packets (swift_min_cwnd); below 1 the flow is paced.
+	MinCwnd float64 `yaml:"swift_min_cwnd"`
 }
 
 // Defaults: ai 1 packet per RTT, beta 0.8, max_mdf 0.5 (Broadcom/csg-htsim sim/swift.cpp's
 // values; the paper's Algorithm 1 names them), no hop or flow scaling.
-func Defaults() Params { return Params{AI: 1, Beta: 0.8, MaxMDF: 0.5} }
+// min_cwnd 1 packet (no pacing: the behaviour before swift_min_cwnd existed; the paper lets the
+// window fall far below one packet, htsim to 10 bytes).
+func Defaults() Params { return Params{AI: 1, Beta: 0.8, MaxMDF: 0.5, MinCwnd: 1} }
 
 // Validate checks p, naming the scenario key of the first bad field.
 func (p *Params) Validate() error {
@@ -71,6 +77,8 @@ func (p *Params) Validate() error {
 		return e("swift_beta", "%g outside (0,1] (default 0.8)", p.Beta)
 	case !(p.MaxMDF > 0 && p.MaxMDF < 1):
 		return e("swift_max_mdf", "%g outside (0,1) (default 0.5)", p.MaxMDF)
+	case !(p.MinCwnd > 0 && p.MinCwnd <= 1):
+		return e("swift_min_cwnd", "%g outside (0,1] packets (default 1: no pacing; below 1 the flow is paced)", p.MinCwnd)
 	}
 	return nil
 }
@@ -80,6 +88,7 @@ type Sender struct {
 	p         Params
 	mss       float64
 	cwnd      float64 // bytes
+	minCwnd   float64 // bytes
 	maxCwnd   float64 // bytes
 	target0   units.Time
 	rtt       units.Time // the last measured delay: the once-per-RTT spacing of decreases
@@ -95,11 +104,21 @@ type Sender struct {
 func (s *Sender) Init(p *Params, baseTarget units.Time, hops int, cwnd, maxCwnd, mss int64) {
 	top := float64(max(maxCwnd, mss))
 	*s = Sender{p: *p, mss: float64(mss), cwnd: min(float64(max(cwnd, mss)), top), maxCwnd: top,
-		target0: baseTarget + units.Time(hops)*p.HopScaling}
+		minCwnd: p.MinCwnd * float64(mss), target0: baseTarget + units.Time(hops)*p.HopScaling}
 }
 
 // Window is the most bytes the flow may have in flight.
 func (s *Sender) Window() int64 { return int64(s.cwnd) }
+
+// PacingDelay is the time from one packet to the next while the window is below one packet,
+// rtt / cwnd with cwnd in packets and rtt the last measured delay ([Swift] Algorithm 1); 0 when
+// the window holds at least a packet (or before the first ACK).
+func (s *Sender) PacingDelay() units.Time {
+	if s.cwnd >= s.mss {
+		return 0
+	}
+	return units.Time(float64(s.rtt) * s.mss / s.cwnd)
+}
 
 // Delay is the delay the last ACK measured (0 before the first).
 func (s *Sender) Delay() units.Time { return s.rtt }
@@ -136,7 +155,7 @@ func (s *Sender) OnAck(delay units.Time, ackedBytes int64, now units.Time) bool 
 		return false
 	}
 	f := max(1-s.p.Beta*float64(delay-target)/float64(delay), 1-s.p.MaxMDF)
-	s.cwnd = min(max(s.cwnd*f, s.mss), s.maxCwnd)
+	s.cwnd = min(max(s.cwnd*f, s.minCwnd), s.maxCwnd)
 	s.lastDecr, s.decreased = now, true
 	s.Decreases++
 	return true

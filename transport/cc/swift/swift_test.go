@@ -57,6 +57,41 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestPacing drives the window below one packet ([Swift] §3.4, Algorithm 1: pacing_delay = rtt /
+// cwnd below one packet) with hand-computed values: mss 1000 B, target 20 us, min_cwnd 0.01
+// packet, starting at one packet.
+func TestPacing(t *testing.T) {
+	p := Defaults()
+	p.MinCwnd = 0.01
+	var s Sender
+	s.Init(&p, 20*us, 0, 1000, 10000, 1000)
+	for i, c := range []struct {
+		at, delay units.Time
+		window    int64
+		pacing    units.Time
+		why       string
+	}{
+		{0, 0, 1000, 0, "one packet: window mode"},
+		{100 * us, 100 * us, 500, 200 * us, "1 - 0.8 x 80/100 = 0.36 < 0.5: x 0.5 = 500 B; 100 us x 1000/500"},
+		{300 * us, 100 * us, 250, 400 * us, "200 us since the decrease >= rtt: x 0.5 = 250 B; 100 us x 4"},
+		{700 * us, 10 * us, 1250, 0, "10 us < 20 us below a packet: + ai x 1 packet = 1250 B: window mode"},
+		{800 * us, 1000 * us, 625, 1600 * us, "x 0.5: 625 B; 1000 us x 1000/625"},
+	} {
+		if c.at > 0 {
+			s.OnAck(c.delay, 1000, c.at)
+		}
+		if s.Window() != c.window || s.PacingDelay() != c.pacing {
+			t.Errorf("ACK %d (%s): window %d B, pacing %v; want %d B, %v", i, c.why, s.Window(), s.PacingDelay(), c.window, c.pacing)
+		}
+	}
+	for i := range 20 {
+		s.OnAck(1000*us, 1000, 2000*us+units.Time(i)*2000*us)
+	}
+	if s.Window() != 10 || s.PacingDelay() != 100*1000*us {
+		t.Errorf("after 20 cuts: window %d B, pacing %v; want the 0.01-packet floor 10 B, 1000 us x 100", s.Window(), s.PacingDelay())
+	}
+}
+
 // TestFlowScaling checks [Swift] §3.2's flow-scaled target: alpha = fs_range / (1/sqrt(0.1) -
 // 1/sqrt(100)) = 3.265543 us for fs_range 10 us, beta' = -alpha/10: 0 at 100 packets, 2.938989
 // us at 1 packet, 1.306217 us at 4 packets (picoseconds truncated).
@@ -86,6 +121,8 @@ func TestValidate(t *testing.T) {
 		{func(p *Params) { p.BaseTarget = -1 }, "swift_base_target"},
 		{func(p *Params) { p.FSRange = -1 }, "swift_fs_range"},
 		{func(p *Params) { p.HopScaling = -1 }, "swift_hop_scaling"},
+		{func(p *Params) { p.MinCwnd = 0 }, "swift_min_cwnd"},
+		{func(p *Params) { p.MinCwnd = 1.5 }, "swift_min_cwnd"},
 	} {
 		p := Defaults()
 		c.edit(&p)
