@@ -104,8 +104,8 @@ func (s *Scenario) faultsCheck() error {
 		return err
 	}
 	switch {
-	case s.Backend == backend.Flow || s.Backend == backend.Analytic:
-		return s.d.At("backend", "%s: the scenario has faults, which only the packet backend models (valid: packet, auto)", s.Backend)
+	case s.Backend == backend.Analytic:
+		return s.d.At("backend", "%s: the scenario has faults, which the analytic backend does not model (valid: packet, flow, auto)", s.Backend)
 	case s.Fidelity == FidelityClasses:
 		return s.d.At("fidelity", "classes: faults hit whole steps at their times (valid with faults: auto, full)")
 	}

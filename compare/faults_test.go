@@ -93,7 +93,7 @@ func TestFaultBadInput(t *testing.T) {
 		{"step: 2}", "step: 3}", "test.yaml:15:64: faults[0].step: 3: the compare simulates steps 1..2"},
 		{"at: 1ms", "at: 1s", "test.yaml:15:53: faults[0].at: 1s is after the run ended"},
 		{"kind: link_down, link: rail0_leaf0-spine0", "kind: pfc_storm, host: 0", "faults[0].kind: pfc_storm is not applied"},
-		{"backend: packet", "backend: flow", "backend: flow: the scenario has faults"},
+		{"backend: packet", "backend: analytic", "backend: analytic: the scenario has faults, which the analytic backend does not model"},
 		{"kind: link_down", "kind: link_fold", `faults[0].kind: "link_fold" is not a fault kind`},
 	} {
 		src := strings.Replace(faultCompare, c.from, c.to, 1)
@@ -130,5 +130,40 @@ func TestFaultLossesBySteps(t *testing.T) {
 	// RoCE: 3 x 400 us + 200 us after the failure, whenever it comes.
 	if ls[1].Recovery != 1.4e-3 {
 		t.Errorf("switch_down recovery %g s, want 1.4e-3", ls[1].Recovery)
+	}
+}
+
+// TestFaultTimeLostFlow: the same compare on the flow backend (docs/faults.md, "On the flow
+// backend"). The time lost is detection + reroute within 5 %, and within 10 % of the packet
+// backend's figures for this scenario (TestFaultTimeLost: InfiniBand 2.030 ms, RoCE 1.407 ms),
+// with the flow engine's invariant checks on.
+func TestFaultTimeLostFlow(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(faultCompare, "backend: packet", "backend: flow", 1)), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range s.Variants {
+		v.Fabric.Check = true
+	}
+	r, err := Run(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, r)
+	want := map[string]float64{"ib": 2e-3, "roce": 3*400e-6 + 200e-6}
+	packet := map[string]float64{"ib": 2.030e-3, "roce": 1.407e-3}
+	for _, v := range r.Variants {
+		if v.Backend != "flow" || len(v.Faults) != 1 {
+			t.Fatalf("%s: backend %s, %d fault results; want flow, 1", v.Variant.Name, v.Backend, len(v.Faults))
+		}
+		l := v.Faults[0]
+		n := v.Variant.Name
+		t.Logf("%s: lost %.4g ms (%.4g -> %.4g ms), recovery %.4g ms, packet backend %.4g ms", n, l.Lost*1e3, l.Clean*1e3, l.Faulted*1e3, l.Recovery*1e3, packet[n]*1e3)
+		if math.Abs(l.Lost-want[n]) > 0.05*want[n] {
+			t.Errorf("%s: lost %g s, want detection + reroute %g s within 5 %%", n, l.Lost, want[n])
+		}
+		if math.Abs(l.Lost-packet[n]) > 0.10*packet[n] {
+			t.Errorf("%s: lost %g s, the packet backend %g s: want within 10 %%", n, l.Lost, packet[n])
+		}
 	}
 }

@@ -509,7 +509,13 @@ func (fs *faultState) dropAtDown(s *Switch, pkt *Packet) {
 // survivingGraph is the topology without the links down now: each end of a failed link leads
 // back to its own node, so no breadth-first search crosses it and port numbers stay the same.
 func (fs *faultState) survivingGraph() *topo.Graph {
-	g := fs.n.g
+	return SurvivingGraph(fs.n.g, func(l topo.LinkID) bool { return fs.down[l] > 0 })
+}
+
+// SurvivingGraph is g without the links down says are down: each end of such a link leads back
+// to its own node, so no breadth-first search crosses it and port numbers stay the same. The
+// packet and flow backends' reroutes compute their routes over it.
+func SurvivingGraph(g *topo.Graph, down func(topo.LinkID) bool) *topo.Graph {
 	cp := *g
 	cp.Nodes = append([]topo.Node(nil), g.Nodes...)
 	copied := map[topo.NodeID]bool{}
@@ -521,8 +527,8 @@ func (fs *faultState) survivingGraph() *topo.Graph {
 		pp := &cp.Nodes[node].Ports[port]
 		pp.Peer, pp.PeerPort = node, port
 	}
-	for l, d := range fs.down {
-		if d > 0 {
+	for l := range g.Links {
+		if down(topo.LinkID(l)) {
 			L := &g.Links[l]
 			cut(L.A, L.APort)
 			cut(L.B, L.BPort)

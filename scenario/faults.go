@@ -94,8 +94,8 @@ func (s *Scenario) validateFaults() error {
 	case r.RouteConvergence < 0:
 		return s.errf("fault_recovery.route_convergence", "must not be negative")
 	}
-	if len(s.Faults) > 0 && s.Backend != "packet" {
-		return s.errf("faults", "faults run on the packet backend only (backend is %s, which does not model them)", s.Backend)
+	if len(s.Faults) > 0 && s.Backend == "analytic" {
+		return s.errf("faults", "the analytic backend does not model faults (valid with faults: packet, flow, auto)")
 	}
 	for i, f := range s.Faults {
 		p := indexPath("faults", i)

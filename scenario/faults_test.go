@@ -103,10 +103,10 @@ faults:
 `, `faults[0].host: host 9 does not exist (valid: 0..3)`},
 		{"bad multiplier", `fault_recovery: {bfd_multiplier: 0}
 `, `fault_recovery.bfd_multiplier: 0 outside 1..255`},
-		{"flow backend", `backend: flow
+		{"analytic backend", `backend: analytic
 faults:
   - {kind: link_down, link: leaf0-spine0}
-`, `faults: faults run on the packet backend only (backend is flow, which does not model them)`},
+`, `faults: the analytic backend does not model faults (valid with faults: packet, flow, auto)`},
 	} {
 		src := faultBase + c.src
 		if c.name == "storm without pfc" {
