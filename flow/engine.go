@@ -956,6 +956,7 @@ func (e *engine) rehost(fid int32) {
 	hs := &e.hostSt[f.src]
 	f.hidx = int32(len(hs.flows))
 	hs.flows = append(hs.flows, fid)
+	f.prevRate = -1 // its rate is that of before it stopped: not steady until it has sent again
 	e.heatHost(f.src)
 }
 
