@@ -16,6 +16,9 @@ import (
 // says whether --backend (Options.Backend) named it rather than the scenario.
 func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, error) {
 	classes := s.jobClasses()
+	if s.hasStorm() && name == backend.Flow {
+		return backend.Choice{}, &Error{File: s.File, Msg: "backend flow: the scenario has a pfc_storm fault, which only the packet backend models; use --backend packet or auto"}
+	}
 	if len(s.Faults) > 0 && name == backend.Analytic {
 		return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the scenario has faults, which the analytic backend does not model; use --backend packet, flow or auto", name)}
 	}
@@ -59,6 +62,9 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	}
 	if classes {
 		return backend.ChoosePacket("the jobs run in traffic classes, which only the packet backend models", total), nil
+	}
+	if s.hasStorm() {
+		return backend.ChoosePacket("a pfc_storm fault, which only the packet backend models", total), nil
 	}
 	for _, v := range variants {
 		if why := backend.PacketOnly(&v.Fabric); why != "" {

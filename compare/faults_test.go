@@ -92,7 +92,7 @@ func TestFaultBadInput(t *testing.T) {
 		{"link: rail0_leaf0-spine0", "link: leaf9-spine0", `test.yaml:15:29: faults[0].link: "leaf9-spine0" is not a link of this topology`},
 		{"step: 2}", "step: 3}", "test.yaml:15:64: faults[0].step: 3: the compare simulates steps 1..2"},
 		{"at: 1ms", "at: 1s", "test.yaml:15:53: faults[0].at: 1s is after the run ended"},
-		{"kind: link_down, link: rail0_leaf0-spine0", "kind: pfc_storm, host: 0", "faults[0].kind: pfc_storm is not applied"},
+		{"kind: link_down, link: rail0_leaf0-spine0", "kind: pfc_storm, host: 9", "faults[0].host: host 9 does not exist (valid: 0..1)"},
 		{"backend: packet", "backend: analytic", "backend: analytic: the scenario has faults, which the analytic backend does not model"},
 		{"kind: link_down", "kind: link_fold", `faults[0].kind: "link_fold" is not a fault kind`},
 	} {
@@ -123,7 +123,7 @@ func TestFaultLossesBySteps(t *testing.T) {
 	if got := fmt.Sprint(s.faultsOf(0), s.faultsOf(1)); got != "[0] [0 1]" {
 		t.Errorf("faults of steps 1 and 2: %s, want [0] [0 1]", got)
 	}
-	ls := s.faultLosses(fabric.KindRoCE, map[int]float64{0: 1, 1: 1}, map[int]float64{0: 1.5, 1: 2})
+	ls := s.faultLosses(&fabric.Config{Kind: fabric.KindRoCE}, map[int]float64{0: 1, 1: 1}, map[int]float64{0: 1.5, 1: 2})
 	if got := fmt.Sprintf("%v %v %g %v %v %g", ls[0].Steps, ls[0].With, ls[0].Lost, ls[1].Steps, ls[1].With, ls[1].Lost); got != "[1 2] [1] 0.75 [2] [0] 1" {
 		t.Errorf("losses: %s, want [1 2] [1] 0.75 [2] [0] 1", got)
 	}
@@ -166,4 +166,39 @@ func TestFaultTimeLostFlow(t *testing.T) {
 			t.Errorf("%s: lost %g s, the packet backend %g s: want within 10 %%", n, l.Lost, packet[n])
 		}
 	}
+}
+
+// TestFaultPFCStorm: a pfc_storm in a compare hits the RoCE variants with PFC and is reported
+// as not applied on InfiniBand; the time lost is shown with the PFC watchdog off and on. Host 0
+// storms for 2 ms from 1 ms into step 2, during the ring all-reduce whose edge 1->0 it stops.
+func TestFaultPFCStorm(t *testing.T) {
+	src := strings.Replace(faultCompare, "{kind: link_down, link: rail0_leaf0-spine0, at: 1ms, step: 2}", "{kind: pfc_storm, host: 0, at: 1ms, for: 2ms, step: 2}", 1)
+	s, err := Parse([]byte(src), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := map[string]FaultLoss{}
+	for _, v := range r.Variants {
+		if len(v.Faults) != 1 {
+			t.Fatalf("%s: %d fault results", v.Variant.Name, len(v.Faults))
+		}
+		lost[v.Variant.Name] = v.Faults[0]
+		t.Logf("%s: %+v, backend %s", v.Variant.Name, v.Faults[0], v.Backend)
+	}
+	if lost["ib"].NotApplied == "" {
+		t.Errorf("ib: the storm applied to InfiniBand: %+v", lost["ib"])
+	}
+	// The NIC drains nothing for 2 ms and the ring's edge into it cannot deliver meanwhile.
+	if l := lost["roce"]; l.NotApplied != "" || l.Lost < 2e-3 || l.Watchdog != 0 {
+		t.Errorf("roce: %+v, want at least the storm's 2 ms lost and no watchdog", l)
+	}
+	var tab strings.Builder
+	if err := r.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(tab.String())
 }

@@ -137,7 +137,7 @@ func (s *Scenario) validateFaults() error {
 			return s.errf(p+".rate", "must be positive")
 		case f.Kind == "link_degrade" && !(f.ErrorRate >= 0 && f.ErrorRate < 1):
 			return s.errf(p+".error_rate", "%g outside [0,1)", f.ErrorRate)
-		case f.Kind == "pfc_storm" && (s.Fabric.Kind != fabric.KindRoCE || !s.Fabric.RoCE.PFC):
+		case f.Kind == "pfc_storm" && !s.stormPerVariant && (s.Fabric.Kind != fabric.KindRoCE || !s.Fabric.RoCE.PFC):
 			return s.errf(p+".kind", "a PFC storm needs fabric kind roce with pfc: true (the fabric is %s)", s.Fabric.Kind)
 		case f.Kind == "pfc_storm" && s.Fabric.RoCE.StormHost >= 0:
 			return s.errf(p, "the fabric section has pfc_storm_host too: give the storm once")
@@ -297,19 +297,14 @@ func (s *Scenario) FaultAfterEnd(i int, at, end units.Time) error {
 
 // FaultsFrom checks a faults: list and fault_recovery: section that another kind of file (a
 // compare scenario) decoded with d at the same top-level keys, so that they take a run
-// scenario's defaults, checks and names. The faults are filled in place; a pfc_storm is refused
-// (it needs a RoCE fabric with PFC, which a compare's variants need not all be). The returned
+// scenario's defaults, checks and names. The faults are filled in place; a pfc_storm is checked
+// for itself only (the compare applies it to the variants that are RoCE with PFC). The returned
 // Scenario resolves them on a graph (ResolveFaults) and reports a fault after the end
 // (FaultAfterEnd).
 func FaultsFrom(d *yamlstrict.Decoder, seed uint64, faults []FaultSpec, rec fabric.FaultRecovery) (*Scenario, error) {
-	s := &Scenario{d: d, Seed: seed, Backend: "packet", Faults: faults, FaultRecovery: rec}
+	s := &Scenario{d: d, Seed: seed, Backend: "packet", Faults: faults, FaultRecovery: rec, stormPerVariant: true}
 	s.Fabric.RoCE.StormHost = -1
 	s.applyFaultDefaults()
-	for i, f := range s.Faults {
-		if f.Kind == "pfc_storm" {
-			return nil, s.errf(indexPath("faults", i)+".kind", "pfc_storm is not applied to a compare's variants (it needs RoCE with PFC on every one); run it with fabricsim run")
-		}
-	}
 	if err := s.validateFaults(); err != nil {
 		return nil, err
 	}
