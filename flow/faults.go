@@ -108,7 +108,7 @@ func FaultsUnsupported(cfg *fabric.Config) error {
 // that the engine keeps the loss model even on a lossless fabric.
 func faultsNeedLoss(p *fabric.FaultPlan) bool {
 	for _, f := range p.Faults {
-		if f.Kind != fabric.FaultSlowReceiver && (f.Kind != fabric.FaultLinkDegrade || f.ErrorRate > 0) {
+		if f.Kind != fabric.FaultSlowReceiver && (f.Kind != fabric.FaultLinkDegrade || f.ErrorRate > 0 || f.BER > 0 && !f.LLR) {
 			return true
 		}
 	}
@@ -182,7 +182,7 @@ func (e *engine) installFaults() error {
 				}
 			}
 		case fabric.FaultLinkDegrade:
-			if f.Rate < 0 || !(f.ErrorRate >= 0 && f.ErrorRate < 1) || f.Rate == 0 && f.ErrorRate == 0 {
+			if f.Rate < 0 || !(f.ErrorRate >= 0 && f.ErrorRate < 1) || f.Rate == 0 && f.ErrorRate == 0 && f.BER == 0 {
 				return fmt.Errorf("%s: a degraded link needs a lower rate or an error rate in (0,1)", where)
 			}
 			add(f.At, actDegrade, f.Link, true)
@@ -223,7 +223,7 @@ func (e *engine) handleFault(ev event) error {
 	case actUp:
 		fs.setLink(a.link, false)
 	case actDegrade:
-		fs.degrade(a.link, f.Rate, f.ErrorRate)
+		fs.degrade(a.link, f)
 	case actRestore:
 		fs.restore(a.link)
 	case actSlow:
@@ -422,29 +422,39 @@ func (fs *faultState) lose(fid, h int32, bytes float64) {
 }
 
 // degrade sets link l's rate (0: unchanged) and error rate, both directions.
-func (fs *faultState) degrade(l topo.LinkID, rate units.Rate, errRate float64) {
+func (fs *faultState) degrade(l topo.LinkID, f *fabric.Fault) {
 	e := fs.e
+	rate := f.Rate
 	for _, ch := range fs.linkChans(l) {
+		errRate := f.ErrorRate
 		if rate > 0 {
 			fs.upRate[ch] = float64(rate) / 8
-			if !fs.chDown[ch] {
-				fs.setRate(ch, fs.upRate[ch])
+		}
+		if f.BER > 0 {
+			// What the link's RS-FEC leaves uncorrected is lost, or with LLR resent by the link
+			// in order at a lower rate (fabric/iblink.go, as the packet backend applies it).
+			fec := fabric.IBFECFor(e.g.Links[l].Rate)
+			bytes := e.cfg.MTU + units.Size(e.cfg.HeaderBytes)
+			frame := fec.FrameError(f.BER, int64(bytes))
+			if f.LLR {
+				fs.upRate[ch] = float64(fabric.LLRRate(units.Rate(fs.upRate[ch]*8), frame, bytes, e.net.res[ch].delay)) / 8
+			} else {
+				errRate = 1 - (1-errRate)*(1-frame)
 			}
+		}
+		if !fs.chDown[ch] {
+			fs.setRate(ch, fs.upRate[ch])
 		}
 		if errRate > 0 && e.loss != nil {
 			if _, ok := fs.baseLoss[ch]; !ok {
 				fs.baseLoss[ch] = e.loss.linkLoss[ch]
 			}
-			e.loss.linkLoss[ch] = 1 - (1-fs.baseLoss[ch])*(1-fs.linkErr(errRate))
+			e.loss.linkLoss[ch] = 1 - (1-fs.baseLoss[ch])*(1-errRate)
 			e.loss.random = true
 			e.heatMembers(ch)
 		}
 	}
 }
-
-// linkErr is the frame loss a degraded link's error rate becomes (fabric.IBLinkLoss on
-// InfiniBand, with its FEC and link-level retry; the rate itself elsewhere).
-func (fs *faultState) linkErr(errRate float64) float64 { return errRate }
 
 // restore gives link l back its rate and loss.
 func (fs *faultState) restore(l topo.LinkID) {
