@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"math"
 	"time"
 
@@ -194,13 +195,15 @@ func (autoBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 }
 
 // PacketOnly says why a fabric configuration must run on the packet backend whatever its
-// size ("" when the flow backend models all of it): faults (backend/faults.go) and the packet-only
+// size ("" when the flow backend models all of it): the faults the flow backend does not model
+// (flow.FaultsUnsupported: a PFC storm, a slow receiver on a lossy fabric) and the packet-only
 // settings of fabric.Config.PacketOnly (ECN at dequeue, the ns-3 and ConnectX DCQCN models, CNP
 // as an ACK flag, ACK priority, HPCC, fct_end last-ack). Auto then runs packet instead of giving
-// a flow run that would refuse them.
+// a flow run that would refuse them. Links down, flapping or degraded and failed switches run on
+// either (docs/faults.md, "On the flow backend").
 func PacketOnly(cfg *fabric.Config) string {
-	if n := len(cfg.Faults.Faults); n > 0 {
-		return fmt.Sprintf("%d fault(s) in the scenario, which only the packet backend models", n)
+	if err := flow.FaultsUnsupported(cfg); err != nil {
+		return err.Error()
 	}
 	if err := cfg.PacketOnly(); err != nil {
 		return err.Error()

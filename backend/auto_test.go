@@ -90,22 +90,22 @@ func TestAutoRuns(t *testing.T) {
 }
 
 // TestAutoPacketOnly: a job the flow backend does not model (an ECN marking point or a DCQCN
-// model only the packet backend has, a fault) runs on the packet backend under auto even when
+// model only the packet backend has, a PFC storm) runs on the packet backend under auto even when
 // its estimate is far above the budget, and the reason names what forced it.
 func TestAutoPacketOnly(t *testing.T) {
 	g := &msggraph.Graph{Endpoints: 2}
 	g.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.MiB})
 	roce := fabric.DefaultRoCE()
 	roce.RoCE.ECNMark = fabric.ECNMarkDequeue
-	faulty := fabric.DefaultEthernet()
-	faulty.Faults.Faults = []fabric.Fault{{Kind: fabric.FaultLinkDown, At: units.Second}}
+	storm := fabric.DefaultRoCE()
+	storm.Faults.Faults = []fabric.Fault{{Kind: fabric.FaultPFCStorm, At: units.Second}}
 	for _, c := range []struct {
 		name string
 		cfg  fabric.Config
 		why  string
 	}{
 		{"ecn_mark dequeue", roce, "ecn_mark"},
-		{"a fault", faulty, "1 fault(s)"},
+		{"a PFC storm", storm, "pfc_storm"},
 	} {
 		if why := PacketOnly(&c.cfg); !strings.Contains(why, c.why) {
 			t.Errorf("%s: PacketOnly %q, want it to name %q", c.name, why, c.why)
@@ -118,5 +118,11 @@ func TestAutoPacketOnly(t *testing.T) {
 	plain := fabric.DefaultRoCE()
 	if why := PacketOnly(&plain); why != "" {
 		t.Errorf("default RoCE: PacketOnly %q, want none (the flow backend models it)", why)
+	}
+	// A link failure runs on the flow backend too: auto decides by size.
+	linkDown := fabric.DefaultRoCE()
+	linkDown.Faults.Faults = []fabric.Fault{{Kind: fabric.FaultLinkDown, At: units.Second}}
+	if why := PacketOnly(&linkDown); why != "" {
+		t.Errorf("a link failure: PacketOnly %q, want none (the flow backend models it)", why)
 	}
 }

@@ -7,14 +7,20 @@ import (
 )
 
 // FaultsError refuses a job with faults (fabric.Config.Faults) on a backend that does not model
-// them: only the packet backend takes links down and reroutes (docs/faults.md).
+// them: the analytic backend models none, the flow backend all but a PFC storm and a slow
+// receiver on a lossy fabric (flow.FaultsUnsupported; docs/faults.md).
 type FaultsError struct {
 	Backend Name
 	Faults  int
+	// Why names the fault the backend cannot run ("": it runs none).
+	Why string
 }
 
 func (e *FaultsError) Error() string {
-	return fmt.Sprintf("the %s backend does not model faults (the job has %d); run it on the packet backend", e.Backend, e.Faults)
+	if e.Why != "" {
+		return e.Why
+	}
+	return fmt.Sprintf("the %s backend does not model faults (the job has %d); run it on the packet or flow backend", e.Backend, e.Faults)
 }
 
 // refuseFaults returns a *FaultsError when cfg has faults.

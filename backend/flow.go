@@ -34,8 +34,8 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, interrupted(ctx)
 	}
-	if err := refuseFaults(Flow, &j.Fabric); err != nil {
-		return nil, err
+	if err := flow.FaultsUnsupported(&j.Fabric); err != nil {
+		return nil, &FaultsError{Backend: Flow, Faults: len(j.Fabric.Faults.Faults), Why: err.Error()}
 	}
 	cfg := j.Fabric
 	cfg.Seed = j.Seed

@@ -16,8 +16,11 @@ import (
 // says whether --backend (Options.Backend) named it rather than the scenario.
 func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, error) {
 	classes := s.jobClasses()
-	if len(s.Faults) > 0 && (name == backend.Flow || name == backend.Analytic) {
-		return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the scenario has faults, which only the packet backend models; use --backend packet or auto", name)}
+	if s.hasStorm() && name == backend.Flow {
+		return backend.Choice{}, &Error{File: s.File, Msg: "backend flow: the scenario has a pfc_storm fault, which only the packet backend models; use --backend packet or auto"}
+	}
+	if len(s.Faults) > 0 && name == backend.Analytic {
+		return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the scenario has faults, which the analytic backend does not model; use --backend packet, flow or auto", name)}
 	}
 	if name != backend.Auto {
 		if classes && (name == backend.Flow || name == backend.Analytic) {
@@ -57,11 +60,11 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	if err != nil {
 		return backend.Choice{}, &Error{File: s.File, Msg: "--auto-budget: " + err.Error()}
 	}
-	if len(s.Faults) > 0 {
-		return backend.ChoosePacket(fmt.Sprintf("%d fault(s) in the scenario, which only the packet backend models", len(s.Faults)), total), nil
-	}
 	if classes {
 		return backend.ChoosePacket("the jobs run in traffic classes, which only the packet backend models", total), nil
+	}
+	if s.hasStorm() {
+		return backend.ChoosePacket("a pfc_storm fault, which only the packet backend models", total), nil
 	}
 	for _, v := range variants {
 		if why := backend.PacketOnly(&v.Fabric); why != "" {

@@ -78,6 +78,12 @@ type FaultLoss struct {
 	// switch failure at the fault's time (fabric.FaultRecovery.RerouteDelay): the stall the
 	// loss is compared with; 0 for faults that do not reroute.
 	Recovery float64 `json:"recovery_s,omitempty"`
+	// Watchdog is, for a pfc_storm, the variant's PFC watchdog detection time (0: off), which
+	// bounds how long the storm pauses its victims.
+	Watchdog float64 `json:"watchdog_s,omitempty"`
+	// NotApplied says why the fault did not hit the variant (a pfc_storm on a fabric without
+	// PFC); the times are then absent.
+	NotApplied string `json:"not_applied,omitempty"`
 }
 
 // faultsCheck gives the faults a run scenario's defaults and checks, resolves them on the
@@ -104,8 +110,8 @@ func (s *Scenario) faultsCheck() error {
 		return err
 	}
 	switch {
-	case s.Backend == backend.Flow || s.Backend == backend.Analytic:
-		return s.d.At("backend", "%s: the scenario has faults, which only the packet backend models (valid: packet, auto)", s.Backend)
+	case s.Backend == backend.Analytic:
+		return s.d.At("backend", "%s: the scenario has faults, which the analytic backend does not model (valid: packet, flow, auto)", s.Backend)
 	case s.Fidelity == FidelityClasses:
 		return s.d.At("fidelity", "classes: faults hit whole steps at their times (valid with faults: auto, full)")
 	}
@@ -173,6 +179,35 @@ func (s *Scenario) resolveFaultPlans(nets []*backend.Network) (*faultPlans, erro
 	return fp, nil
 }
 
+// stormApplies says whether a pfc_storm applies to a variant of fabric cfg: RoCE with PFC.
+func stormApplies(cfg *fabric.Config) bool { return cfg.Kind == fabric.KindRoCE && cfg.RoCE.PFC }
+
+// planFor is the fault plan of step k on network n for a variant of fabric cfg, and the faults'
+// indices in the scenario: every fault of the step, but a pfc_storm only where it applies.
+func (fp *faultPlans) planFor(n *backend.Network, k int, cfg *fabric.Config) (fabric.FaultPlan, []int) {
+	all := fp.plan[n][k]
+	p := fabric.FaultPlan{Recovery: all.Recovery, AfterEndOK: all.AfterEndOK}
+	var idx []int
+	for j, f := range all.Faults {
+		if f.Kind == fabric.FaultPFCStorm && !stormApplies(cfg) {
+			continue
+		}
+		p.Faults = append(p.Faults, f)
+		idx = append(idx, fp.index[k][j])
+	}
+	return p, idx
+}
+
+// hasStorm says whether the scenario lists a pfc_storm (which only the packet backend models).
+func (s *Scenario) hasStorm() bool {
+	for _, f := range s.Faults {
+		if f.Kind == "pfc_storm" {
+			return true
+		}
+	}
+	return false
+}
+
 // step says whether step k has faults (false on a nil plan: a compare without faults).
 func (fp *faultPlans) step(k int) ([]int, bool) {
 	if fp == nil {
@@ -182,14 +217,15 @@ func (fp *faultPlans) step(k int) ([]int, bool) {
 	return idx, ok
 }
 
-// faultError turns a fault that begins after the step ended into an error at its line.
-func (s *Scenario) faultError(fp *faultPlans, k int, err error) error {
+// faultError turns a fault that begins after the step ended into an error at its line; idx are
+// the scenario indices of the plan's faults (planFor).
+func (s *Scenario) faultError(idx []int, err error) error {
 	var fe *fabric.FaultAfterEndError
-	if fp == nil || err == nil {
+	if err == nil {
 		return nil
 	}
-	if errors.As(err, &fe) && fe.Fault < len(fp.index[k]) {
-		return s.faultScen.FaultAfterEnd(fp.index[k][fe.Fault], fe.At, fe.End)
+	if errors.As(err, &fe) && fe.Fault < len(idx) {
+		return s.faultScen.FaultAfterEnd(idx[fe.Fault], fe.At, fe.End)
 	}
 	return nil
 }
@@ -213,10 +249,16 @@ func (s *Scenario) faultName(i int) string {
 
 // faultLosses sums a variant's per-step clean and faulted step times into one FaultLoss per
 // fault. clean and faulted are indexed by step; steps without a faulted run are skipped.
-func (s *Scenario) faultLosses(kind fabric.Kind, clean, faulted map[int]float64) []FaultLoss {
+func (s *Scenario) faultLosses(cfg *fabric.Config, clean, faulted map[int]float64) []FaultLoss {
+	kind := cfg.Kind
 	var out []FaultLoss
 	for i, f := range s.Faults {
 		l := FaultLoss{Fault: s.faultName(i)}
+		if f.Kind == "pfc_storm" && !stormApplies(cfg) {
+			l.NotApplied = fmt.Sprintf("a PFC storm needs RoCE with PFC (the variant is %s)", kind)
+			out = append(out, l)
+			continue
+		}
 		for k := range s.Steps {
 			fx, ok := faulted[k]
 			if !ok || !slices.Contains(s.faultsOf(k), i) {
@@ -239,6 +281,8 @@ func (s *Scenario) faultLosses(kind fabric.Kind, clean, faulted map[int]float64)
 		switch f.Kind {
 		case "link_down", "link_flap", "switch_down":
 			l.Recovery = s.FaultRecovery.RerouteDelay(kind, f.At, false).Seconds()
+		case "pfc_storm":
+			l.Watchdog = cfg.RoCE.Watchdog.Seconds()
 		}
 		out = append(out, l)
 	}
@@ -256,6 +300,10 @@ func (r *Result) writeFaults(w io.Writer) {
 	for i := range s.Faults {
 		fmt.Fprintf(w, "    %s\n", s.faultName(i))
 		for _, v := range r.Variants {
+			if i < len(v.Faults) && v.Faults[i].NotApplied != "" {
+				fmt.Fprintf(w, "      %-16s not applied: %s\n", v.Variant.Name, v.Faults[i].NotApplied)
+				continue
+			}
 			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
 				fmt.Fprintf(w, "      %-16s unfinished\n", v.Variant.Name)
 				continue
@@ -264,6 +312,13 @@ func (r *Result) writeFaults(w io.Writer) {
 			line := fmt.Sprintf("      %-16s lost %s per step (%s -> %s)", v.Variant.Name, seconds(l.Lost), seconds(l.Clean), seconds(l.Faulted))
 			if l.Recovery > 0 {
 				line += fmt.Sprintf(", recovery %s", seconds(l.Recovery))
+			}
+			if s.Faults[i].Kind == "pfc_storm" {
+				if l.Watchdog > 0 {
+					line += fmt.Sprintf(", PFC watchdog %s", seconds(l.Watchdog))
+				} else {
+					line += ", no PFC watchdog"
+				}
 			}
 			if len(l.With) > 0 {
 				var with []string
@@ -286,14 +341,23 @@ func (r *Result) faultsSection() report.Section {
 		Format: axisSeconds, AxisLabel: "step with the fault - step without"}
 	for i := range r.Scenario.Faults {
 		for _, v := range r.Variants {
+			if i < len(v.Faults) && v.Faults[i].NotApplied != "" {
+				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "not applied", "-", "-", "-", "-"})
+				continue
+			}
 			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
 				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "unfinished", "-", "-", "-", "-"})
 				continue
 			}
 			l := v.Faults[i]
 			rec := "-"
-			if l.Recovery > 0 {
+			switch {
+			case l.Recovery > 0:
 				rec = seconds(l.Recovery)
+			case r.Scenario.Faults[i].Kind == "pfc_storm" && l.Watchdog > 0:
+				rec = "watchdog " + seconds(l.Watchdog)
+			case r.Scenario.Faults[i].Kind == "pfc_storm":
+				rec = "no watchdog"
 			}
 			t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, fmt.Sprint(len(l.Steps)), seconds(l.Clean), seconds(l.Faulted), seconds(l.Lost), rec})
 			bars.Categories = append(bars.Categories, fmt.Sprintf("faults[%d] %s", i, v.Variant.Name))
@@ -301,5 +365,5 @@ func (r *Result) faultsSection() report.Section {
 		}
 	}
 	return report.Section{Title: "Faults", Tables: []*report.Table{t}, Charts: []report.Chart{bars},
-		Text: []string{"Each faulted step is simulated twice on the packet backend, with its faults and without them (same seed, same compute noise); lost is the difference, averaged over the fault's steps. Recovery is the control plane's detection + reroute for a link or switch failure (InfiniBand: SM trap or sweep + reroute; RoCE: BFD detection + route convergence; docs/faults.md): the stall a collective crossing the failed link waits, before its transport resends what was lost."}}
+		Text: []string{"Each faulted step is simulated twice, with its faults and without them (same seed, same compute noise); lost is the difference, averaged over the fault's steps. Recovery is the control plane's detection + reroute for a link or switch failure (InfiniBand: SM trap or sweep + reroute; RoCE: BFD detection + route convergence; docs/faults.md): the stall a collective crossing the failed link waits, before its transport resends what was lost. A PFC storm (a NIC that stops draining and pauses its switch port) applies to the RoCE variants with PFC; their PFC watchdog, when on, flushes the paused queue after its detection time and so bounds how long the storm's pauses spread to other flows."}}
 }

@@ -308,14 +308,15 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
 				}
 				cfg := v.Fabric
+				var fidx []int
 				if j.fault {
-					cfg.Faults = fplans.plan[vnet[j.v]][j.k]
+					cfg.Faults, fidx = fplans.planFor(vnet[j.v], j.k, &cfg)
 				}
 				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
 				if err != nil && ctx.Err() != nil {
 					continue // cut short by the interrupt: the job stays unfinished
 				}
-				if ferr := s.faultError(fplans, j.k, err); j.fault && ferr != nil {
+				if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
 					err = ferr // bad input: a fault after the step ended, at its line
 				} else if err != nil {
 					what := "the whole step"
@@ -401,7 +402,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			}
 		}
 		if len(s.Faults) > 0 {
-			vr.Faults = s.faultLosses(v.Fabric.Kind, cleanT, faultedT)
+			vr.Faults = s.faultLosses(&v.Fabric, cleanT, faultedT)
 		}
 		for _, r := range faulted[vi] {
 			vr.Events += r.Events

@@ -87,6 +87,11 @@ type Fault struct {
 	// Rate is also a slow receiver's drain rate.
 	Rate      units.Rate
 	ErrorRate float64
+	// BER is a degraded InfiniBand link's pre-FEC bit error rate (iblink.go): its frames are
+	// lost with the probability its RS-FEC leaves uncorrected, or, with LLR, resent by the link
+	// at the cost of a link round trip each try.
+	BER float64
+	LLR bool
 }
 
 // FaultRecovery are the control plane's timers that decide how long a failure stalls traffic.
@@ -196,8 +201,10 @@ func (p *FaultPlan) validate(n *Network) error {
 			return fmt.Errorf("%s: times must not be negative", where)
 		case f.Kind == FaultLinkFlap && (f.Period <= 0 || f.Down <= 0 || f.Down >= f.Period || f.Count < 1):
 			return fmt.Errorf("%s: a flap needs period > down > 0 and count >= 1", where)
-		case f.Kind == FaultLinkDegrade && (f.Rate < 0 || !(f.ErrorRate >= 0 && f.ErrorRate < 1) || f.Rate == 0 && f.ErrorRate == 0):
-			return fmt.Errorf("%s: a degraded link needs a lower rate or an error rate in (0,1)", where)
+		case f.Kind == FaultLinkDegrade && (f.Rate < 0 || !(f.ErrorRate >= 0 && f.ErrorRate < 1) || f.Rate == 0 && f.ErrorRate == 0 && f.BER == 0):
+			return fmt.Errorf("%s: a degraded link needs a lower rate, an error rate in (0,1) or a bit error rate", where)
+		case f.BER != 0 && (n.cfg.Kind != KindInfiniBand || !(f.BER > 0 && f.BER < 0.5)):
+			return fmt.Errorf("%s: ber is an InfiniBand link's pre-FEC bit error rate in (0, 0.5)", where)
 		}
 	}
 	return nil
@@ -509,7 +516,13 @@ func (fs *faultState) dropAtDown(s *Switch, pkt *Packet) {
 // survivingGraph is the topology without the links down now: each end of a failed link leads
 // back to its own node, so no breadth-first search crosses it and port numbers stay the same.
 func (fs *faultState) survivingGraph() *topo.Graph {
-	g := fs.n.g
+	return SurvivingGraph(fs.n.g, func(l topo.LinkID) bool { return fs.down[l] > 0 })
+}
+
+// SurvivingGraph is g without the links down says are down: each end of such a link leads back
+// to its own node, so no breadth-first search crosses it and port numbers stay the same. The
+// packet and flow backends' reroutes compute their routes over it.
+func SurvivingGraph(g *topo.Graph, down func(topo.LinkID) bool) *topo.Graph {
 	cp := *g
 	cp.Nodes = append([]topo.Node(nil), g.Nodes...)
 	copied := map[topo.NodeID]bool{}
@@ -521,8 +534,8 @@ func (fs *faultState) survivingGraph() *topo.Graph {
 		pp := &cp.Nodes[node].Ports[port]
 		pp.Peer, pp.PeerPort = node, port
 	}
-	for l, d := range fs.down {
-		if d > 0 {
+	for l := range g.Links {
+		if down(topo.LinkID(l)) {
 			L := &g.Links[l]
 			cut(L.A, L.APort)
 			cut(L.B, L.BPort)
@@ -576,12 +589,24 @@ func (fs *faultState) degrade(l topo.LinkID, f *Fault) {
 		if f.Rate > 0 {
 			p.setRate(f.Rate)
 		}
-		if f.ErrorRate > 0 {
+		errRate := f.ErrorRate
+		if f.BER > 0 {
+			fec := IBFECFor(units.Rate(fs.saved[l][0])) // the lanes' FEC, whatever rate they retrained to
+			frame := fec.FrameError(f.BER, int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes))
+			if f.LLR {
+				// The link resends what its FEC left: no loss, one link round trip per try, in
+				// order, so the link's rate drops (LLRRate).
+				p.setRate(LLRRate(p.Rate, frame, n.cfg.MTU+units.Size(n.cfg.HeaderBytes), p.delay))
+			} else {
+				errRate = 1 - (1-errRate)*(1-frame)
+			}
+		}
+		if errRate > 0 {
 			if p.rng == nil {
 				p.rng = sim.RNG(n.cfg.Seed, fmt.Sprintf("fault/link%d/%s", l, n.g.Nodes[p.Owner].Name))
 			}
 			p.errCause = DropCorrupt
-			p.setErrRate(f.ErrorRate)
+			p.setErrRate(errRate)
 			if ib := n.ibfc; ib != nil {
 				ib.startRefresh(p)
 			}

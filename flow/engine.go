@@ -115,7 +115,7 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if err != nil {
 		return nil, nil, err
 	}
-	if !opt.NoSymmetry {
+	if !opt.NoSymmetry && e.faults == nil { // faults break the copies' independence
 		red, err := e.reduce()
 		if err != nil {
 			return nil, nil, err
@@ -137,6 +137,7 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if e.red != nil {
 		e.red.expand(e)
 	}
+	e.faults.restoreRouting()
 	res := e.collect()
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, red, err
@@ -146,6 +147,7 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 // waiting at each hop's queue (back), the bytes out of its last queue. Amounts are wire bytes.
 type flowState struct {
 	msg   int32
+	qp    int32 // the QP of the message it carries (its hash, its share of the bytes)
 	src   int32 // host index
 	cls   int32 // class index (e.classOf)
 	hops  int32
@@ -283,6 +285,8 @@ type engine struct {
 	// components (symmetry.go); toRun is the number of messages the run completes.
 	red   *reduction
 	toRun int
+	// faults runs the fault plan (faults.go; nil without faults).
+	faults *faultState
 
 	stats stats
 }
@@ -349,8 +353,11 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		}
 		e.cc = cc
 	}
-	if e.needsLoss() {
+	if e.needsLoss() || faultsNeedLoss(&cfg.Faults) {
 		e.loss = newLossModel(e)
+	}
+	if err := e.installFaults(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -554,7 +561,7 @@ func (e *engine) run() error {
 		if e.now >= until {
 			return nil
 		}
-		if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress {
+		if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress && !e.faults.waiting() {
 			return e.stallError(noProgress)
 		}
 		if err := e.handleEvents(e.now + 1); err != nil {
@@ -569,6 +576,15 @@ func (e *engine) run() error {
 	}
 	if e.red != nil && e.red.broken {
 		return errReductionBroken
+	}
+	if e.done == e.toRun {
+		var end units.Time
+		for _, t := range e.finish {
+			end = max(end, t)
+		}
+		if err := e.faults.afterEnd(end); err != nil {
+			return err
+		}
 	}
 	if e.done < e.toRun && e.opt.Until <= 0 {
 		for i := range e.mg.Msgs {
@@ -624,6 +640,8 @@ func (e *engine) handle(ev event) error {
 		return e.startMessage(ev.id, ev.t)
 	case evComplete:
 		e.complete(ev.id, ev.t)
+	case evFault, evReroute:
+		return e.handleFault(ev)
 	}
 	return nil
 }
@@ -641,8 +659,8 @@ func (e *engine) nextEvent() units.Time {
 }
 
 func (e *engine) stallError(d units.Time) error {
-	return fmt.Errorf("no progress for %v at %v: %d flows hold bytes and none is delivered (%d of %d messages complete)%s",
-		d, e.now, e.live, e.done, len(e.mg.Msgs), e.fc.explainStall())
+	return fmt.Errorf("no progress for %v at %v: %d flows hold bytes and none is delivered (%d of %d messages complete)%s%s",
+		d, e.now, e.live, e.done, len(e.mg.Msgs), e.fc.explainStall(), e.faults.stallNote())
 }
 
 // startMessage offers message i's bytes at time t: one flow per QP (fabric/qp.go's striping:
@@ -708,7 +726,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	wire := e.wireBytes(payload)
 	f := &e.flows[fid]
 	ver := f.ver + 1 // a reused slot keeps counting: old events stay stale
-	*f = flowState{ver: ver, msg: msg, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
+	*f = flowState{ver: ver, msg: msg, qp: qp, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
 		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
 	f.from = t
 	if pc.payload != payload {
@@ -938,6 +956,7 @@ func (e *engine) rehost(fid int32) {
 	hs := &e.hostSt[f.src]
 	f.hidx = int32(len(hs.flows))
 	hs.flows = append(hs.flows, fid)
+	f.prevRate = -1 // its rate is that of before it stopped: not steady until it has sent again
 	e.heatHost(f.src)
 }
 

@@ -142,6 +142,9 @@ func (e *engine) coolable(fid int32, tau float64) bool {
 	if e.loss != nil && (e.loss.random || e.loss.state(fid).pending) {
 		return false
 	}
+	if e.faults != nil && e.faults.crossesDown(f) {
+		return false // its bytes are lost at a down link (faults.go)
+	}
 	for h, r := range e.path[f.off : f.off+f.hops] {
 		if h > 0 && e.back[f.off+int32(h)] > 0 {
 			return false

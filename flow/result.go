@@ -39,6 +39,7 @@ func (e *engine) collect() *result.Run {
 		res.Timeouts = l.timeouts
 		res.BytesRetransmitted = int64(l.retransmitted / e.ideal.maxWire * float64(e.cfg.MTU))
 	}
+	e.faults.report(res)
 	c["flow_steps"] = float64(e.steps)
 	c["flow_jumps"] = float64(e.jumps)
 	var maxBuf float64

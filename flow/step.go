@@ -288,6 +288,11 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 // forward moves s bytes of flow fid that left resource r (its hop h) on to the next hop, less
 // what the link corrupted.
 func (e *engine) forward(r, fid, h int32, s float64) {
+	if e.faults != nil {
+		if s = e.faults.cut(r, fid, h, s); s <= 0 {
+			return // r's link or the next hop's is down (faults.go)
+		}
+	}
 	f := &e.flows[fid]
 	if e.loss != nil {
 		if lost := e.loss.randomLoss(r, f, s); lost > 0 {

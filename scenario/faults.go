@@ -36,6 +36,10 @@ type FaultSpec struct {
 	// the rate a slow receiver drains at.
 	Rate      units.Rate `yaml:"rate"`
 	ErrorRate float64    `yaml:"error_rate"`
+	// BER is an InfiniBand link's pre-FEC bit error rate (link_degrade); LLR has the link resend
+	// what its FEC leaves uncorrected instead of losing it (docs/faults.md).
+	BER float64 `yaml:"ber"`
+	LLR bool    `yaml:"llr"`
 	// Seed draws a "random" link or switch (default: the scenario's seed).
 	Seed uint64 `yaml:"seed"`
 }
@@ -94,8 +98,8 @@ func (s *Scenario) validateFaults() error {
 	case r.RouteConvergence < 0:
 		return s.errf("fault_recovery.route_convergence", "must not be negative")
 	}
-	if len(s.Faults) > 0 && s.Backend != "packet" {
-		return s.errf("faults", "faults run on the packet backend only (backend is %s, which does not model them)", s.Backend)
+	if len(s.Faults) > 0 && s.Backend == "analytic" {
+		return s.errf("faults", "the analytic backend does not model faults (valid with faults: packet, flow, auto)")
 	}
 	for i, f := range s.Faults {
 		p := indexPath("faults", i)
@@ -115,7 +119,7 @@ func (s *Scenario) validateFaults() error {
 				return s.errf(p, "%s needs %s", f.Kind, k)
 			}
 		}
-		for _, k := range []string{"link", "switch", "host", "period", "down", "count", "rate", "error_rate"} {
+		for _, k := range []string{"link", "switch", "host", "period", "down", "count", "rate", "error_rate", "ber", "llr"} {
 			if s.Has(p+"."+k) && !faultTakes(f.Kind, k) {
 				return s.errf(p+"."+k, "does not apply to %s", f.Kind)
 			}
@@ -131,13 +135,21 @@ func (s *Scenario) validateFaults() error {
 			return s.errf(p+".down", "%v: a flap is down for part of its period %v (valid: 0 < down < period)", f.Down, f.Period)
 		case f.Kind == "link_flap" && f.Count < 1:
 			return s.errf(p+".count", "must be at least 1, got %d", f.Count)
-		case f.Kind == "link_degrade" && f.Rate == 0 && f.ErrorRate == 0:
-			return s.errf(p, "link_degrade needs rate (a lower one) or error_rate (0 < e < 1)")
+		case f.Kind == "link_degrade" && f.Rate == 0 && f.ErrorRate == 0 && f.BER == 0:
+			return s.errf(p, "link_degrade needs rate (a lower one), error_rate (0 < e < 1) or ber (InfiniBand)")
+		case s.Has(p+".ber") && !(f.BER > 0 && f.BER < 0.5):
+			return s.errf(p+".ber", "%g: a pre-FEC bit error rate is in (0, 0.5), e.g. 1e-5", f.BER)
+		case s.Has(p+".ber") && s.stormPerVariant:
+			return s.errf(p+".ber", "applies to InfiniBand links only, which a compare's variants need not all be; use it with fabricsim run")
+		case s.Has(p+".ber") && s.Fabric.Kind != fabric.KindInfiniBand:
+			return s.errf(p+".ber", "is an InfiniBand link's bit error rate before its RS-FEC (the fabric is %s; use error_rate)", s.Fabric.Kind)
+		case s.Has(p+".llr") && !s.Has(p+".ber"):
+			return s.errf(p+".llr", "link-level retry resends what the FEC leaves of a bit error rate: give ber too")
 		case (f.Kind == "link_degrade" || f.Kind == "slow_receiver") && f.Rate < 0 || f.Kind == "slow_receiver" && f.Rate == 0:
 			return s.errf(p+".rate", "must be positive")
 		case f.Kind == "link_degrade" && !(f.ErrorRate >= 0 && f.ErrorRate < 1):
 			return s.errf(p+".error_rate", "%g outside [0,1)", f.ErrorRate)
-		case f.Kind == "pfc_storm" && (s.Fabric.Kind != fabric.KindRoCE || !s.Fabric.RoCE.PFC):
+		case f.Kind == "pfc_storm" && !s.stormPerVariant && (s.Fabric.Kind != fabric.KindRoCE || !s.Fabric.RoCE.PFC):
 			return s.errf(p+".kind", "a PFC storm needs fabric kind roce with pfc: true (the fabric is %s)", s.Fabric.Kind)
 		case f.Kind == "pfc_storm" && s.Fabric.RoCE.StormHost >= 0:
 			return s.errf(p, "the fabric section has pfc_storm_host too: give the storm once")
@@ -164,7 +176,7 @@ func faultTakes(kind, key string) bool {
 		return kind == "link_flap"
 	case "rate":
 		return kind == "link_degrade" || kind == "slow_receiver"
-	case "error_rate":
+	case "error_rate", "ber", "llr":
 		return kind == "link_degrade"
 	}
 	return true
@@ -201,7 +213,7 @@ func (s *Scenario) ResolveFaults(g *topo.Graph) (fabric.FaultPlan, error) {
 				kind = k.Kind
 			}
 		}
-		out := fabric.Fault{Kind: kind, At: f.At, For: f.For, Period: f.Period, Down: f.Down, Count: f.Count, Rate: f.Rate, ErrorRate: f.ErrorRate, Link: -1, Node: -1}
+		out := fabric.Fault{Kind: kind, At: f.At, For: f.For, Period: f.Period, Down: f.Down, Count: f.Count, Rate: f.Rate, ErrorRate: f.ErrorRate, BER: f.BER, LLR: f.LLR, Link: -1, Node: -1}
 		rng := sim.RNG(f.Seed, fmt.Sprintf("faults[%d]", i))
 		switch kind {
 		case fabric.FaultLinkDown, fabric.FaultLinkFlap, fabric.FaultLinkDegrade:
@@ -297,19 +309,14 @@ func (s *Scenario) FaultAfterEnd(i int, at, end units.Time) error {
 
 // FaultsFrom checks a faults: list and fault_recovery: section that another kind of file (a
 // compare scenario) decoded with d at the same top-level keys, so that they take a run
-// scenario's defaults, checks and names. The faults are filled in place; a pfc_storm is refused
-// (it needs a RoCE fabric with PFC, which a compare's variants need not all be). The returned
+// scenario's defaults, checks and names. The faults are filled in place; a pfc_storm is checked
+// for itself only (the compare applies it to the variants that are RoCE with PFC). The returned
 // Scenario resolves them on a graph (ResolveFaults) and reports a fault after the end
 // (FaultAfterEnd).
 func FaultsFrom(d *yamlstrict.Decoder, seed uint64, faults []FaultSpec, rec fabric.FaultRecovery) (*Scenario, error) {
-	s := &Scenario{d: d, Seed: seed, Backend: "packet", Faults: faults, FaultRecovery: rec}
+	s := &Scenario{d: d, Seed: seed, Backend: "packet", Faults: faults, FaultRecovery: rec, stormPerVariant: true}
 	s.Fabric.RoCE.StormHost = -1
 	s.applyFaultDefaults()
-	for i, f := range s.Faults {
-		if f.Kind == "pfc_storm" {
-			return nil, s.errf(indexPath("faults", i)+".kind", "pfc_storm is not applied to a compare's variants (it needs RoCE with PFC on every one); run it with fabricsim run")
-		}
-	}
 	if err := s.validateFaults(); err != nil {
 		return nil, err
 	}

@@ -103,10 +103,22 @@ faults:
 `, `faults[0].host: host 9 does not exist (valid: 0..3)`},
 		{"bad multiplier", `fault_recovery: {bfd_multiplier: 0}
 `, `fault_recovery.bfd_multiplier: 0 outside 1..255`},
-		{"flow backend", `backend: flow
+		{"ber on roce", `faults:
+  - {kind: link_degrade, link: leaf0-spine0, ber: 1e-5}
+`, `faults[0].ber: is an InfiniBand link's bit error rate before its RS-FEC (the fabric is roce; use error_rate)`},
+		{"llr without ber", `faults:
+  - {kind: link_degrade, link: leaf0-spine0, rate: 25Gbps, llr: true}
+`, `faults[0].llr: link-level retry resends what the FEC leaves of a bit error rate: give ber too`},
+		{"ber out of range", `faults:
+  - {kind: link_degrade, link: leaf0-spine0, ber: 0.7}
+`, `faults[0].ber: 0.7: a pre-FEC bit error rate is in (0, 0.5)`},
+		{"ber on a link down", `faults:
+  - {kind: link_down, link: leaf0-spine0, ber: 1e-5}
+`, `faults[0].ber: does not apply to link_down`},
+		{"analytic backend", `backend: analytic
 faults:
   - {kind: link_down, link: leaf0-spine0}
-`, `faults: faults run on the packet backend only (backend is flow, which does not model them)`},
+`, `faults: the analytic backend does not model faults (valid with faults: packet, flow, auto)`},
 	} {
 		src := faultBase + c.src
 		if c.name == "storm without pfc" {

@@ -43,6 +43,9 @@ type Scenario struct {
 	Dir  string `yaml:"-"`
 
 	d *yamlstrict.Decoder
+	// stormPerVariant: a pfc_storm is not checked against this fabric (a compare applies it to
+	// its RoCE variants with PFC; FaultsFrom).
+	stormPerVariant bool
 }
 
 // Link is a link class.

@@ -9,7 +9,7 @@ import (
 )
 
 // Bad faults exit with status 2 and a file:line message: a link the topology does not have, a
-// fault after the run ended, faults on a backend without them (--backend flow).
+// fault after the run ended, faults on a backend without them (--backend analytic).
 func TestRunFaultsBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write := func(link, at string) string {
@@ -27,7 +27,7 @@ func TestRunFaultsBadInput(t *testing.T) {
 	}{
 		{[]string{"run", write("leaf0-spine9", "1us")}, `.yaml:6:29: faults[0].link: "leaf0-spine9" is not a link of this topology`},
 		{[]string{"run", write("leaf0-spine1", "1s")}, `.yaml:6:47: faults[0].at: 1s is after the run ended at`},
-		{[]string{"run", write("leaf0-spine1", "1us"), "--backend", "flow"}, `the flow backend does not model faults (the job has 1); run it on the packet backend`},
+		{[]string{"run", write("leaf0-spine1", "1us"), "--backend", "analytic"}, `the analytic backend does not model faults (the job has 1); run it on the packet or flow backend`},
 	} {
 		if code, out := run(t, c.args...); code != exitUsage || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, output %q; want exit %d and %q", c.args, code, out, exitUsage, c.want)

@@ -296,8 +296,8 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(err)
 	}
-	if len(scen.Faults) > 0 && f.backend != "" && f.backend != backend.Packet {
-		return usageErr(fmt.Errorf("--cluster %s has faults: they run on the packet backend only (--backend %s does not model them)", f.cluster, f.backend))
+	if len(scen.Faults) > 0 && f.backend == backend.Analytic {
+		return usageErr(fmt.Errorf("--cluster %s has faults: the analytic backend does not model them (valid: --backend packet, flow or auto)", f.cluster))
 	}
 	nodes := f.nodes
 	if net != nil && nodes == 0 {
