@@ -20,8 +20,8 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 		return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the scenario has faults, which only the packet backend models; use --backend packet or auto", name)}
 	}
 	if name != backend.Auto {
-		if classes && (name == backend.Flow || name == backend.Analytic) {
-			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which only the packet backend models; use --backend packet or auto", name)}
+		if classes && name == backend.Analytic {
+			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which the packet and flow backends model; use --backend packet, flow or auto", name)}
 		}
 		why := "the scenario's backend"
 		if fromFlag {
@@ -60,9 +60,6 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	if len(s.Faults) > 0 {
 		return backend.ChoosePacket(fmt.Sprintf("%d fault(s) in the scenario, which only the packet backend models", len(s.Faults)), total), nil
 	}
-	if classes {
-		return backend.ChoosePacket("the jobs run in traffic classes, which only the packet backend models", total), nil
-	}
 	for _, v := range variants {
 		if why := backend.PacketOnly(&v.Fabric); why != "" {
 			return backend.ChoosePacket("variant "+v.Name+": "+why, total), nil
@@ -72,7 +69,8 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 }
 
 // jobClasses says whether a shared-cluster scenario puts its jobs in traffic classes (any
-// job's class set): the flow and analytic backends have one class per link.
+// job's class set): the analytic backend has one class per link; the packet and flow backends
+// schedule the classes as the fabric does (flow/classes.go).
 func (s *Scenario) jobClasses() bool {
 	for _, j := range s.Jobs {
 		if j.Class != 0 {

@@ -228,10 +228,10 @@ func TestCheckpointBackground(t *testing.T) {
 	}
 }
 
-// TestJobClassesNeedPacket: jobs in traffic classes run on the packet backend only (the flow and
-// analytic backends have one class per link): auto chooses packet even with a budget that would
-// send the compare to flow, and a named flow or analytic backend is refused.
-func TestJobClassesNeedPacket(t *testing.T) {
+// TestJobClassesBackends: jobs in traffic classes run on the packet and the flow backends (both
+// schedule classes as the fabric does); auto with a budget too small for packet picks flow, and
+// the analytic backend (one class per link) is refused.
+func TestJobClassesBackends(t *testing.T) {
 	s, err := Parse([]byte(fmt.Sprintf(shared, 1, "ib-ndr")), "test.yaml", "")
 	if err != nil {
 		t.Fatal(err)
@@ -242,14 +242,12 @@ func TestJobClassesNeedPacket(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || r == nil {
 		t.Fatalf("cancelled run: %v", err)
 	}
-	if v := r.Variants[0]; v.Backend != backend.Packet || !strings.Contains(v.BackendReason, "traffic classes") {
-		t.Errorf("auto with a 1 ns budget: %s, %q; want packet for the traffic classes", v.Backend, v.BackendReason)
+	if v := r.Variants[0]; v.Backend != backend.Flow {
+		t.Errorf("auto with a 1 ns budget: %s, %q; want flow", v.Backend, v.BackendReason)
 	}
-	for _, b := range []backend.Name{backend.Flow, backend.Analytic} {
-		_, err := Run(context.Background(), s, Options{Backend: b})
-		var ce *Error
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "only the packet backend models") {
-			t.Errorf("backend %s: err %v, want an input error naming the traffic classes", b, err)
-		}
+	_, err = Run(context.Background(), s, Options{Backend: backend.Analytic})
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "traffic classes") {
+		t.Errorf("backend analytic: err %v, want an input error naming the traffic classes", err)
 	}
 }

@@ -263,6 +263,9 @@ type engine struct {
 	allow   []float64
 	drain   []float64
 	fc      *backpressure
+	// sched splits an egress among its classes (classes.go); schedBuf is its scratch.
+	sched    *classSched
+	schedBuf []fill
 	// overhead is the capacity ACKs and credit updates take from data.
 	overhead *overhead
 
@@ -337,6 +340,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		}
 	}
 	e.nc = max(1, len(e.classes))
+	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
 	e.overhead = newOverhead(e)
 	e.growState()
