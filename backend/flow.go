@@ -21,6 +21,9 @@ type FlowOptions struct {
 	Step units.Time
 	// MemoryLimit refuses a run whose estimated memory is larger (0: flow.DefaultMemoryLimit).
 	MemoryLimit int64
+	// DrawSeed, when non-zero, seeds the flows' random draws (ECN marking, injected loss) apart
+	// from Job.Seed, which then drives routing alone (flow.Options.DrawSeed).
+	DrawSeed uint64
 }
 
 type flowBackend struct{}
@@ -51,7 +54,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		}
 		nh = r
 	}
-	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit,
+	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed,
 		Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)

@@ -23,8 +23,8 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 		return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the scenario has faults, which the analytic backend does not model; use --backend packet, flow or auto", name)}
 	}
 	if name != backend.Auto {
-		if classes && (name == backend.Flow || name == backend.Analytic) {
-			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which only the packet backend models; use --backend packet or auto", name)}
+		if classes && name == backend.Analytic {
+			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which the packet and flow backends model; use --backend packet, flow or auto", name)}
 		}
 		why := "the scenario's backend"
 		if fromFlag {
@@ -60,9 +60,6 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	if err != nil {
 		return backend.Choice{}, &Error{File: s.File, Msg: "--auto-budget: " + err.Error()}
 	}
-	if classes {
-		return backend.ChoosePacket("the jobs run in traffic classes, which only the packet backend models", total), nil
-	}
 	if s.hasStorm() {
 		return backend.ChoosePacket("a pfc_storm fault, which only the packet backend models", total), nil
 	}
@@ -75,7 +72,8 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 }
 
 // jobClasses says whether a shared-cluster scenario puts its jobs in traffic classes (any
-// job's class set): the flow and analytic backends have one class per link.
+// job's class set): the analytic backend has one class per link; the packet and flow backends
+// schedule the classes as the fabric does (flow/classes.go).
 func (s *Scenario) jobClasses() bool {
 	for _, j := range s.Jobs {
 		if j.Class != 0 {

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/report"
 	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/training"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // stepDistribution sets the step-time percentiles, jitter and coefficient of variation from
@@ -23,6 +26,17 @@ func (v *VariantResult) stepDistribution() {
 	if v.StepTime > 0 {
 		v.StepCV = v.StepStdev / v.StepTime
 	}
+	ex := v.exposedTimes()
+	sort.Float64s(ex)
+	v.ExposedP50, v.ExposedP99 = result.Percentile(ex, 50), result.Percentile(ex, 99)
+}
+
+func (v *VariantResult) exposedTimes() []float64 {
+	xs := make([]float64, len(v.Steps))
+	for i, st := range v.Steps {
+		xs[i] = st.ExposedComm
+	}
+	return xs
 }
 
 func (v *VariantResult) stepTimes() []float64 {
@@ -64,6 +78,9 @@ func (s *Scenario) noiseSummary() string {
 	} else {
 		parts = append(parts, fmt.Sprintf("%d network seed(s), step k uses seed k mod %d", ns, ns))
 	}
+	if s.perStepNetwork() {
+		parts = append(parts, "network runs per step (its own ECN draws; collectives start as its compute makes them ready)")
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -74,13 +91,13 @@ func (r *Result) writeJitter(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\n  step time over %d steps (%s):\n", r.Scenario.Steps, r.Scenario.noiseSummary())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  variant\tstep p50\tstep p99\tjitter\tcv\tslow-GPU steps\t")
+	fmt.Fprintln(tw, "  variant\tstep p50\tstep p99\tjitter\tcv\tslow-GPU steps\texposed p50\texposed p99\t")
 	for _, v := range r.Variants {
 		if v.StepsFinished == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f%%\t%.2f%%\t%d\t\n", v.Variant.Name, seconds(v.StepP50), seconds(v.StepP99),
-			100*v.StepJitter, 100*v.StepCV, v.SlowGPUSteps)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f%%\t%.2f%%\t%d\t%s\t%s\t\n", v.Variant.Name, seconds(v.StepP50), seconds(v.StepP99),
+			100*v.StepJitter, 100*v.StepCV, v.SlowGPUSteps, seconds(v.ExposedP50), seconds(v.ExposedP99))
 	}
 	return tw.Flush()
 }
@@ -88,8 +105,10 @@ func (r *Result) writeJitter(w io.Writer) error {
 // jitterSection is report.html's step-time distribution: a table, the CDF of step times and
 // the step times in order.
 func (r *Result) jitterSection() report.Section {
-	t := &report.Table{Head: []string{"variant", "mean", "p50", "p99", "jitter (p99-p50)/p50", "cv", "slow-GPU steps"},
-		RightAlign: []bool{false, true, true, true, true, true, true}}
+	t := &report.Table{Head: []string{"variant", "mean", "p50", "p99", "jitter (p99-p50)/p50", "cv", "slow-GPU steps", "exposed comm p50", "exposed comm p99"},
+		RightAlign: []bool{false, true, true, true, true, true, true, true, true}}
+	excdf := &report.Lines{Title: "Exposed communication per step (CDF): the network's part of the step", XLabel: "exposed communication", YLabel: "fraction of steps",
+		XFormat: axisSeconds, YFormat: report.Plain, Step: true, YMin: 0, YMax: 1}
 	cdf := &report.Lines{Title: "Step time (CDF over the simulated steps)", XLabel: "step time", YLabel: "fraction of steps",
 		XFormat: axisSeconds, YFormat: report.Plain, Step: true, YMin: 0, YMax: 1}
 	seq := &report.Lines{Title: "Step time, step by step", XLabel: "step", YLabel: "step time",
@@ -99,7 +118,16 @@ func (r *Result) jitterSection() report.Section {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{v.Variant.Name, seconds(v.StepTime), seconds(v.StepP50), seconds(v.StepP99),
-			fmt.Sprintf("%.2f%%", 100*v.StepJitter), fmt.Sprintf("%.2f%%", 100*v.StepCV), fmt.Sprint(v.SlowGPUSteps)})
+			fmt.Sprintf("%.2f%%", 100*v.StepJitter), fmt.Sprintf("%.2f%%", 100*v.StepCV), fmt.Sprint(v.SlowGPUSteps),
+			seconds(v.ExposedP50), seconds(v.ExposedP99)})
+		ex := v.exposedTimes()
+		sort.Float64s(ex)
+		e := report.Series{Name: v.Variant.Name}
+		for i, x := range ex {
+			e.X = append(e.X, x)
+			e.Y = append(e.Y, float64(i+1)/float64(len(ex)))
+		}
+		excdf.Series = append(excdf.Series, e)
 		xs := v.stepTimes()
 		s := report.Series{Name: v.Variant.Name}
 		for i, x := range xs {
@@ -117,9 +145,9 @@ func (r *Result) jitterSection() report.Section {
 	}
 	text := []string{
 		fmt.Sprintf("%d simulated steps: %s.", r.Scenario.Steps, r.Scenario.noiseSummary()),
-		"p50 and p99 are nearest-rank percentiles of the step times; jitter is (p99 - p50) / p50, the tail a synchronous job pays over its median step; cv is the standard deviation over the mean. Each step is the longest path through the plan with that step's compute draws and network run (docs/jitter.md).",
+		"p50 and p99 are nearest-rank percentiles of the step times; jitter is (p99 - p50) / p50, the tail a synchronous job pays over its median step; cv is the standard deviation over the mean. Each step is the longest path through the plan with that step's compute draws and network run (docs/jitter.md). Exposed communication is the part of each step's longest path spent in collectives: where it varies from step to step, the network adds jitter of its own.",
 	}
-	return report.Section{Title: "Step-time distribution", Text: text, Tables: []*report.Table{t}, Charts: []report.Chart{cdf, seq}}
+	return report.Section{Title: "Step-time distribution", Text: text, Tables: []*report.Table{t}, Charts: []report.Chart{cdf, seq, excdf}}
 }
 
 // noiseNotes are the fidelity notes of compute noise and shared network runs.
@@ -128,6 +156,10 @@ func (s *Scenario) noiseNotes(full bool, runEvery bool) []string {
 		return nil
 	}
 	notes := []string{"Compute noise and network seeds: " + s.noiseSummary() + "."}
+	if s.perStepNetwork() {
+		notes = append(notes, "network_per_step: every step's network was simulated on its own; the seed (ECMP hashes of the job's connections) follows network_seeds, the flow backend's random draws (ECN marking) are the step's, and in class fidelity each group of a class started its collective at the time the step's compute draws made its middle instance ready (relative to the class's earliest group), after a first pass with the seed's runs.")
+		return notes
+	}
 	if ns := s.networkSeeds(); ns < s.Steps {
 		switch {
 		case runEvery:
@@ -139,4 +171,53 @@ func (s *Scenario) noiseNotes(full bool, runEvery bool) []string {
 		}
 	}
 	return notes
+}
+
+// stepOffsets is, for every class and group, when the step reaches that group's collective,
+// less the earliest group's: the starts of one step's collectives as its compute draws (in
+// dur, with the network durations of the step's seed runs) make them ready. A group runs its
+// class's collective several times a step (every layer, every micro-batch); its offset is its
+// middle instance's, neither the first (the least spread: little compute has run) nor the last.
+func stepOffsets(p *training.Plan, cls []*class, opClass, opGroup []int, dur []units.Time) [][]units.Time {
+	start := make([]units.Time, len(p.Ops))
+	fin := make([]units.Time, len(p.Ops))
+	inst := make([][][]units.Time, len(cls)) // class, group: instance starts in plan order
+	for ci, c := range cls {
+		inst[ci] = make([][]units.Time, len(c.Groups))
+	}
+	for i := range p.Ops {
+		for _, d := range p.Ops[i].Deps {
+			start[i] = max(start[i], fin[d])
+		}
+		fin[i] = start[i] + dur[i]
+		if c := opClass[i]; c >= 0 {
+			inst[c][opGroup[i]] = append(inst[c][opGroup[i]], start[i])
+		}
+	}
+	out := make([][]units.Time, len(cls))
+	for ci := range cls {
+		out[ci] = make([]units.Time, len(inst[ci]))
+		first := units.MaxTime
+		for gi, xs := range inst[ci] {
+			out[ci][gi] = xs[len(xs)/2]
+			first = min(first, out[ci][gi])
+		}
+		for gi := range out[ci] {
+			out[ci][gi] -= first
+		}
+	}
+	return out
+}
+
+// skewedClass is class graph g with each group's messages (ranges) held until the group's
+// offset: the collectives of a class start as one step's compute lets them.
+func skewedClass(g *msggraph.Graph, ranges [][2]int, off []units.Time) *msggraph.Graph {
+	c := *g
+	c.Msgs = append([]msggraph.Message(nil), g.Msgs...)
+	for gi, r := range ranges {
+		for i := r[0]; i < r[1]; i++ {
+			c.Msgs[i].Start += off[gi]
+		}
+	}
+	return &c
 }

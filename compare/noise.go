@@ -30,6 +30,12 @@ type Noise struct {
 	// network runs do not depend on its compute times (class fidelity, or whole steps without
 	// compute noise) a repeated seed repeats the run bit for bit, so it is simulated once.
 	NetworkSeeds int `yaml:"network_seeds" json:"network_seeds"`
+	// PerStep gives every step network runs of its own, as a running job sees them: routing
+	// (ECMP hashes of the job's connections) follows NetworkSeeds, the runs' random draws (ECN
+	// marking) are the step's, and in class fidelity each group of a class starts its collective
+	// when the step's compute draws make it ready, so groups that share links overlap as they
+	// would in that step (docs/jitter.md, "Network jitter").
+	PerStep bool `yaml:"network_per_step" json:"network_per_step,omitempty"`
 }
 
 // SlowGPUs are fail-slow GPUs: in each step each GPU is slow with probability Prob, and its
@@ -58,6 +64,8 @@ const (
 	DefaultSlowdown = 1.5
 	// noiseSalt separates the noise streams from the network's seeds.
 	noiseSalt = 0x6e6f697365 // "noise"
+	// drawSalt separates the network's per-step draws from its routing seeds.
+	drawSalt = 0x6472617773 // "draws"
 )
 
 func (s *Scenario) noiseDefaults() {
@@ -111,6 +119,18 @@ func (s *Scenario) networkSeeds() int {
 		return s.Steps
 	}
 	return min(s.Noise.NetworkSeeds, s.Steps) // --steps may lower the steps below it
+}
+
+// perStepNetwork says whether every step has network runs of its own (Noise.PerStep).
+func (s *Scenario) perStepNetwork() bool { return s.Noise != nil && s.Noise.PerStep }
+
+// drawSeed is the seed of step k's random draws in the network (ECN marking) apart from its
+// routing seed, with noise.network_per_step; 0 (draws follow the routing seed) without.
+func (s *Scenario) drawSeed(k int) uint64 {
+	if !s.perStepNetwork() {
+		return 0
+	}
+	return sim.Mix64(s.Seed^drawSalt^sim.Mix64(uint64(k)+1)) | 1
 }
 
 // computeNoise says whether the steps' compute times vary.

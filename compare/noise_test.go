@@ -13,6 +13,7 @@ import (
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/examples"
 	"github.com/fabricsim/fabricsim/training"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // normQuantile is the standard normal's p-quantile.
@@ -343,5 +344,31 @@ func BenchmarkJitter(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestStepOffsets: two groups of one class, three instances each, after compute that differs
+// per rank. Group 0 reaches its instances at 10, 115 and 120 ps, group 1 at 30, 85 and 90 (the
+// longest path through the ops below, by hand); the offsets are the middle instances' (115 and
+// 85) less the earlier, 30 and 0.
+func TestStepOffsets(t *testing.T) {
+	op := func(kind training.OpKind, rank int, deps ...int) training.Op {
+		return training.Op{Kind: kind, Ranks: []int{rank}, Deps: deps}
+	}
+	c, a := training.Compute, training.AllToAll
+	p := &training.Plan{Ops: []training.Op{
+		op(c, 0), op(c, 1), // 0, 1
+		op(a, 0, 0), op(a, 1, 1), // 2, 3: the first instances
+		op(c, 0, 2), op(c, 1, 3), // 4, 5
+		op(a, 0, 4), op(a, 1, 5), // 6, 7
+		op(a, 0, 6), op(a, 1, 7), // 8, 9
+	}}
+	dur := []units.Time{10, 30, 5, 5, 100, 50, 5, 5, 5, 5}
+	cls := []*class{{Groups: [][]int{{0}, {1}}}}
+	opClass := []int{-1, -1, 0, 0, -1, -1, 0, 0, 0, 0}
+	opGroup := []int{-1, -1, 0, 1, -1, -1, 0, 1, 0, 1}
+	got := stepOffsets(p, cls, opClass, opGroup, dur)
+	if len(got) != 1 || len(got[0]) != 2 || got[0][0] != 30 || got[0][1] != 0 {
+		t.Errorf("offsets %v, want [[30 0]]", got)
 	}
 }

@@ -114,6 +114,10 @@ type VariantResult struct {
 	StepP99    float64 `json:"step_p99_s"`
 	StepJitter float64 `json:"step_jitter"`
 	StepCV     float64 `json:"step_cv"`
+	// ExposedP50 and ExposedP99: the same percentiles of each step's exposed communication, the
+	// network's (and NVLink's) part of the step beyond its compute.
+	ExposedP50 float64 `json:"exposed_p50_s"`
+	ExposedP99 float64 `json:"exposed_p99_s"`
 	// SlowGPUSteps counts the steps in which at least one GPU was slow (noise.slow).
 	SlowGPUSteps int `json:"slow_gpu_steps,omitempty"`
 	// Network collective completion times (one per collective of every step).

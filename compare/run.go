@@ -228,12 +228,15 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	// seed k mod nseeds; its runs are its own where they depend on its compute noise (whole
 	// steps) or where asked, else those of the first step with its seed (noise.go).
 	nseeds := s.networkSeeds()
-	perStep := full && s.computeNoise() || opt.RunEveryStep
+	perStep := full && (s.computeNoise() || s.perStepNetwork()) || opt.RunEveryStep
 	nruns := nseeds
 	if perStep {
 		nruns = s.Steps
 	}
 	runOf := func(k int) int { return k % nruns }
+	// noise.network_per_step in class fidelity: after the runs above, every step runs each class
+	// again with its groups starting as the step's compute draws make them ready (jitter.go).
+	skewSteps := !full && s.perStepNetwork() && backendName != backend.Analytic // analytic groups share runs
 
 	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
@@ -253,6 +256,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	type job struct {
 		v, k, c int
 		fault   bool
+		skew    bool // a step's own run of class c with its groups' start offsets (skewSteps)
 	}
 	var jobs []job
 	for v := range variants {
@@ -277,6 +281,21 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			runs[v][k] = make([]*classRun, len(graphs))
 		}
 	}
+	var skewed [][][]*classRun // per variant, step and class: the skewSteps runs
+	var offsets [][][][]units.Time
+	total := len(jobs)
+	if skewSteps {
+		total += len(variants) * s.Steps * len(graphs)
+		skewed = make([][][]*classRun, len(variants))
+		offsets = make([][][][]units.Time, len(variants))
+		for v := range skewed {
+			skewed[v] = make([][]*classRun, s.Steps)
+			offsets[v] = make([][][]units.Time, s.Steps)
+			for k := range skewed[v] {
+				skewed[v][k] = make([]*classRun, len(graphs))
+			}
+		}
+	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -285,75 +304,103 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		mu       sync.Mutex
 		firstErr error
 		done     int
-		wg       sync.WaitGroup
 	)
 	if opt.Progress != nil {
-		opt.Progress(0, len(jobs))
+		opt.Progress(0, total)
 	}
-	ch := make(chan job)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				mu.Lock()
-				stop := firstErr != nil || ctx.Err() != nil
-				mu.Unlock()
-				if stop {
-					continue
-				}
-				v := variants[j.v]
-				g := graphs[j.c]
-				if full {
-					g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
-				}
-				cfg := v.Fabric
-				var fidx []int
-				if j.fault {
-					cfg.Faults, fidx = fplans.planFor(vnet[j.v], j.k, &cfg)
-				}
-				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
-				if err != nil && ctx.Err() != nil {
-					continue // cut short by the interrupt: the job stays unfinished
-				}
-				if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
-					err = ferr // bad input: a fault after the step ended, at its line
-				} else if err != nil {
-					what := "the whole step"
-					if !full {
-						what = cls[j.c].Key
+	runJobs := func(jobs []job) {
+		var wg sync.WaitGroup
+		ch := make(chan job)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range ch {
+					mu.Lock()
+					stop := firstErr != nil || ctx.Err() != nil
+					mu.Unlock()
+					if stop {
+						continue
 					}
-					err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
-				}
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if j.fault {
-					if r != nil {
-						faulted[j.v][j.k] = r
+					v := variants[j.v]
+					g := graphs[j.c]
+					if full {
+						g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
 					}
-				} else {
-					runs[j.v][j.k][j.c] = r
+					var off []units.Time
+					if j.skew {
+						off = offsets[j.v][j.k][j.c]
+						g = skewedClass(g, ranges[j.c], off)
+					}
+					cfg := v.Fabric
+					var fidx []int
+					if j.fault {
+						cfg.Faults, fidx = fplans.planFor(vnet[j.v], j.k, &cfg)
+					}
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full)
+					if r != nil && off != nil {
+						for gi := range r.Dur {
+							r.Dur[gi] -= off[gi] // each group's time from its own start
+						}
+					}
+					if err != nil && ctx.Err() != nil {
+						continue // cut short by the interrupt: the job stays unfinished
+					}
+					if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
+						err = ferr // bad input: a fault after the step ended, at its line
+					} else if err != nil {
+						what := "the whole step"
+						if !full {
+							what = cls[j.c].Key
+						}
+						err = fmt.Errorf("variant %s, step %d, %s: %w", v.Name, j.k+1, what, err)
+					}
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					if j.fault {
+						if r != nil {
+							faulted[j.v][j.k] = r
+						}
+					} else if j.skew {
+						skewed[j.v][j.k][j.c] = r
+					} else {
+						runs[j.v][j.k][j.c] = r
+					}
+					done++
+					if opt.Progress != nil {
+						opt.Progress(done, total)
+					}
+					mu.Unlock()
 				}
-				done++
-				if opt.Progress != nil {
-					opt.Progress(done, len(jobs))
+			}()
+		}
+		for _, j := range jobs {
+			ch <- j
+		}
+		close(ch)
+		wg.Wait()
+	}
+	runJobs(jobs)
+	if skewSteps && firstErr == nil && ctx.Err() == nil {
+		jobs = jobs[:0]
+		for v := range variants {
+			for k := range s.Steps {
+				in := s.classInput(plan, cls, opClass, opGroup, runs[v][k%nruns], s.drawNoise(plan, k))
+				offsets[v][k] = stepOffsets(plan, cls, opClass, opGroup, in.dur)
+				for c := range graphs {
+					jobs = append(jobs, job{v: v, k: k, c: c, skew: true})
 				}
-				mu.Unlock()
 			}
-		}()
+		}
+		runJobs(jobs)
 	}
-	for _, j := range jobs {
-		ch <- j
-	}
-	close(ch)
-	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
 	}
 
-	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < len(jobs)}
+	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < total}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
 	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep)...)
 	for vi, v := range variants {
@@ -361,7 +408,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
 			_, needF := fplans.step(k)
-			if !slices.Contains(runs[vi][runOf(k)], nil) && (!needF || faulted[vi][k] != nil) {
+			if !slices.Contains(runs[vi][runOf(k)], nil) && (!needF || faulted[vi][k] != nil) && (!skewSteps || !slices.Contains(skewed[vi][k], nil)) {
 				finished = append(finished, k)
 			}
 		}
@@ -380,6 +427,8 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				in = s.fullInput(plan, opDone, fr) // the step as it ran, with its faults
 			} else if full {
 				in = s.fullInput(plan, opDone, runs[vi][runOf(k)][0]) // the run had the noise
+			} else if skewSteps {
+				in = s.classInput(plan, cls, opClass, opGroup, skewed[vi][k], nz) // the step's own runs
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
 			}
@@ -408,8 +457,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			vr.Events += r.Events
 			vr.SimWall += r.Wall
 		}
-		for k := range runs[vi] {
-			for _, r := range runs[vi][k] {
+		all := runs[vi]
+		if skewSteps {
+			all = append(slices.Clone(all), skewed[vi]...)
+		}
+		for k := range all {
+			for _, r := range all[k] {
 				if r != nil {
 					vr.Events += r.Events
 					vr.SimWall += r.Wall
@@ -434,17 +487,18 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	res.verdicts()
 	res.WallSeconds = time.Since(wall).Seconds()
 	if res.Interrupted {
-		return res, fmt.Errorf("%w: %d of %d simulations finished", ErrInterrupted, done, len(jobs))
+		return res, fmt.Errorf("%w: %d of %d simulations finished", ErrInterrupted, done, total)
 	}
 	return res, nil
 }
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
-// group's completion; keep also returns every message's completion time.
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+// group's completion; keep also returns every message's completion time. drawSeed, when not 0,
+// seeds the flow backend's random draws apart from the routing seed (noise.network_per_step).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
-	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed,
+	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed},
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
 	if name == backend.Packet {
 		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {

@@ -39,6 +39,11 @@ type Options struct {
 	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
 	// *LimitError; 0 means DefaultMemoryLimit.
 	MemoryLimit int64
+	// DrawSeed, when non-zero, seeds the flows' own random streams (ECN marking, injected loss)
+	// instead of the fabric's Seed, which then drives routing (ECMP hashes) alone: a job keeps
+	// its connections, and their hashes, from step to step while the marks fall differently in
+	// each (docs/jitter.md).
+	DrawSeed uint64
 	// NoSymmetry runs every copy of a repeated, independent part of the graph instead of one
 	// representative (symmetry.go; the results are the same: for tests and measurements).
 	NoSymmetry bool
@@ -260,6 +265,9 @@ type engine struct {
 	allow   []float64
 	drain   []float64
 	fc      *backpressure
+	// sched splits an egress among its classes (classes.go); schedBuf is its scratch.
+	sched    *classSched
+	schedBuf []fill
 	// overhead is the capacity ACKs and credit updates take from data.
 	overhead *overhead
 
@@ -336,6 +344,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		}
 	}
 	e.nc = max(1, len(e.classes))
+	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
 	e.overhead = newOverhead(e)
 	e.growState()
@@ -727,7 +736,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	f := &e.flows[fid]
 	ver := f.ver + 1 // a reused slot keeps counting: old events stay stale
 	*f = flowState{ver: ver, msg: msg, qp: qp, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
-		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.cfg.Seed*0x9e3779b97f4a7c15, hidx: -1}
+		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.drawSeed()*0x9e3779b97f4a7c15, hidx: -1}
 	f.from = t
 	if pc.payload != payload {
 		pc.payload, pc.lat = payload, e.latency(p, payload, wire)
@@ -755,6 +764,14 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 		e.stationary = false
 	}
 	return nil
+}
+
+// drawSeed seeds the flows' random streams: Options.DrawSeed, or the fabric's seed.
+func (e *engine) drawSeed() uint64 {
+	if e.opt.DrawSeed != 0 {
+		return e.opt.DrawSeed
+	}
+	return e.cfg.Seed
 }
 
 // alloc returns the offset of hops free path and backlog slots.

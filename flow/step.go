@@ -405,8 +405,9 @@ func (e *engine) serve(r int32, tau float64) {
 	}
 }
 
-// classShares splits a resource's budget among its classes (equal weights, each class at most
-// what it holds and what the next hop allows it) and sets what each class may send.
+// classShares splits a resource's budget among its classes (by the fabric's scheduler,
+// classes.go; each class at most what it holds and what the next hop allows it) and sets what
+// each class may send.
 func (e *engine) classShares(r int32, tau, budget float64, qc, lim *[16]float64) {
 	nc := e.nc
 	d := e.scratch[:0]
@@ -416,7 +417,7 @@ func (e *engine) classShares(r int32, tau, budget float64, qc, lim *[16]float64)
 			d = append(d, fill{d: lim, i: int32(c)})
 		}
 	}
-	waterFill(budget, d)
+	e.schedBuf = e.sched.share(budget, d, e.schedBuf) // classes.go: the fabric's scheduler
 	for _, x := range d {
 		lim[x.i] = x.d
 	}
