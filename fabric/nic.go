@@ -258,6 +258,9 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if ctl != nil {
 		if (n.ints != nil || n.cfg.RoCE.Swift || n.cfg.RoCE.Timely) && ctl.Kind == Ack {
 			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack or the send stamp
+			if n.cfg.RoCE.Swift {
+				ctl.Payload = c.hostDelayNs() // Swift's host delay (swift.go)
+			}
 		}
 		if flag {
 			ctl.ECN = ECNCE // the CNP flag (HPCC ns-3: qbbHeader FLAG_CNP)
