@@ -261,6 +261,9 @@ func (c *NIC) receiveData(pkt *Packet) {
 	if ctl != nil {
 		if (n.ints != nil || n.cfg.RoCE.Swift || n.cfg.RoCE.Timely) && ctl.Kind == Ack {
 			ctl.Sack, pkt.Sack = pkt.Sack, 0 // the ACK echoes the INT stack or the send stamp
+			if n.cfg.RoCE.Swift {
+				ctl.Payload = c.hostDelayNs() // Swift's host delay (swift.go)
+			}
 		} else if n.rc.Mode == rc.RUD {
 			ctl.Sack = pkt.Seq // UET: every ACK names the packet it answers (its SACK)
 		}

@@ -26,6 +26,12 @@ type slowRx struct {
 	draining bool
 	pauses   int64
 	maxBytes int64
+	// arrived holds the arrival time of each packet in q, from arrived[head]; waited is how long
+	// the packet being handed to the transport waited (0 otherwise): the host delay a Swift
+	// receiver reports on its ACK (swift.go).
+	arrived []units.Time
+	head    int
+	waited  units.Time
 }
 
 // rxBufferBytes is the receive buffer of a slow NIC (est.: the on-chip receive buffer of a
@@ -48,6 +54,7 @@ func (r *slowRx) take(pkt *Packet) bool {
 		return true
 	}
 	r.q.push(pkt)
+	r.arrived = append(r.arrived, now)
 	r.bytes += int64(pkt.Size)
 	r.maxBytes = max(r.maxBytes, r.bytes)
 	if pf, ok := n.fc.(*pfc); ok && r.lossless(pkt) {
@@ -91,7 +98,12 @@ func (r *slowRx) Handle(*sim.Event) {
 			pf.resume(g, pkt.Prio)
 		}
 	}
+	r.waited = n.sim.Now() - r.arrived[r.head]
+	if r.head++; r.head == len(r.arrived) {
+		r.arrived, r.head = r.arrived[:0], 0
+	}
 	r.c.deliver(pkt)
+	r.waited = 0
 	if head := r.q.peek(); head != nil {
 		n.sim.Schedule(n.sim.Now()+r.drainTime(head), r, opRxDrain, 0, nil)
 	} else {

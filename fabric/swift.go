@@ -23,6 +23,8 @@ type swiftCC struct {
 	snd       []swift.Sender
 	last      []int64 // the cumulative ACK each flow's sender last saw
 	decreases int64
+	// endpointDecreases counts the endpoint window's decreases (swift_endpoint_target).
+	endpointDecreases int64
 }
 
 // swiftQueueing is the queueing delay the default base target allows above the fabric's base
@@ -80,9 +82,15 @@ func (s *swiftCC) Acked(f *Flow, pkt *Packet) {
 	now := s.n.sim.Now()
 	acked := max(pkt.Seq-s.last[f.id], 0)
 	s.last[f.id] = max(s.last[f.id], pkt.Seq)
-	if s.snd[f.id].OnAck(now-units.Time(pkt.Sack-1), acked, now) {
-		s.decreases++
+	var host units.Time
+	if s.p.EndpointTarget > 0 {
+		host = units.Time(pkt.Payload) * units.Nanosecond
 	}
+	sd := &s.snd[f.id]
+	d0, e0 := sd.Decreases, sd.EndpointDecreases
+	sd.OnAckHost(now-units.Time(pkt.Sack-1), host, acked, now)
+	s.decreases += sd.Decreases - d0
+	s.endpointDecreases += sd.EndpointDecreases - e0
 	if f.nextSend > now && s.snd[f.id].PacingDelay() == 0 {
 		f.nextSend = now // a packet's window again: back to window mode (the NIC is kicked)
 	}
@@ -90,4 +98,17 @@ func (s *swiftCC) Acked(f *Flow, pkt *Packet) {
 
 func (s *swiftCC) Report(res *result.Run) {
 	res.Counters["swift_window_decreases"] = float64(s.decreases)
+	if s.p.EndpointTarget > 0 {
+		res.Counters["swift_endpoint_decreases"] = float64(s.endpointDecreases)
+	}
+}
+
+// hostDelayNs is how long the data packet being handed to the transport waited in the NIC's
+// receive buffer, in ns: the host delay of [Swift] §3.3, which only a slow receiver (fault
+// slow_receiver, slowrx.go) has here; the ACK carries it in its Payload word (0 on an ACK).
+func (c *NIC) hostDelayNs() int32 {
+	if c.rx == nil {
+		return 0
+	}
+	return int32(min(c.rx.waited/units.Nanosecond, 1<<31-1))
 }

@@ -9,12 +9,12 @@ import (
 // TIMELY rates on RoCE (`timely: true`, [TIMELY]): the sender cuts each flow into segments of
 // timely_segment bytes, sends a segment's packets back to back and paces segments, not packets:
 // the next segment may start when the last one's wire bytes at the flow's rate have passed
-// since it started ([TIMELY] §4.1: the rate is enforced between segments, each sent as a burst).
+// since it started ([TIMELY] §4, rate control engine: the rate is enforced between segments, each sent as a burst).
 // Each data packet carries the send time of its segment's first packet (in the packet's Sack
 // word, which a go-back-N data packet does not use); the receiver echoes it on the ACK the
 // packet causes. The ACK whose cumulative sequence first reaches a segment's end is the
 // segment's completion event: its RTT is now - the echoed time - the segment's wire bytes at
-// line rate ([TIMELY] §3.1), fed to the flow's state machine (transport/cc/timely). No switch
+// line rate ([TIMELY] §4, RTT measurement engine), fed to the flow's state machine (transport/cc/timely). No switch
 // support is needed (no ECN, no INT).
 
 // timelyCC runs a TIMELY sender per QP; ACKs reach it through Acked (ackObserver).

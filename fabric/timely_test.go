@@ -8,7 +8,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// TIMELY's headline ([TIMELY] §1 and §6: the RTT held low, near T_low, at high throughput, from
+// TIMELY's headline ([TIMELY] abstract and evaluation: the RTT held low, near T_low, at high throughput, from
 // RTT gradients alone), on the paper's own scale: a 2:1 incast of long flows into one 10 Gb/s
 // port with the paper's settings (T_low 50 us, T_high 500 us, 16 KB segments). Both flows start
 // at line rate, the queue builds, the gradient cuts them; from 100 ms on (steady state), over

@@ -99,6 +99,7 @@ var counters = func() map[string]CounterInfo {
 		{"dcqcn_rate_decreases", Sum, FamilyNone, "DCQCN rate cuts"},
 		{"hpcc_rate_updates", Sum, FamilyNone, "HPCC rate changes from the INT on ACKs (fabric/hpcc.go)"},
 		{"dctcp_window_cuts", Sum, FamilyNone, "DCTCP window cuts on echoed ECN marks, at most one per window (fabric/dctcp.go)"},
+		{"swift_endpoint_decreases", Sum, FamilyNone, "Swift endpoint-window decreases on host delay above swift_endpoint_target, at most one per RTT (fabric/swift.go)"},
 		{"timely_completions", Sum, FamilyNone, "TIMELY completion events (a segment's last byte acknowledged), each one rate update (fabric/timely.go)"},
 		{"timely_rate_decreases", Sum, FamilyNone, "TIMELY rate decreases: RTT above T_high or a positive RTT gradient (fabric/timely.go)"},
 		{"swift_window_decreases", Sum, FamilyNone, "Swift multiplicative window decreases on delay above target, at most one per RTT (fabric/swift.go)"},

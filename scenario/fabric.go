@@ -84,7 +84,7 @@ func (s *Scenario) validateFabric() error {
 		if has("dctcp_g") && !r.DCTCP {
 			return s.errf("fabric.dctcp_g", "is a parameter of DCTCP: set dctcp: true (and dcqcn: false), or leave it out")
 		}
-		for _, k := range []string{"swift_base_target", "swift_hop_scaling", "swift_fs_range", "swift_ai", "swift_beta", "swift_max_mdf", "swift_min_cwnd"} {
+		for _, k := range []string{"swift_base_target", "swift_hop_scaling", "swift_fs_range", "swift_ai", "swift_beta", "swift_max_mdf", "swift_min_cwnd", "swift_endpoint_target"} {
 			if has(k) && !r.Swift {
 				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
 			}

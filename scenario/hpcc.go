@@ -98,6 +98,9 @@ func (s *Scenario) applyHPCCConfig() error {
 		}
 		switch name {
 		case "CC_MODE":
+			if v == 7 {
+				return bad(name, "CC_MODE 7 (ns-3's TIMELY, one update per RTT) is not read from config.txt: fabricsim's TIMELY follows the paper (per segment); write timely: true and dcqcn: false in the scenario instead (docs/transports.md)")
+			}
 			if v != 1 && v != 3 {
 				return bad(name, "CC_MODE %g is not modelled (fabricsim's RoCE runs DCQCN, CC_MODE 1, or HPCC, CC_MODE 3)", v)
 			}

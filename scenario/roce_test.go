@@ -228,7 +228,7 @@ FLOW_FILE mix/flow.txt
 	}
 	os.WriteFile(filepath.Join(dir, "timely.txt"), []byte("CC_MODE 7\n"), 0o644)
 	_, err = Parse([]byte(roceScenario("  hpcc_config: timely.txt\n")), filepath.Join(dir, "r.yaml"), dir)
-	if err == nil || !strings.Contains(err.Error(), "CC_MODE 7") {
+	if err == nil || !strings.Contains(err.Error(), "CC_MODE 7") || !strings.Contains(err.Error(), "timely: true") {
 		t.Errorf("CC_MODE 7: %v", err)
 	}
 	// CC_MODE 3 (HPCC's mix/config.txt): HPCC on INT instead of DCQCN, its RATE_AI, U_TARGET,

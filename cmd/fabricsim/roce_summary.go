@@ -32,6 +32,9 @@ func printRoCE(w io.Writer, res *result.Run) {
 	if u, ok := c["swift_window_decreases"]; ok {
 		fmt.Fprintf(w, "  swift     %.0f window decreases on delay above target\n", u)
 	}
+	if u, ok := c["swift_endpoint_decreases"]; ok {
+		fmt.Fprintf(w, "  swift     %.0f endpoint-window decreases on host delay above target\n", u)
+	}
 	if u, ok := c["timely_completions"]; ok {
 		fmt.Fprintf(w, "  timely    %.0f completion events, %.0f rate decreases\n", u, c["timely_rate_decreases"])
 	}

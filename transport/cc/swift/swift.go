@@ -14,8 +14,10 @@
 // The target ([Swift] §3.1-3.2): base_target + hops x h (topology scaling) + flow scaling
 // max(0, min(alpha / sqrt(cwnd) + beta', fs_range)), alpha = fs_range / (1/sqrt(fs_min_cwnd) -
 // 1/sqrt(fs_max_cwnd)), beta' = -alpha / sqrt(fs_max_cwnd) (cwnd in packets). This is the
-// fabric window; Swift's endpoint window (host delay against its own target, §3.3) is not kept:
-// a simulated NIC turns a packet into an ACK with no host delay, so it would never bind.
+// fabric window; with swift_endpoint_target set, Swift's endpoint window (§3.3) is kept too: the
+// caller passes the part of the delay spent at the receiving host (OnAckHost), the fabric
+// window reacts to the rest, the endpoint window to that part against its own target, and the
+// flow is bounded by the smaller.
 // The window does not go below min_cwnd (swift_min_cwnd packets; default 1). Below one packet
 // Swift paces ([Swift] §3.4, Algorithm 1's last lines): the flow keeps one packet in flight and
 // sends the next pacing_delay = rtt / cwnd (cwnd in packets) after the last; PacingDelay
@@ -53,6 +55,11 @@ type Params struct {
 	MaxMDF float64 `yaml:"swift_max_mdf"`
 	// MinCwnd is the smallest window in packets (swift_min_cwnd); below 1 the flow is paced.
 	MinCwnd float64 `yaml:"swift_min_cwnd"`
+	// EndpointTarget, when positive, keeps the endpoint window of [Swift] §3.3: it reacts to the
+	// delay the packet spent at the receiving host against this target, the fabric window to
+	// the rest of the delay, and the flow is bounded by the smaller (swift_endpoint_target).
+	// 0: no endpoint window, the fabric window reacts to the whole delay.
+	EndpointTarget units.Time `yaml:"swift_endpoint_target"`
 }
 
 // Defaults: ai 1 packet per RTT, beta 0.8, max_mdf 0.5 (Broadcom/csg-htsim sim/swift.cpp's
@@ -77,6 +84,8 @@ func (p *Params) Validate() error {
 		return e("swift_beta", "%g outside (0,1] (default 0.8)", p.Beta)
 	case !(p.MaxMDF > 0 && p.MaxMDF < 1):
 		return e("swift_max_mdf", "%g outside (0,1) (default 0.5)", p.MaxMDF)
+	case p.EndpointTarget < 0:
+		return e("swift_endpoint_target", "%v is negative (0: no endpoint window)", p.EndpointTarget)
 	case !(p.MinCwnd > 0 && p.MinCwnd <= 1):
 		return e("swift_min_cwnd", "%g outside (0,1] packets (default 1: no pacing; below 1 the flow is paced)", p.MinCwnd)
 	}
@@ -94,8 +103,14 @@ type Sender struct {
 	rtt       units.Time // the last measured delay: the once-per-RTT spacing of decreases
 	lastDecr  units.Time
 	decreased bool
+	// The endpoint window ([Swift] §3.3), used when Params.EndpointTarget is set.
+	ecwnd      float64 // bytes
+	lastDecrE  units.Time
+	decreasedE bool
+	hostDelay  units.Time // the host delay the last ACK reported
 
-	Decreases int64 // multiplicative decreases so far
+	Decreases         int64 // fabric-window multiplicative decreases so far
+	EndpointDecreases int64 // endpoint-window multiplicative decreases so far
 }
 
 // Init starts a flow with window cwnd bytes, at most maxCwnd (max_cwnd; both at least one
@@ -105,19 +120,33 @@ func (s *Sender) Init(p *Params, baseTarget units.Time, hops int, cwnd, maxCwnd,
 	top := float64(max(maxCwnd, mss))
 	*s = Sender{p: *p, mss: float64(mss), cwnd: min(float64(max(cwnd, mss)), top), maxCwnd: top,
 		minCwnd: p.MinCwnd * float64(mss), target0: baseTarget + units.Time(hops)*p.HopScaling}
+	s.ecwnd = s.cwnd
 }
 
 // Window is the most bytes the flow may have in flight.
-func (s *Sender) Window() int64 { return int64(s.cwnd) }
+func (s *Sender) Window() int64 { return int64(s.window()) }
+
+// window is the effective window: the fabric window, or the smaller of it and the endpoint
+// window when an endpoint target is set.
+func (s *Sender) window() float64 {
+	if s.p.EndpointTarget > 0 {
+		return min(s.cwnd, s.ecwnd)
+	}
+	return s.cwnd
+}
+
+// HostDelay is the host delay the last ACK reported (kept with an endpoint target only).
+func (s *Sender) HostDelay() units.Time { return s.hostDelay }
 
 // PacingDelay is the time from one packet to the next while the window is below one packet,
 // rtt / cwnd with cwnd in packets and rtt the last measured delay ([Swift] Algorithm 1); 0 when
 // the window holds at least a packet (or before the first ACK).
 func (s *Sender) PacingDelay() units.Time {
-	if s.cwnd >= s.mss {
+	w := s.window()
+	if w >= s.mss {
 		return 0
 	}
-	return units.Time(float64(s.rtt) * s.mss / s.cwnd)
+	return units.Time(float64(s.rtt) * s.mss / w)
 }
 
 // Delay is the delay the last ACK measured (0 before the first).
@@ -135,28 +164,54 @@ func (s *Sender) Target() units.Time {
 	return s.target0 + units.Time(fs)
 }
 
-// OnAck takes an ACK at now that measured delay and newly acknowledges ackedBytes. It returns
-// whether the window was decreased.
+// OnAck takes an ACK at now that measured delay and newly acknowledges ackedBytes, with no host
+// delay in it. It returns whether a window was decreased.
 func (s *Sender) OnAck(delay units.Time, ackedBytes int64, now units.Time) bool {
+	return s.OnAckHost(delay, 0, ackedBytes, now)
+}
+
+// OnAckHost takes an ACK whose delay includes hostDelay spent at the receiving host ([Swift]
+// §3.3): the fabric window reacts to delay - hostDelay against the fabric target; with an
+// endpoint target set, the endpoint window reacts to hostDelay against it. Each window
+// decreases at most once per RTT (the last measured delay). It returns whether a window was
+// decreased.
+func (s *Sender) OnAckHost(delay, hostDelay units.Time, ackedBytes int64, now units.Time) bool {
 	target := s.Target()
 	canDecrease := !s.decreased || now-s.lastDecr >= s.rtt
+	canDecreaseE := !s.decreasedE || now-s.lastDecrE >= s.rtt
 	s.rtt = delay
+	dec := false
+	if s.p.EndpointTarget > 0 {
+		s.hostDelay = hostDelay
+		if s.aimd(&s.ecwnd, hostDelay, s.p.EndpointTarget, ackedBytes, canDecreaseE) {
+			s.lastDecrE, s.decreasedE, dec = now, true, true
+			s.EndpointDecreases++
+		}
+	}
+	if s.aimd(&s.cwnd, delay-hostDelay, target, ackedBytes, canDecrease) {
+		s.lastDecr, s.decreased, dec = now, true, true
+		s.Decreases++
+	}
+	return dec
+}
+
+// aimd applies [Swift] Algorithm 1 to window *w (bytes) for a delay against target: additive
+// increase below it, else (when allowed) one multiplicative decrease, which it reports.
+func (s *Sender) aimd(w *float64, delay, target units.Time, ackedBytes int64, canDecrease bool) bool {
 	if delay < target {
 		n := float64(ackedBytes) / s.mss // packets acknowledged
-		if s.cwnd >= s.mss {
-			s.cwnd += s.p.AI * n / (s.cwnd / s.mss) * s.mss
+		if *w >= s.mss {
+			*w += s.p.AI * n / (*w / s.mss) * s.mss
 		} else {
-			s.cwnd += s.p.AI * n * s.mss
+			*w += s.p.AI * n * s.mss
 		}
-		s.cwnd = min(s.cwnd, s.maxCwnd)
+		*w = min(*w, s.maxCwnd)
 		return false
 	}
 	if !canDecrease {
 		return false
 	}
 	f := max(1-s.p.Beta*float64(delay-target)/float64(delay), 1-s.p.MaxMDF)
-	s.cwnd = min(max(s.cwnd*f, s.minCwnd), s.maxCwnd)
-	s.lastDecr, s.decreased = now, true
-	s.Decreases++
+	*w = min(max(*w*f, s.minCwnd), s.maxCwnd)
 	return true
 }

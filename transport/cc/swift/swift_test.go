@@ -92,6 +92,33 @@ func TestPacing(t *testing.T) {
 	}
 }
 
+// TestEndpointWindow: with swift_endpoint_target the host delay drives its own window ([Swift]
+// §3.3) and the fabric window sees the rest of the delay. Hand-computed: mss 1000 B, both windows
+// from 10 packets, fabric target 20 us, endpoint target 5 us.
+func TestEndpointWindow(t *testing.T) {
+	p := Defaults()
+	p.EndpointTarget = 5 * us
+	var s Sender
+	s.Init(&p, 20*us, 0, 10000, 100000, 1000)
+	for i, c := range []struct {
+		at, delay, host units.Time
+		window          int64
+		why             string
+	}{
+		{100 * us, 30 * us, 12 * us, 5333, "fabric 18 < 20 us: 10100 B; host 12 >= 5 us: x (1 - 0.8 x 7/12) = 5333.3 B"},
+		{110 * us, 30 * us, 12 * us, 5333, "10 us since the endpoint decrease < rtt 30 us; fabric + 1/10.1 packet = 10199.0 B"},
+		{140 * us, 26 * us, 2 * us, 5520, "fabric 24 >= 20 us: x (1 - 0.8 x 4/24) = 8839.1 B; host 2 < 5 us: + 1/5.333 packet = 5520.8 B"},
+	} {
+		s.OnAckHost(c.delay, c.host, 1000, c.at)
+		if s.Window() != c.window {
+			t.Errorf("ACK %d (%s): window %d B, want %d B", i+1, c.why, s.Window(), c.window)
+		}
+	}
+	if s.Decreases != 1 || s.EndpointDecreases != 1 || int64(s.cwnd) != 8839 {
+		t.Errorf("fabric window %.1f B, decreases %d fabric, %d endpoint; want 8839, 1, 1", s.cwnd, s.Decreases, s.EndpointDecreases)
+	}
+}
+
 // TestFlowScaling checks [Swift] §3.2's flow-scaled target: alpha = fs_range / (1/sqrt(0.1) -
 // 1/sqrt(100)) = 3.265543 us for fs_range 10 us, beta' = -alpha/10: 0 at 100 packets, 2.938989
 // us at 1 packet, 1.306217 us at 4 packets (picoseconds truncated).
@@ -122,6 +149,7 @@ func TestValidate(t *testing.T) {
 		{func(p *Params) { p.FSRange = -1 }, "swift_fs_range"},
 		{func(p *Params) { p.HopScaling = -1 }, "swift_hop_scaling"},
 		{func(p *Params) { p.MinCwnd = 0 }, "swift_min_cwnd"},
+		{func(p *Params) { p.EndpointTarget = -1 }, "swift_endpoint_target"},
 		{func(p *Params) { p.MinCwnd = 1.5 }, "swift_min_cwnd"},
 	} {
 		p := Defaults()

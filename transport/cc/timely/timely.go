@@ -1,9 +1,9 @@
 // Package timely is the TIMELY sender (Mittal et al., "TIMELY: RTT-based Congestion Control for
 // the Datacenter", SIGCOMM 2015) as a plain state machine: a sending rate driven by the round
 // trip each completion event measures. A completion event is the ACK of the last byte of a
-// segment (16-64 KB of a message, [TIMELY] §4.1); its RTT is the completion time minus the time
+// segment (16-64 KB of a message, [TIMELY] §4, the rate control engine); its RTT is the completion time minus the time
 // the segment's first packet was sent minus the segment's serialization at line rate ([TIMELY]
-// §3.1), so that only propagation and queueing remain. The caller measures it and feeds it here.
+// §4, the RTT measurement engine), so that only propagation and queueing remain. The caller measures it and feeds it here.
 //
 // The reaction is [TIMELY] Algorithm 1, per completion event:
 //
@@ -54,7 +54,7 @@ type Params struct {
 	Segment units.Size `yaml:"timely_segment"`
 }
 
-// Defaults are the settings of [TIMELY] §5 as HPCC's ns-3 carries them (rdma-hw.cc attributes
+// Defaults are the settings of [TIMELY]'s evaluation as HPCC's ns-3 carries them (rdma-hw.cc attributes
 // TimelyAlpha 0.875, TimelyBeta 0.8, TimelyTLow 50 us, TimelyTHigh 500 us, TimelyMinRtt 20 us;
 // run.py RATE_AI 10 Mb/s per 10 Gb/s of line rate, the paper's delta on its 10G NICs: Delta 0), a 16 KB
 // segment (the low end of the paper's 16-64 KB) and HPCC's ns-3 minimum rate, 100 Mb/s (its
