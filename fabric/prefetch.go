@@ -18,6 +18,14 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		return 0
 	}
 	n := s.net
+	var sum uintptr
+	if f := n.pfc; f != nil {
+		// RoCE: admission reads the shared pool and, for a lossless class, the ingress state.
+		sum = uintptr(f.node[s.Node].used)
+		if f.lossless&(1<<pkt.Prio) != 0 {
+			sum += uintptr(f.state(n.portBase[s.Node]+ev.I, pkt.Prio).ing)
+		}
+	}
 	var out int32
 	if n.routerTables {
 		if out = n.router.(tableRouter).predict(s, pkt); out < 0 {
@@ -26,7 +34,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	} else {
 		hops := n.routes.NextHops(s.Node, int(pkt.Dst))
 		if n.router != nil || len(hops) == 0 || n.spray {
-			return uintptr(len(hops))
+			return sum + uintptr(len(hops))
 		}
 		out = hops[0]
 		if len(hops) > 1 {
@@ -35,7 +43,6 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	}
 	port := s.Ports[out]
 	vl := int(pkt.Prio)
-	var sum uintptr
 	if f := n.ibfc; f != nil {
 		// InfiniBand: the router sets the VL from the egress port's table; the ingress VL's
 		// receive buffer takes the packet's blocks, the egress VL's credits are checked.
@@ -72,6 +79,11 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 			// This port's own state: the arbiter and credits choose what it sends next.
 			own := &f.ports[p.gidx]
 			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
+		}
+	} else if f := p.net.pfc; f != nil && p.sw != nil {
+		// RoCE: the departing packet's bytes leave its ingress port-priority's count.
+		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl && f.lossless&(1<<pkt.Prio) != 0 {
+			sum += uintptr(f.state(p.net.portBase[p.sw.Node]+pkt.InPort, pkt.Prio).ing)
 		}
 	}
 	if m := p.qmask; m != 0 {

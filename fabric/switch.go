@@ -51,7 +51,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 		return
 	}
 	var cause int
-	if n.fc != nil {
+	if f := n.pfc; f != nil {
+		cause = f.ingress(s, port, pkt) // RoCE's PFC, called directly (dispatch.go)
+	} else if n.fc != nil {
 		cause = n.ingress(s, port, pkt) // admission and arrival (dispatch.go)
 	} else {
 		cause = s.sharedBufferAdmits(port, pkt)
@@ -93,7 +95,11 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 // release returns a departing packet's buffer space.
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
-	s.net.departed(s, pkt)
+	if f := s.net.pfc; f != nil {
+		f.departed(s, pkt) // RoCE's PFC, called directly (dispatch.go)
+	} else {
+		s.net.departed(s, pkt)
+	}
 	if s.net.cfg.Check && s.bufUsed < 0 {
 		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
 	}
