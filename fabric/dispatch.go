@@ -38,6 +38,8 @@ type policies struct {
 	// directly too (PFC's Blocked and Sent, which do nothing, not at all).
 	pfc *pfc
 	ets *dwrr
+	// ecn is marker when it is RoCE's RED marker at enqueue, else nil: called directly.
+	ecn *ecnRED
 }
 
 // route picks the egress port for pkt at switch s: the router's choice, or ECMP over the

@@ -61,7 +61,10 @@ func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 }
 
 // SetMarker installs a congestion marker; call before Run.
-func (n *Network) SetMarker(m Marker) { n.marker = m }
+func (n *Network) SetMarker(m Marker) {
+	n.marker = m
+	n.ecn, _ = m.(*ecnRED) // called directly on the per-hop path
+}
 
 // Ports returns every port of node id (a switch's ports or a host's single NIC port).
 func (n *Network) Ports(id int32) []*Port {

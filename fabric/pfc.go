@@ -38,12 +38,13 @@ const pauseFrameBytes = 64
 type pfc struct {
 	*roce
 	lossless uint8
-	// nl is the number of lossless classes and slot[prio] a lossless class's rank among them:
-	// the per-packet state of ingress port g and lossless class prio is in[g*nl+slot[prio]].
-	nl   int32
-	slot [8]uint8
+	// The per-packet state of ingress port g and lossless class prio is in[base[prio]+g]: one
+	// run of every port's state per lossless class, base[prio] its start.
+	base [8]int32
 	in   []pfcIn
 	node []pfcNode // per node: the shared pool
+	// portBase is Network.portBase: a switch's port i is global port portBase[node]+i.
+	portBase []int32
 
 	// Per port-priority (global port x 8 + priority): what only PAUSE frames and timers touch.
 	refreshAt   []units.Time
@@ -98,14 +99,15 @@ func newPFC(r *roce) (*pfc, error) {
 		dynamic: c.PFCThreshold == PFCDynamic, alpha: c.PFCAlpha,
 		xoffB: int64(c.XOFF), xonB: int64(c.XON), xonOffset: int64(c.XONOffset),
 	}
+	f.portBase = n.portBase
+	var classes int32
 	for prio := range 8 {
 		if f.lossless&(1<<prio) != 0 {
-			f.slot[prio] = uint8(f.nl)
-			f.nl++
+			f.base[prio] = classes * int32(np)
+			classes++
 		}
 	}
-	f.in = make([]pfcIn, np*int(f.nl))
-	classes := int64(c.Lossless.Len()) // thresholds checked by Config.Validate
+	f.in = make([]pfcIn, np*int(classes))
 	room := make([]int64, np)
 	for g := range n.ports {
 		p := &n.ports[g]
@@ -115,8 +117,8 @@ func newPFC(r *roce) (*pfc, error) {
 		} else {
 			room[g] = autoHeadroom(n, p)
 		}
-		for k := range f.nl {
-			f.in[int32(g)*f.nl+k].room = room[g]
+		for k := range classes {
+			f.in[k*int32(np)+int32(g)].room = room[g]
 		}
 	}
 	for i, sw := range n.Switches {
@@ -125,7 +127,7 @@ func newPFC(r *roce) (*pfc, error) {
 		}
 		var reserved int64
 		for _, p := range sw.Ports {
-			reserved += room[p.gidx] * classes
+			reserved += room[p.gidx] * int64(classes)
 		}
 		f.node[i].shared = int64(n.cfg.Buffer) - reserved
 		if f.node[i].shared < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
@@ -162,7 +164,7 @@ func (f *pfc) xon(nd *pfcNode) int64 {
 }
 
 // state returns the per-packet state of global port g for lossless class prio.
-func (f *pfc) state(g int32, prio uint8) *pfcIn { return &f.in[g*f.nl+int32(f.slot[prio])] }
+func (f *pfc) state(g int32, prio uint8) *pfcIn { return &f.in[f.base[prio&7]+g] }
 
 // pausingAt reports whether we hold global port g's lossless class prio paused upstream.
 func (f *pfc) pausingAt(g int32, prio uint8) bool {
@@ -181,7 +183,7 @@ func (f *pfc) ingress(s *Switch, out *Port, pkt *Packet) int {
 	if f.lossless&(1<<prio) == 0 {
 		return f.admitLossy(nd, out, pkt)
 	}
-	g := f.n.portBase[s.Node] + pkt.InPort
+	g := f.portBase[s.Node] + pkt.InPort
 	st := f.state(g, prio)
 	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
 		nd.used += size
@@ -223,7 +225,7 @@ func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
 // ingress port-priority is below XON: Departed, with the ingress port found from the switch's
 // first port and pkt.InPort.
 func (f *pfc) departed(s *Switch, pkt *Packet) {
-	f.release(f.n.portBase[s.Node]+pkt.InPort, s.Node, pkt)
+	f.release(f.portBase[s.Node]+pkt.InPort, s.Node, pkt)
 }
 
 // release is Departed for the packet pkt that came in through global port g of node.
@@ -541,8 +543,8 @@ func (f *pfc) Report(res *result.Run) {
 	}
 	marks := map[string]int64{}
 	if e := f.n.ecnMarker(); e != nil {
-		for g, m := range e.marks {
-			if m > 0 {
+		for g := range e.port {
+			if m := e.port[g].marks; m > 0 {
 				marks[f.portName(int32(g))] = m
 			}
 		}

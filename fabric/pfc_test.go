@@ -8,11 +8,11 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// TestPFCDirectMatchesInterface: the per-hop path calls PFC and the ETS scheduler directly
-// (pfc.ingress: admission and the XOFF test in one call, on the ingress state found from the
-// switch's first port and the packet's InPort; pfc.departed; dwrr.Pick), where other policies
-// go through LinkFlowControl, Admitter and Scheduler (Admit, Arrived, Departed with the ingress
-// *Port, Pick). Both ways must give the same run to the event: the same messages, events,
+// TestPFCDirectMatchesInterface: the per-hop path calls PFC, the ETS scheduler and RED marking
+// directly (pfc.ingress: admission and the XOFF test in one call, on the ingress state found
+// from the switch's first port and the packet's InPort; pfc.departed; dwrr.Pick;
+// ecnRED.Enqueue), where other policies go through LinkFlowControl, Admitter, Scheduler and
+// Marker (Admit, Arrived, Departed with the ingress *Port, Pick, Enqueue). Both ways must give the same run to the event: the same messages, events,
 // counters, drops and per-port PFC records, on scenarios where PAUSE, XON and headroom act.
 func TestPFCDirectMatchesInterface(t *testing.T) {
 	type scenario struct {
@@ -65,11 +65,11 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 	for _, c := range cases {
 		out := func(direct bool) string {
 			n := newNet(t, star(c.n, 100*units.Gbps, units.Microsecond), c.cfg())
-			if n.pfc == nil || n.ets == nil {
-				t.Fatalf("%s: PFC and ETS are not called directly", c.name)
+			if n.pfc == nil || n.ets == nil || (n.ecn == nil) == n.cfg.RoCE.ECN {
+				t.Fatalf("%s: PFC, ETS and ECN marking are not called directly", c.name)
 			}
 			if !direct {
-				n.pfc, n.ets = nil, nil // through the interfaces
+				n.pfc, n.ets, n.ecn = nil, nil, nil // through the interfaces
 			}
 			run(t, n, c.mg())
 			res := n.lastRun

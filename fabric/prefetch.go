@@ -23,7 +23,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		// RoCE: admission reads the shared pool and, for a lossless class, the ingress state.
 		sum = uintptr(f.node[s.Node].used)
 		if f.lossless&(1<<pkt.Prio) != 0 {
-			sum += uintptr(f.state(n.portBase[s.Node]+ev.I, pkt.Prio).ing)
+			sum += uintptr(f.state(f.portBase[s.Node]+ev.I, pkt.Prio).ing)
 		}
 	}
 	var out int32
@@ -83,7 +83,7 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 	} else if f := p.net.pfc; f != nil && p.sw != nil {
 		// RoCE: the departing packet's bytes leave its ingress port-priority's count.
 		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl && f.lossless&(1<<pkt.Prio) != 0 {
-			sum += uintptr(f.state(p.net.portBase[p.sw.Node]+pkt.InPort, pkt.Prio).ing)
+			sum += uintptr(f.state(f.portBase[p.sw.Node]+pkt.InPort, pkt.Prio).ing)
 		}
 	}
 	if m := p.qmask; m != 0 {

@@ -71,7 +71,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
 		}
 	}
-	if n.marker != nil {
+	if e := n.ecn; e != nil {
+		e.Enqueue(port, pkt) // RoCE's RED, called directly (dispatch.go)
+	} else if n.marker != nil {
 		n.marker.Enqueue(port, pkt)
 	}
 	port.enqueue(pkt)
