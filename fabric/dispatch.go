@@ -40,6 +40,8 @@ type policies struct {
 	ets *dwrr
 	// ecn is marker when it is RoCE's RED marker at enqueue, else nil: called directly.
 	ecn *ecnRED
+	// noRouteMemo turns off Packet.route (for TestRouteMemoMatchesLookup).
+	noRouteMemo bool
 }
 
 // route picks the egress port for pkt at switch s: the router's choice, or ECMP over the

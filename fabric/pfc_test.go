@@ -85,3 +85,36 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteMemoMatchesLookup: Switch.Handle takes the route Switch.Prefetch found (Packet.route)
+// rather than looking it up again. With the memo and without it, a permutation with an incast
+// on a k=4 fat tree (ECMP over 2 and 4 candidates), on Ethernet and on RoCE, must send every
+// packet the same way: the same run, and the same frames on every port.
+func TestRouteMemoMatchesLookup(t *testing.T) {
+	g := fatTreeK(t, 4, 100*units.Gbps, units.Microsecond)
+	for _, cfg := range []Config{DefaultEthernet(), DefaultRoCE()} {
+		out := func(memo bool) (string, []int64) {
+			n := newNet(t, g, cfg)
+			n.noRouteMemo = !memo
+			mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
+			for i := 0; i < 8; i++ {
+				mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB})
+			}
+			run(t, n, mg)
+			res := n.lastRun
+			var tx []int64
+			for g := range n.ports {
+				tx = append(tx, n.ports[g].TxPackets)
+			}
+			return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters, res.DropsByCause), tx
+		}
+		a, atx := out(true)
+		b, btx := out(false)
+		if a != b {
+			t.Errorf("%s: the run differs with the route memo:\n%s\n%s", cfg.Kind, a, b)
+		}
+		if fmt.Sprint(atx) != fmt.Sprint(btx) {
+			t.Errorf("%s: frames per port differ with the route memo:\n%v\n%v", cfg.Kind, atx, btx)
+		}
+	}
+}

@@ -7,7 +7,8 @@ import (
 )
 
 // Prefetching (sim.Prefetcher): just before a bucket of events runs, the kernel asks each
-// event's handler to read what the event will touch. Nothing here may change state.
+// event's handler to read what the event will touch. Nothing here may change state, but for
+// Packet.route, the switch's own route lookup kept for its Handle.
 
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
@@ -39,6 +40,11 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		out = hops[0]
 		if len(hops) > 1 {
 			out = hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
+		}
+		// The route Network.route will find: kept for Switch.Handle, unless faults may change
+		// the routes before the event runs (TestRouteMemoMatchesLookup).
+		if n.faults == nil && !n.noRouteMemo && out < 1<<16-1 {
+			pkt.route = uint16(out + 1)
 		}
 	}
 	port := s.Ports[out]

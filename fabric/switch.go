@@ -40,7 +40,12 @@ func (s *Switch) Handle(ev *sim.Event) {
 		n.pool.put(pkt)
 		return
 	}
-	out := n.route(s, pkt)
+	var out int32
+	if r := pkt.route; r != 0 {
+		out, pkt.route = int32(r)-1, 0 // found by Switch.Prefetch
+	} else {
+		out = n.route(s, pkt)
+	}
 	if out < 0 {
 		n.drop(pkt, DropNoRoute)
 		return
