@@ -17,6 +17,7 @@ type dcqcnCC struct {
 	*roce
 	p         dcqcn.Params
 	model     dcqcn.Model
+	paper     bool // model is dcqcn.ModelPaper (tested per packet)
 	ackFlag   bool
 	rp        []dcqcn.RP
 	rx        []dcqcn.Reactor
@@ -32,12 +33,12 @@ func newDCQCN(r *roce) *dcqcnCC {
 	if m == "" {
 		m = dcqcn.ModelPaper
 	}
-	return &dcqcnCC{roce: r, p: r.cfg.DCQCNParams, model: m, ackFlag: r.cfg.CNP == CNPAckFlag}
+	return &dcqcnCC{roce: r, p: r.cfg.DCQCNParams, model: m, paper: m == dcqcn.ModelPaper, ackFlag: r.cfg.CNP == CNPAckFlag}
 }
 
 func (d *dcqcnCC) grow() {
 	if nf := len(d.n.flows); len(d.np) < nf {
-		if d.model == dcqcn.ModelPaper {
+		if d.paper {
 			d.rp = append(d.rp, make([]dcqcn.RP, nf-len(d.rp))...)
 		} else {
 			d.rx = append(d.rx, make([]dcqcn.Reactor, nf-len(d.rx))...)
@@ -49,7 +50,7 @@ func (d *dcqcnCC) grow() {
 
 // reactor returns flow id's RP (a pointer into rp for the paper model: no allocation).
 func (d *dcqcnCC) reactor(id int32) dcqcn.Reactor {
-	if d.model == dcqcn.ModelPaper {
+	if d.paper {
 		return &d.rp[id]
 	}
 	return d.rx[id]
@@ -58,7 +59,7 @@ func (d *dcqcnCC) reactor(id int32) dcqcn.Reactor {
 func (d *dcqcnCC) Start(f *Flow) {
 	d.grow()
 	line, now := d.n.NICs[f.src].Port.Rate, d.n.sim.Now()
-	if d.model == dcqcn.ModelPaper {
+	if d.paper {
 		d.rp[f.id].Init(&d.p, line, now)
 	} else {
 		d.rx[f.id] = dcqcn.NewReactor(d.model, &d.p, line, now)
@@ -69,7 +70,7 @@ func (d *dcqcnCC) Start(f *Flow) {
 
 func (d *dcqcnCC) Sent(f *Flow, pkt *Packet) {
 	pkt.ECN = ECNECT0 // DCQCN senders mark their packets ECN-capable
-	if d.model != dcqcn.ModelPaper {
+	if !d.paper {
 		if rp := d.rx[f.id]; !rp.AtLine() {
 			if a := rp.OnSent(int64(pkt.Size), d.n.sim.Now()); a.Stage != dcqcn.None {
 				d.apply(f, a, false)
@@ -130,7 +131,7 @@ func (d *dcqcnCC) apply(f *Flow, a dcqcn.Action, kick bool) {
 		}
 	}
 	if a.ArmTimer > 0 {
-		if d.model != dcqcn.ModelPaper {
+		if !d.paper {
 			if d.armed[f.id] == a.ArmTimer {
 				return // already scheduled
 			}
@@ -146,7 +147,7 @@ func (d *dcqcnCC) Handle(ev *sim.Event) {
 	if f.snd.Done() {
 		return
 	}
-	if d.model != dcqcn.ModelPaper {
+	if !d.paper {
 		rp := d.rx[ev.I]
 		before := rp.Cuts() // these models cut on their timer, not on the CNP
 		d.apply(f, rp.OnTimer(d.n.sim.Now()), true)

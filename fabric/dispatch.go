@@ -36,6 +36,14 @@ type policies struct {
 	ibfc     *ibCredits
 	ibArb    *ibArbiter
 	ibRouter *ibRouter
+	// pfc and ets are fc and sched when they are RoCE's PFC and ETS scheduler, else nil: called
+	// directly too (PFC's Blocked and Sent, which do nothing, not at all).
+	pfc *pfc
+	ets *dwrr
+	// ecn is marker when it is RoCE's RED marker at enqueue, else nil: called directly.
+	ecn *ecnRED
+	// noRouteMemo turns off Packet.route (for TestRouteMemoMatchesLookup).
+	noRouteMemo bool
 }
 
 // route picks the egress port for pkt at switch s: the router's choice, or ECMP over the
@@ -80,6 +88,9 @@ func (n *Network) route(s *Switch, pkt *Packet) int32 {
 // an InfiniBand VL buffer takes the blocks). It returns -1 when admitted, else the drop cause.
 // (Without link-level flow control Switch.Handle asks the shared buffer itself.)
 func (n *Network) ingress(s *Switch, out *Port, pkt *Packet) int {
+	if f := n.pfc; f != nil {
+		return f.ingress(s, out, pkt)
+	}
 	in := s.Ports[pkt.InPort]
 	if f := n.ibfc; f != nil {
 		if f.check {
@@ -109,6 +120,10 @@ func (n *Network) departed(s *Switch, pkt *Packet) {
 }
 
 func (n *Network) fcDeparted(s *Switch, pkt *Packet) {
+	if f := n.pfc; f != nil {
+		f.departed(s, pkt)
+		return
+	}
 	in := s.Ports[pkt.InPort]
 	if f := n.ibfc; f != nil {
 		f.Departed(in, pkt)
@@ -127,7 +142,7 @@ func (n *Network) hostArrived(in *Port, pkt *Packet) {
 
 // blocked asks link-level flow control whether out may not start pkt now.
 func (n *Network) blocked(out *Port, pkt *Packet) bool {
-	return n.fc != nil && n.fcBlocked(out, pkt)
+	return n.fc != nil && n.pfc == nil && n.fcBlocked(out, pkt)
 }
 
 func (n *Network) fcBlocked(out *Port, pkt *Packet) bool {
@@ -139,7 +154,7 @@ func (n *Network) fcBlocked(out *Port, pkt *Packet) bool {
 
 // sent tells link-level flow control that out started transmitting pkt.
 func (n *Network) sent(out *Port, pkt *Packet) {
-	if n.fc != nil {
+	if n.fc != nil && n.pfc == nil {
 		n.fcSent(out, pkt)
 	}
 }
@@ -160,6 +175,8 @@ func (n *Network) dequeue(p *Port) *Packet {
 	prio := -1
 	if a := n.ibArb; a != nil {
 		prio = a.Pick(p)
+	} else if e := n.ets; e != nil {
+		prio = e.Pick(p)
 	} else if n.sched != nil {
 		prio = n.sched.Pick(p)
 	} else {
@@ -184,7 +201,7 @@ func (n *Network) dequeue(p *Port) *Packet {
 	}
 	if f := n.ibfc; f != nil { // what sent does, without its call: one per packet per hop
 		f.Sent(p, pkt)
-	} else if n.fc != nil {
+	} else if n.fc != nil && n.pfc == nil {
 		n.fc.Sent(p, pkt)
 	}
 	return pkt

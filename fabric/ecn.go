@@ -15,21 +15,25 @@ import (
 // mixed-rate fabrics.
 type ecnRED struct {
 	*roce
-	kmin, kmax []int64 // per global port
-	pmax       []float64
-	rng        *rand.Rand
-	marks      []int64 // per global port
-	total      int64
+	port  []ecnPort // per global port
+	rng   *rand.Rand
+	total int64
+}
+
+// ecnPort is one port's RED thresholds and mark count: what a packet joining (or leaving) its
+// queue reads, in half a cache line.
+type ecnPort struct {
+	kmin, kmax int64
+	pmax       float64
+	marks      int64
 }
 
 func newECN(r *roce) *ecnRED {
 	c := r.cfg
-	np := len(r.n.ports)
-	e := &ecnRED{roce: r, kmin: make([]int64, np), kmax: make([]int64, np), pmax: make([]float64, np),
-		rng: sim.RNG(r.n.cfg.Seed, "ecn"), marks: make([]int64, np)}
+	e := &ecnRED{roce: r, port: make([]ecnPort, len(r.n.ports)), rng: sim.RNG(r.n.cfg.Seed, "ecn")}
 	for g := range r.n.ports {
-		p := &r.n.ports[g]
-		e.kmin[g], e.kmax[g], e.pmax[g] = c.ECNThresholds(p.Rate)
+		st := &e.port[g]
+		st.kmin, st.kmax, st.pmax = c.ECNThresholds(r.n.ports[g].Rate)
 	}
 	return e
 }
@@ -82,19 +86,19 @@ func (e *ecnRED) Dequeue(out *Port, pkt *Packet) {
 
 // mark applies RED to pkt on the bytes now in its queue at out.
 func (e *ecnRED) mark(out *Port, pkt *Packet) {
-	g := out.gidx
+	st := &e.port[out.gidx]
 	q := out.q[pkt.Prio].bytes
-	if q <= e.kmin[g] {
+	if q <= st.kmin {
 		return
 	}
-	if q < e.kmax[g] {
-		p := e.pmax[g] * float64(q-e.kmin[g]) / float64(e.kmax[g]-e.kmin[g])
+	if q < st.kmax {
+		p := st.pmax * float64(q-st.kmin) / float64(st.kmax-st.kmin)
 		if e.rng.Float64() >= p {
 			return
 		}
 	}
 	pkt.ECN = ECNCE
-	e.marks[g]++
+	st.marks++
 	e.total++
 	if b := e.n.bins; b != nil {
 		b.mark(e.n.sim.Now())
@@ -112,8 +116,8 @@ func (n *Network) ECNMarks() map[string]int64 {
 		return nil
 	}
 	out := map[string]int64{}
-	for g, m := range e.marks {
-		if m > 0 {
+	for g := range e.port {
+		if m := e.port[g].marks; m > 0 {
 			out[e.portName(int32(g))] = m
 		}
 	}

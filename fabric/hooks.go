@@ -56,11 +56,15 @@ func (n *Network) SetDequeueMarker(m DequeueMarker) { n.deqMarker = m }
 func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 	n.fc = fc
 	n.adm, _ = fc.(Admitter)
-	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits directly
+	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits and PFC directly
+	n.pfc, _ = fc.(*pfc)
 }
 
 // SetMarker installs a congestion marker; call before Run.
-func (n *Network) SetMarker(m Marker) { n.marker = m }
+func (n *Network) SetMarker(m Marker) {
+	n.marker = m
+	n.ecn, _ = m.(*ecnRED) // called directly on the per-hop path
+}
 
 // Ports returns every port of node id (a switch's ports or a host's single NIC port).
 func (n *Network) Ports(id int32) []*Port {
@@ -122,6 +126,7 @@ type Router interface {
 func (n *Network) SetScheduler(s Scheduler) {
 	n.sched = s
 	n.ibArb, _ = s.(*ibArbiter) // called directly on the per-hop path
+	n.ets, _ = s.(*dwrr)
 }
 
 // SetRouter installs a routing policy; call before Run.

@@ -81,6 +81,11 @@ type Packet struct {
 	// InVL is the queue (VL) the packet used on the link it arrived on: Prio as it was before
 	// the switch holding it chose the egress VL.
 	InVL uint8
+	// route, when not 0, is 1 + the egress port that Switch.Prefetch found for the packet at the
+	// switch about to receive it, where the route is ECMP by flow hash (a pure function of the
+	// switch, the destination and the hash): Switch.Handle takes it rather than looking the
+	// route up a second time, and clears it.
+	route uint16
 }
 
 // The packet is on the per-hop path of every event: it is kept within one 64-byte cache line

@@ -37,13 +37,16 @@ const pauseFrameBytes = 64
 
 type pfc struct {
 	*roce
-	lossless   uint8
-	shared     []int64 // per node: shared pool bytes
-	sharedUsed []int64
-	room       []int64 // per global port: headroom per lossless priority
+	lossless uint8
+	// The per-packet state of ingress port g and lossless class prio is in[base[prio]+g]: one
+	// run of every port's state per lossless class, base[prio] its start.
+	base [8]int32
+	in   []pfcIn
+	node []pfcNode // per node: the shared pool
+	// portBase is Network.portBase: a switch's port i is global port portBase[node]+i.
+	portBase []int32
 
-	// Per port-priority (global port x 8 + priority).
-	ing, hdr    []int64 // bytes held that came in through the port; of them, in headroom
+	// Per port-priority (global port x 8 + priority): what only PAUSE frames and timers touch.
 	refreshAt   []units.Time
 	pauseUntil  []units.Time
 	pausedSince []units.Time
@@ -53,32 +56,69 @@ type pfc struct {
 	received    []int64
 	pausedTime  []units.Time
 
-	pausing   []uint8      // per global port: priorities we hold paused upstream
-	pauseDur  []units.Time // per global port: PauseQuanta at the link rate
-	hdrDrops  []int64      // per port-priority
-	maxHdr    int64
-	wdTrigger int64
+	// The XOFF rule, read from cfg once: alpha x the free shared pool (dynamic), XON that less
+	// xonOffset; or the static XOFF and XON.
+	dynamic     bool
+	alpha       float64
+	xoffB, xonB int64
+	xonOffset   int64
+	pauseDur    []units.Time // per global port: PauseQuanta at the link rate
+	hdrDrops    []int64      // per port-priority
+	maxHdr      int64
+	wdTrigger   int64
+}
+
+// pfcIn is what every lossless packet through an ingress port reads and writes there, for one
+// class: admission, the XOFF test on arrival and the XON test on departure each touch one such
+// half cache line (and the switch's pfcNode), found from the switch's first port and the
+// packet's InPort without reading the port itself. Lossy classes keep no per-port state: the
+// shared pool is all their admission reads.
+type pfcIn struct {
+	ing, hdr int64 // bytes held that came in through the port; of them, in headroom
+	room     int64 // the headroom reserved for the class at this port
+	// pausing: we hold this port-priority paused upstream (XOFF sent, no XON yet).
+	pausing bool
+	_       [7]byte
+}
+
+// pfcNode is a switch's shared pool: its size (the buffer less every headroom) and the bytes
+// in it.
+type pfcNode struct {
+	shared, used int64
 }
 
 func newPFC(r *roce) (*pfc, error) {
 	n := r.n
 	c := r.cfg
 	np := len(n.ports)
-	f := &pfc{roce: r, lossless: uint8(c.Lossless),
-		shared: make([]int64, len(n.g.Nodes)), sharedUsed: make([]int64, len(n.g.Nodes)), room: make([]int64, np),
-		ing: make([]int64, np*8), hdr: make([]int64, np*8), refreshAt: make([]units.Time, np*8),
+	f := &pfc{roce: r, lossless: uint8(c.Lossless), node: make([]pfcNode, len(n.g.Nodes)),
+		refreshAt:  make([]units.Time, np*8),
 		pauseUntil: make([]units.Time, np*8), pausedSince: make([]units.Time, np*8), ignoreUntil: make([]units.Time, np*8),
 		xoffSent: make([]int64, np*8), xonSent: make([]int64, np*8), received: make([]int64, np*8), pausedTime: make([]units.Time, np*8),
-		pausing: make([]uint8, np), pauseDur: make([]units.Time, np), hdrDrops: make([]int64, np*8),
+		pauseDur: make([]units.Time, np), hdrDrops: make([]int64, np*8),
+		dynamic: c.PFCThreshold == PFCDynamic, alpha: c.PFCAlpha,
+		xoffB: int64(c.XOFF), xonB: int64(c.XON), xonOffset: int64(c.XONOffset),
 	}
-	classes := int64(c.Lossless.Len()) // thresholds checked by Config.Validate
+	f.portBase = n.portBase
+	var classes int32
+	for prio := range 8 {
+		if f.lossless&(1<<prio) != 0 {
+			f.base[prio] = classes * int32(np)
+			classes++
+		}
+	}
+	f.in = make([]pfcIn, np*int(classes))
+	room := make([]int64, np)
 	for g := range n.ports {
 		p := &n.ports[g]
 		f.pauseDur[g] = p.Rate.TransmitTime(units.Size(int64(c.PauseQuanta) * 64)) // 512 bit times
 		if c.Headroom > 0 {
-			f.room[g] = int64(c.Headroom)
+			room[g] = int64(c.Headroom)
 		} else {
-			f.room[g] = autoHeadroom(n, p)
+			room[g] = autoHeadroom(n, p)
+		}
+		for k := range classes {
+			f.in[k*int32(np)+int32(g)].room = room[g]
 		}
 	}
 	for i, sw := range n.Switches {
@@ -87,12 +127,12 @@ func newPFC(r *roce) (*pfc, error) {
 		}
 		var reserved int64
 		for _, p := range sw.Ports {
-			reserved += f.room[p.gidx] * classes
+			reserved += room[p.gidx] * int64(classes)
 		}
-		f.shared[i] = int64(n.cfg.Buffer) - reserved
-		if f.shared[i] < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
+		f.node[i].shared = int64(n.cfg.Buffer) - reserved
+		if f.node[i].shared < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
 			return nil, fmt.Errorf("switch %s: PFC headroom %v per port and class x %d ports x %d lossless classes leaves no shared buffer in %v (pfc_headroom larger than the buffer)",
-				sw.Name, units.Size(f.room[sw.Ports[0].gidx]), len(sw.Ports), classes, n.cfg.Buffer)
+				sw.Name, units.Size(room[sw.Ports[0].gidx]), len(sw.Ports), classes, n.cfg.Buffer)
 		}
 	}
 	if h := c.StormHost; h >= 0 {
@@ -107,86 +147,151 @@ func newPFC(r *roce) (*pfc, error) {
 	return f, nil
 }
 
-// xoff is the shared-pool occupancy at which a port-priority of switch node pauses upstream.
-func (f *pfc) xoff(node topo.NodeID) int64 {
-	if f.cfg.PFCThreshold == PFCDynamic {
-		return int64(f.cfg.PFCAlpha * float64(f.shared[node]-f.sharedUsed[node]))
+// xoff is the occupancy of an ingress port-priority at which it pauses upstream, at a switch
+// whose shared pool is nd.
+func (f *pfc) xoff(nd *pfcNode) int64 {
+	if f.dynamic {
+		return int64(f.alpha * float64(nd.shared-nd.used))
 	}
-	return int64(f.cfg.XOFF)
+	return f.xoffB
 }
 
-func (f *pfc) xon(node topo.NodeID) int64 {
-	if f.cfg.PFCThreshold == PFCDynamic {
-		return max(f.xoff(node)-int64(f.cfg.XONOffset), 0)
+func (f *pfc) xon(nd *pfcNode) int64 {
+	if f.dynamic {
+		return max(f.xoff(nd)-f.xonOffset, 0)
 	}
-	return int64(f.cfg.XON)
+	return f.xonB
 }
 
-// Admit decides buffer admission: shared pool below XOFF, then headroom for lossless classes;
-// tail drop (with the dynamic queue threshold, if set) for lossy ones.
-func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
-	g := in.gidx
-	idx := g*8 + int32(pkt.Prio)
+// state returns the per-packet state of global port g for lossless class prio.
+func (f *pfc) state(g int32, prio uint8) *pfcIn { return &f.in[f.base[prio&7]+g] }
+
+// pausingAt reports whether we hold global port g's lossless class prio paused upstream.
+func (f *pfc) pausingAt(g int32, prio uint8) bool {
+	return f.lossless&(1<<prio) != 0 && f.state(g, prio).pausing
+}
+
+// ingress is the per-packet work where a packet meets PFC at a switch's ingress (dispatch.go
+// calls it directly): admission (Admit) and, once admitted, the XOFF test (Arrived), on the
+// ingress state found from the switch's first port and pkt.InPort. It returns -1 when pkt is
+// admitted, else the drop cause. TestPFCDirectMatchesInterface runs it against the two
+// interface methods.
+func (f *pfc) ingress(s *Switch, out *Port, pkt *Packet) int {
+	prio := pkt.Prio
 	size := int64(pkt.Size)
-	node := s.Node
-	if f.lossless&(1<<pkt.Prio) != 0 {
-		if f.hdr[idx] == 0 && f.ing[idx]+size <= f.xoff(node) && f.sharedUsed[node]+size <= f.shared[node] {
-			f.sharedUsed[node] += size
-			f.ing[idx] += size
-			return -1
+	nd := &f.node[s.Node]
+	if f.lossless&(1<<prio) == 0 {
+		return f.admitLossy(nd, out, pkt)
+	}
+	g := f.portBase[s.Node] + pkt.InPort
+	st := f.state(g, prio)
+	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
+		nd.used += size
+		st.ing += size
+		if st.ing >= f.xoff(nd) && !st.pausing {
+			f.pause(g, prio)
 		}
-		if f.hdr[idx]+size <= f.room[g] {
-			f.hdr[idx] += size
-			f.ing[idx] += size
-			if f.hdr[idx] > f.maxHdr {
-				f.maxHdr = f.hdr[idx]
-			}
-			return -1
-		}
-		f.hdrDrops[idx]++
+		return -1
+	}
+	if st.hdr+size > st.room {
+		f.hdrDrops[g*8+int32(prio)]++
 		return DropHeadroom
 	}
-	free := f.shared[node] - f.sharedUsed[node]
+	st.hdr += size
+	st.ing += size
+	f.maxHdr = max(f.maxHdr, st.hdr)
+	if !st.pausing {
+		f.pause(g, prio)
+	}
+	return -1
+}
+
+// admitLossy admits a packet of a lossy class to the shared pool nd: tail drop, with the
+// dynamic queue threshold if set.
+func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
+	size := int64(pkt.Size)
+	free := nd.shared - nd.used
 	if size > free {
 		return DropBuffer
 	}
 	if a := f.n.cfg.BufferAlpha; a > 0 && float64(out.q[pkt.Prio].bytes+size) > a*float64(free) {
 		return DropBuffer
 	}
-	f.sharedUsed[node] += size
-	f.ing[idx] += size
+	nd.used += size
 	return -1
+}
+
+// departed releases the buffer pkt held at switch s (headroom first) and sends XON once its
+// ingress port-priority is below XON: Departed, with the ingress port found from the switch's
+// first port and pkt.InPort.
+func (f *pfc) departed(s *Switch, pkt *Packet) {
+	f.release(f.portBase[s.Node]+pkt.InPort, s.Node, pkt)
+}
+
+// release is Departed for the packet pkt that came in through global port g of node.
+func (f *pfc) release(g int32, node topo.NodeID, pkt *Packet) {
+	nd := &f.node[node]
+	size := int64(pkt.Size)
+	prio := pkt.Prio
+	if f.lossless&(1<<prio) == 0 {
+		nd.used -= size
+		return
+	}
+	st := f.state(g, prio)
+	h := min(st.hdr, size)
+	st.hdr -= h
+	nd.used -= size - h
+	st.ing -= size
+	if st.pausing && st.hdr == 0 && st.ing <= f.xon(nd) {
+		f.resume(g, prio)
+	}
+}
+
+// Admit decides buffer admission: shared pool below XOFF, then headroom for lossless classes;
+// tail drop (with the dynamic queue threshold, if set) for lossy ones. (The per-hop path calls
+// ingress, which does this and Arrived in one.)
+func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
+	size := int64(pkt.Size)
+	nd := &f.node[s.Node]
+	if f.lossless&(1<<pkt.Prio) == 0 {
+		return f.admitLossy(nd, out, pkt)
+	}
+	g := in.gidx
+	st := f.state(g, pkt.Prio)
+	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
+		nd.used += size
+		st.ing += size
+		return -1
+	}
+	if st.hdr+size <= st.room {
+		st.hdr += size
+		st.ing += size
+		if st.hdr > f.maxHdr {
+			f.maxHdr = st.hdr
+		}
+		return -1
+	}
+	f.hdrDrops[g*8+int32(pkt.Prio)]++
+	return DropHeadroom
 }
 
 // Arrived sends XOFF when a lossless port-priority reached its threshold or entered headroom.
 func (f *pfc) Arrived(in *Port, pkt *Packet) {
-	bit := uint8(1) << pkt.Prio
-	if f.lossless&bit == 0 {
+	if f.lossless&(1<<pkt.Prio) == 0 {
 		return
 	}
-	g := in.gidx
-	if f.pausing[g]&bit != 0 {
+	st := f.state(in.gidx, pkt.Prio)
+	if st.pausing {
 		return
 	}
-	idx := g*8 + int32(pkt.Prio)
-	if f.hdr[idx] > 0 || f.ing[idx] >= f.xoff(in.Owner) {
-		f.pause(g, pkt.Prio)
+	if st.hdr > 0 || st.ing >= f.xoff(&f.node[in.Owner]) {
+		f.pause(in.gidx, pkt.Prio)
 	}
 }
 
 // Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
 func (f *pfc) Departed(in *Port, pkt *Packet) {
-	g := in.gidx
-	idx := g*8 + int32(pkt.Prio)
-	size := int64(pkt.Size)
-	h := min(f.hdr[idx], size)
-	f.hdr[idx] -= h
-	f.sharedUsed[in.Owner] -= size - h
-	f.ing[idx] -= size
-	bit := uint8(1) << pkt.Prio
-	if f.pausing[g]&bit != 0 && f.hdr[idx] == 0 && f.ing[idx] <= f.xon(in.Owner) {
-		f.resume(g, pkt.Prio)
-	}
+	f.release(in.gidx, in.Owner, pkt)
 }
 
 func (f *pfc) Blocked(*Port, *Packet) bool { return false }
@@ -212,7 +317,7 @@ func (f *pfc) refreshEvery(g int32) units.Time {
 
 func (f *pfc) pause(g int32, prio uint8) {
 	idx := g*8 + int32(prio)
-	f.pausing[g] |= 1 << prio
+	f.state(g, prio).pausing = true
 	f.xoffSent[idx]++
 	if b := f.n.bins; b != nil {
 		b.pause(f.n.sim.Now())
@@ -224,7 +329,7 @@ func (f *pfc) pause(g int32, prio uint8) {
 
 func (f *pfc) resume(g int32, prio uint8) {
 	idx := g*8 + int32(prio)
-	f.pausing[g] &^= 1 << prio
+	f.state(g, prio).pausing = false
 	f.xonSent[idx]++
 	f.refreshAt[idx] = 0
 	f.sendPause(g, prio, 0)
@@ -280,7 +385,7 @@ func (f *pfc) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opPFCRefresh:
 		g, prio := idx/8, uint8(idx&7)
-		if f.refreshAt[idx] != now || f.pausing[g]&(1<<prio) == 0 {
+		if f.refreshAt[idx] != now || !f.pausingAt(g, prio) {
 			return
 		}
 		f.pause(g, prio)
@@ -313,9 +418,9 @@ func (f *pfc) Handle(ev *sim.Event) {
 				continue
 			}
 			switch {
-			case ev.I == 1 && f.pausing[g]&bit == 0:
+			case ev.I == 1 && !f.pausingAt(g, prio):
 				f.pause(g, prio)
-			case ev.I == 0 && f.pausing[g]&bit != 0:
+			case ev.I == 0 && f.pausingAt(g, prio):
 				f.resume(g, prio)
 			}
 		}
@@ -438,8 +543,8 @@ func (f *pfc) Report(res *result.Run) {
 	}
 	marks := map[string]int64{}
 	if e := f.n.ecnMarker(); e != nil {
-		for g, m := range e.marks {
-			if m > 0 {
+		for g := range e.port {
+			if m := e.port[g].marks; m > 0 {
 				marks[f.portName(int32(g))] = m
 			}
 		}

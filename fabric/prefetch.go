@@ -7,7 +7,8 @@ import (
 )
 
 // Prefetching (sim.Prefetcher): just before a bucket of events runs, the kernel asks each
-// event's handler to read what the event will touch. Nothing here may change state.
+// event's handler to read what the event will touch. Nothing here may change state, but for
+// Packet.route, the switch's own route lookup kept for its Handle.
 
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
@@ -18,6 +19,14 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		return 0
 	}
 	n := s.net
+	var sum uintptr
+	if f := n.pfc; f != nil {
+		// RoCE: admission reads the shared pool and, for a lossless class, the ingress state.
+		sum = uintptr(f.node[s.Node].used)
+		if f.lossless&(1<<pkt.Prio) != 0 {
+			sum += uintptr(f.state(f.portBase[s.Node]+ev.I, pkt.Prio).ing)
+		}
+	}
 	var out int32
 	if n.routerTables {
 		if out = n.router.(tableRouter).predict(s, pkt); out < 0 {
@@ -26,16 +35,20 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	} else {
 		hops := n.routes.NextHops(s.Node, int(pkt.Dst))
 		if n.router != nil || len(hops) == 0 || n.spray {
-			return uintptr(len(hops))
+			return sum + uintptr(len(hops))
 		}
 		out = hops[0]
 		if len(hops) > 1 {
 			out = hops[int(sim.Mix64(uint64(pkt.Hash)^s.salt)%uint64(len(hops)))]
 		}
+		// The route Network.route will find: kept for Switch.Handle, unless faults may change
+		// the routes before the event runs (TestRouteMemoMatchesLookup).
+		if n.faults == nil && !n.noRouteMemo && out < 1<<16-1 {
+			pkt.route = uint16(out + 1)
+		}
 	}
 	port := s.Ports[out]
 	vl := int(pkt.Prio)
-	var sum uintptr
 	if f := n.ibfc; f != nil {
 		// InfiniBand: the router sets the VL from the egress port's table; the ingress VL's
 		// receive buffer takes the packet's blocks, the egress VL's credits are checked.
@@ -72,6 +85,11 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 			// This port's own state: the arbiter and credits choose what it sends next.
 			own := &f.ports[p.gidx]
 			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
+		}
+	} else if f := p.net.pfc; f != nil && p.sw != nil {
+		// RoCE: the departing packet's bytes leave its ingress port-priority's count.
+		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl && f.lossless&(1<<pkt.Prio) != 0 {
+			sum += uintptr(f.state(f.portBase[p.sw.Node]+pkt.InPort, pkt.Prio).ing)
 		}
 	}
 	if m := p.qmask; m != 0 {

@@ -226,7 +226,7 @@ func (n *Network) installRoCE() error {
 		if c.ECNMark == ECNMarkDequeue {
 			n.deqMarker = newECN(r)
 		} else {
-			n.marker = newECN(r)
+			n.SetMarker(newECN(r))
 		}
 	}
 	if c.DCQCN {

@@ -59,7 +59,7 @@ func (r *slowRx) take(pkt *Packet) bool {
 	r.maxBytes = max(r.maxBytes, r.bytes)
 	if pf, ok := n.fc.(*pfc); ok && r.lossless(pkt) {
 		g := r.c.Port.gidx
-		if r.bytes >= r.buf/2 && pf.pausing[g]&(1<<pkt.Prio) == 0 {
+		if r.bytes >= r.buf/2 && !pf.pausingAt(g, pkt.Prio) {
 			pf.pause(g, pkt.Prio)
 			r.pauses++
 		}
@@ -94,7 +94,7 @@ func (r *slowRx) Handle(*sim.Event) {
 	r.bytes -= int64(pkt.Size)
 	if pf, ok := n.fc.(*pfc); ok {
 		g := r.c.Port.gidx
-		if pf.pausing[g]&(1<<pkt.Prio) != 0 && r.bytes <= r.buf/4 {
+		if pf.pausingAt(g, pkt.Prio) && r.bytes <= r.buf/4 {
 			pf.resume(g, pkt.Prio)
 		}
 	}

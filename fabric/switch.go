@@ -40,7 +40,12 @@ func (s *Switch) Handle(ev *sim.Event) {
 		n.pool.put(pkt)
 		return
 	}
-	out := n.route(s, pkt)
+	var out int32
+	if r := pkt.route; r != 0 {
+		out, pkt.route = int32(r)-1, 0 // found by Switch.Prefetch
+	} else {
+		out = n.route(s, pkt)
+	}
 	if out < 0 {
 		n.drop(pkt, DropNoRoute)
 		return
@@ -51,7 +56,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 		return
 	}
 	var cause int
-	if n.fc != nil {
+	if f := n.pfc; f != nil {
+		cause = f.ingress(s, port, pkt) // RoCE's PFC, called directly (dispatch.go)
+	} else if n.fc != nil {
 		cause = n.ingress(s, port, pkt) // admission and arrival (dispatch.go)
 	} else {
 		cause = s.sharedBufferAdmits(port, pkt)
@@ -69,7 +76,9 @@ func (s *Switch) Handle(ev *sim.Event) {
 			n.violation(s.Name, fmt.Sprintf("buffer holds %d B, above its %d B", s.bufUsed, buf))
 		}
 	}
-	if n.marker != nil {
+	if e := n.ecn; e != nil {
+		e.Enqueue(port, pkt) // RoCE's RED, called directly (dispatch.go)
+	} else if n.marker != nil {
 		n.marker.Enqueue(port, pkt)
 	}
 	port.enqueue(pkt)
@@ -93,7 +102,11 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 // release returns a departing packet's buffer space.
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
-	s.net.departed(s, pkt)
+	if f := s.net.pfc; f != nil {
+		f.departed(s, pkt) // RoCE's PFC, called directly (dispatch.go)
+	} else {
+		s.net.departed(s, pkt)
+	}
 	if s.net.cfg.Check && s.bufUsed < 0 {
 		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
 	}
