@@ -135,6 +135,9 @@ type RoCEConfig struct {
 	UETCC           UETCC       `yaml:"uet_cc"`
 	UETOOOThreshold int         `yaml:"uet_ooo_threshold"`
 	NSCCParams      nscc.Params `yaml:",inline"`
+	// UETLoadBalance picks each packet's entropy value: fresh (oblivious spraying) or recycled
+	// from unmarked ACKs (REPS).
+	UETLoadBalance UETLoadBalance `yaml:"uet_load_balance"`
 
 	// Strict is the set of strict-priority classes (served highest first); the others share the
 	// rest by deficit round robin with Weights.
@@ -182,7 +185,7 @@ func DefaultRoCE() Config {
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
 		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
-		UETCC:   UETNSCC,
+		UETCC: UETNSCC, UETLoadBalance: UETOblivious,
 		Strict:  1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}
