@@ -136,6 +136,9 @@ type RoCEConfig struct {
 	UETCC           UETCC       `yaml:"uet_cc"`
 	UETOOOThreshold int         `yaml:"uet_ooo_threshold"`
 	NSCCParams      nscc.Params `yaml:",inline"`
+	// UETLoadBalance picks each packet's entropy value: fresh (oblivious spraying) or recycled
+	// from unmarked ACKs (REPS).
+	UETLoadBalance UETLoadBalance `yaml:"uet_load_balance"`
 
 	// Timely runs TIMELY's RTT-gradient rates ([TIMELY]; fabric/timely.go) with TimelyParams
 	// (timely_*): segments paced at the rate, each segment's completion RTT echoed on its ACK.
@@ -189,7 +192,7 @@ func DefaultRoCE() Config {
 		DCQCN:   true, DCQCNPreset: "connectx", DCQCNParams: dcqcn.ConnectX(),
 		DCQCNModel: dcqcn.ModelPaper, CNP: CNPPacket,
 		HPCCParams: hpcc.Defaults(), DCTCPParams: dctcp.Defaults(), SwiftParams: swift.Defaults(),
-		UETCC:        UETNSCC,
+		UETCC: UETNSCC, UETLoadBalance: UETOblivious,
 		TimelyParams: timely.Defaults(), Strict: 1<<6 | 1<<7,
 		Weights: [8]int{1, 1, 1, 1, 1, 1, 1, 1},
 	}

@@ -21,6 +21,27 @@ func (p *SprayPolicy) UnmarshalText(b []byte) error {
 	return parseMode(p, b, "a spraying policy", SprayPolicies)
 }
 
+// UETLoadBalance is how a UET sender picks each packet's entropy value (key
+// `uet_load_balance`).
+type UETLoadBalance string
+
+const (
+	// UETOblivious gives every packet a fresh pseudo-random entropy value (oblivious spraying).
+	UETOblivious UETLoadBalance = "oblivious"
+	// UETREPS recycles the entropy values of packets whose ACK came back without CE, up to 8
+	// of them, and takes a fresh one when none is cached ([REPS]; [UEC-htsim] uec_mp.cpp
+	// UecMpReps, buffer_reps.cpp: 8 entries; without its freezing mode, which needs trimming).
+	UETREPS UETLoadBalance = "reps"
+)
+
+// UETLoadBalances are the valid entropy choices.
+var UETLoadBalances = []UETLoadBalance{UETOblivious, UETREPS}
+
+// UnmarshalText parses an entropy choice.
+func (m *UETLoadBalance) UnmarshalText(b []byte) error {
+	return parseMode(m, b, "a UET load balancing", UETLoadBalances)
+}
+
 // UETCC is Ultra Ethernet's congestion control at the sender (key `uet_cc`).
 type UETCC string
 

@@ -28,18 +28,21 @@ import (
 // uetCC runs UET's senders: entropy per packet and NSCC's window.
 type uetCC struct {
 	*roce
-	nscc  bool
-	gains nscc.Gains
-	snd   []nscc.Sender
-	sent  [][]units.Time // per flow, send time + 1 by packet number mod len; -1 after a resend
-	got   []int64        // the received bytes each flow's sender last saw
-	una   []int64        // the cumulative acknowledgement below which its ring is clear
-	ev    uint64         // entropy counter
-	retx  int64
+	nscc    bool
+	recycle bool // uet_load_balance: reps
+	gains   nscc.Gains
+	snd     []nscc.Sender
+	sent    [][]units.Time // per flow, send time + 1 by packet number mod len; -1 after a resend
+	evs     [][]uint32     // per flow with REPS, the entropy value each packet was last sent with
+	reps    []repsCache    // per flow with REPS, the entropy values to recycle
+	got     []int64        // the received bytes each flow's sender last saw
+	una     []int64        // the cumulative acknowledgement below which its ring is clear
+	ev      uint64         // entropy counter
+	retx    int64
 }
 
 func newUET(r *roce) *uetCC {
-	u := &uetCC{roce: r, nscc: r.cfg.UETCC != UETNoCC}
+	u := &uetCC{roce: r, nscc: r.cfg.UETCC != UETNoCC, recycle: r.cfg.UETLoadBalance == UETREPS}
 	rate := r.n.NICs[0].Port.Rate
 	u.gains = nscc.NewGains(rate, r.n.baseRTT(), r.cfg.NSCCParams.TargetDelay, int64(r.n.cfg.MTU))
 	return u
@@ -66,6 +69,10 @@ func (u *uetCC) Start(f *Flow) {
 		u.sent = append(u.sent, make([][]units.Time, nf-len(u.sent))...)
 		u.got = append(u.got, make([]int64, nf-len(u.got))...)
 		u.una = append(u.una, make([]int64, nf-len(u.una))...)
+		if u.recycle {
+			u.evs = append(u.evs, make([][]uint32, nf-len(u.evs))...)
+			u.reps = append(u.reps, make([]repsCache, nf-len(u.reps))...)
+		}
 	}
 	mtu := u.n.rc.MTU
 	pkts := (f.snd.Size() + mtu - 1) / mtu
@@ -74,6 +81,10 @@ func (u *uetCC) Start(f *Flow) {
 		w *= 2
 	}
 	u.sent[f.id] = make([]units.Time, w)
+	if u.recycle {
+		u.evs[f.id] = make([]uint32, w)
+		u.reps[f.id] = repsCache{}
+	}
 	u.got[f.id], u.una[f.id] = 0, 0
 	u.snd[f.id].Init(&u.gains, u.n.NICs[f.src].Port.Rate, u.n.baseRTT())
 	f.Rate = 0
@@ -82,11 +93,18 @@ func (u *uetCC) Start(f *Flow) {
 // Sent gives the packet a fresh entropy value and ECN capability, and records its send time
 // (a resend voids the sample and takes its bytes off the window).
 func (u *uetCC) Sent(f *Flow, pkt *Packet) {
-	u.ev++
-	pkt.Hash = uint32(sim.Mix64(uint64(f.hash)<<32 ^ u.ev))
-	pkt.ECN = ECNECT0
 	ring := u.sent[f.id]
 	i := pkt.Seq / u.n.rc.MTU & int64(len(ring)-1)
+	if ev, ok := u.recycled(f); ok {
+		pkt.Hash = ev
+	} else {
+		u.ev++
+		pkt.Hash = uint32(sim.Mix64(uint64(f.hash)<<32 ^ u.ev))
+	}
+	if u.recycle {
+		u.evs[f.id][i] = pkt.Hash
+	}
+	pkt.ECN = ECNECT0
 	if ring[i] != 0 {
 		ring[i] = -1
 		u.retx++
@@ -121,13 +139,20 @@ func (u *uetCC) Acked(f *Flow, pkt *Packet) {
 	mtu := p.MTU
 	if f.snd.Done() {
 		u.sent[id] = nil
+		if u.recycle {
+			u.evs[id] = nil
+		}
 		return
 	}
 	now := u.n.sim.Now()
 	mask := int64(len(ring) - 1)
 	var rtt units.Time
-	if t := ring[pkt.Sack/mtu&mask]; t > 0 {
+	slot := pkt.Sack / mtu & mask
+	if t := ring[slot]; t > 0 {
 		rtt = now - (t - 1)
+	}
+	if u.recycle && ring[slot] != 0 && pkt.ECN != ECNCE {
+		u.reps[id].add(u.evs[id][slot]) // the path it took was not congested: use it again
 	}
 	// Clear the ring below the cumulative acknowledgement: those slots come round again.
 	una := f.snd.Unacked()
@@ -156,6 +181,44 @@ func (u *uetCC) Report(res *result.Run) {
 	}
 }
 
+// recycled takes the oldest cached entropy value of f (REPS), if any.
+func (u *uetCC) recycled(f *Flow) (uint32, bool) {
+	if !u.recycle {
+		return 0, false
+	}
+	return u.reps[f.id].take()
+}
+
+// repsSize is REPS's cache of entropy values per connection ([UEC-htsim] buffer_reps.cpp
+// repsBufferSize 8).
+const repsSize = 8
+
+// repsCache holds the entropy values of the latest packets acknowledged without CE, oldest
+// first; a full cache drops its oldest.
+type repsCache struct {
+	ev      [repsSize]uint32
+	head, n uint8
+}
+
+func (c *repsCache) add(ev uint32) {
+	c.ev[(int(c.head)+int(c.n))%repsSize] = ev
+	if c.n < repsSize {
+		c.n++
+	} else {
+		c.head = (c.head + 1) % repsSize
+	}
+}
+
+func (c *repsCache) take() (uint32, bool) {
+	if c.n == 0 {
+		return 0, false
+	}
+	ev := c.ev[c.head]
+	c.head = (c.head + 1) % repsSize
+	c.n--
+	return ev, true
+}
+
 // validateUET checks transport: uet against the other RoCE settings, naming the key.
 func (c *Config) validateUET() error {
 	r := &c.RoCE
@@ -163,6 +226,8 @@ func (c *Config) validateUET() error {
 	switch {
 	case r.UETCC != "" && !validMode(r.UETCC, UETCCs):
 		return e("uet_cc", "%q is not a UET congestion control (valid: %s)", r.UETCC, modeList(UETCCs))
+	case r.UETLoadBalance != "" && !validMode(r.UETLoadBalance, UETLoadBalances):
+		return e("uet_load_balance", "%q is not a UET load balancing (valid: %s)", r.UETLoadBalance, modeList(UETLoadBalances))
 	case r.UETOOOThreshold < 0:
 		return e("uet_ooo_threshold", "%d is negative (0 = 1.5 BDP in packets, at least 5)", r.UETOOOThreshold)
 	case c.Transport != TransportUET:

@@ -178,3 +178,35 @@ func TestUETRandomLoss(t *testing.T) {
 		t.Errorf("drops %d (%d B data), NAKs %d, resent %d B: want drops, no NAK, the lost data resent and at most twice it", res.Drops, n.dataDropped, res.NAKs, res.BytesRetransmitted)
 	}
 }
+
+// TestUETREPS: recycled entropy (uet_load_balance: reps, [REPS]) against oblivious spraying on
+// the leaf-spine with one 25 Gb/s uplink (fabric.TestSprayLeastQueue's case), four 2 MB flows
+// across. Oblivious spraying sends a quarter of every flow through the slow uplink: the last
+// flow ends near 4 T (T: one flow's wire time at 100 Gb/s), and packets held there long enough
+// are declared lost and resent. REPS reuses only entropy values whose ACK came back without CE,
+// so the values that hashed onto the marked slow uplink drop out: the flows finish no sooner
+// than the 325 Gb/s of uplinks allow (1.23 T) and well before oblivious spraying's 3 T.
+func TestUETREPS(t *testing.T) {
+	mg := &msggraph.Graph{Endpoints: 8}
+	for i := 0; i < 4; i++ {
+		mg.Add(msggraph.Message{Src: int32(i), Dst: int32(4 + i), Bytes: 2 * units.MB})
+	}
+	pkts := int64(2*units.MB+4095) / 4096
+	T := (100 * units.Gbps).TransmitTime(units.Size(int64(2*units.MB) + pkts*(66+20)))
+	var last [2]units.Time
+	for i, lb := range []UETLoadBalance{UETOblivious, UETREPS} {
+		cfg := uetConfig()
+		cfg.RoCE.UETLoadBalance = lb
+		res := runOne(t, degradedLeafSpine(), cfg, mg).lastRun
+		for _, m := range res.Messages {
+			last[i] = max(last[i], m.FCT())
+		}
+		t.Logf("%s: last FCT %v = %.2f T; ECN marks %v, drops %d, resent %d B", lb, last[i], float64(last[i])/float64(T), res.Counters["ecn_marks"], res.Drops, res.BytesRetransmitted)
+	}
+	if float64(last[0]) < 3*float64(T) {
+		t.Errorf("oblivious: last FCT %.2f T, want >= 3 T", float64(last[0])/float64(T))
+	}
+	if float64(last[1]) < 400.0/325*float64(T) || float64(last[1]) > 2*float64(T) {
+		t.Errorf("REPS: last FCT %.2f T, want between 1.23 T and 2 T", float64(last[1])/float64(T))
+	}
+}

@@ -89,7 +89,7 @@ func (s *Scenario) validateFabric() error {
 				return s.errf("fabric."+k, "is a parameter of Swift: set swift: true (and dcqcn: false), or leave it out")
 			}
 		}
-		for _, k := range []string{"uet_cc", "uet_ooo_threshold", "uet_target_delay"} {
+		for _, k := range []string{"uet_cc", "uet_ooo_threshold", "uet_target_delay", "uet_load_balance"} {
 			if has(k) && f.Transport != fabric.TransportUET {
 				return s.errf("fabric."+k, "is a parameter of Ultra Ethernet's transport: set transport: uet (and dcqcn: false), or leave it out")
 			}

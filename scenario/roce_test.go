@@ -144,6 +144,8 @@ func TestRoCEBadInput(t *testing.T) {
 		{"  uet_cc: none\n", "fabric.uet_cc", "set transport: uet"},
 		{"  transport: irn\n  uet_target_delay: 5us\n", "fabric.uet_target_delay", "set transport: uet"},
 		{"  uet_ooo_threshold: 8\n", "fabric.uet_ooo_threshold", "set transport: uet"},
+		{"  uet_load_balance: reps\n", "fabric.uet_load_balance", "set transport: uet"},
+		{"  dcqcn: false\n  transport: uet\n  uet_load_balance: adaptive\n", "fabric.uet_load_balance", "valid: oblivious, reps"},
 		{"  transport: gbn\n  ooo_window: 64\n", "fabric.ooo_window", "set transport: ooo"},
 		{"  transport: ooo\n  ooo_window: -1\n", "fabric.ooo_window", "is negative"},
 		{"  spray_policy: least_queue\n", "fabric.spray_policy", "set routing: spray"},

@@ -208,11 +208,12 @@ func (s *Sender) Idle(p *Params) bool {
 	return s.done || !p.selective() && s.nxt >= s.size
 }
 
-// InFlight is the bytes sent and not yet acknowledged, cumulatively or (Selective, RUD)
-// selectively: what a congestion window bounds.
+// InFlight is what a congestion window bounds: the bytes from the first unacknowledged one to
+// the next new one, less (RUD) the bytes SACKed in between. (Selective's windows count the whole
+// span, as they did before RUD existed.)
 func (s *Sender) InFlight(p *Params) int64 {
 	span := s.nxt - s.una
-	if s.sack != nil {
+	if p.Mode == RUD {
 		span -= s.sack.nSacked * p.MTU
 	}
 	return max(span, 0)
