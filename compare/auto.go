@@ -26,6 +26,15 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 		if classes && name == backend.Analytic {
 			return backend.Choice{}, &Error{File: s.File, Msg: fmt.Sprintf("backend %s: the jobs run in traffic classes (jobs[].class), which the packet and flow backends model; use --backend packet, flow or auto", name)}
 		}
+		if name == backend.Flow {
+			// A setting only the packet backend models would otherwise fail the compare
+			// half-way, at its first simulation of that variant: refuse it before any runs.
+			for _, v := range variants {
+				if why := backend.PacketOnly(&v.Fabric); why != "" {
+					return backend.Choice{}, &Error{File: s.File, Field: "variants." + v.Name, Msg: "backend flow: " + why + ", or leave the variant out (--variants)"}
+				}
+			}
+		}
 		why := "the scenario's backend"
 		if fromFlag {
 			why = "--backend"

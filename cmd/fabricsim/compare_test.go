@@ -168,3 +168,12 @@ func TestCompareBadTraceExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// A variant with a setting only the packet backend models is refused before any simulation
+// when --backend flow is asked for (it used to fail half-way, exit 1).
+func TestCompareFlowRefusesPacketOnlyVariant(t *testing.T) {
+	code, out := run(t, "compare", "../../examples/compare-moe-3to1-cc.yaml", "--backend", "flow", "--out", "")
+	if code != exitUsage || !strings.Contains(out, "variants.roce-connectx") || !strings.Contains(out, "dcqcn_model") || strings.Contains(out, "simulations") {
+		t.Errorf("exit %d, want 2 naming the variant and its setting before any run:\n%s", code, out)
+	}
+}
