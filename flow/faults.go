@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -533,25 +534,13 @@ func (fs *faultState) reroute() error {
 		if p, err = rt.ackPath(m.Dst, m.Src, hash, f.qp, p); err != nil {
 			continue
 		}
-		if hops == f.hops && int32(len(p)) == f.hops+f.ackHops && slicesEqual(p, e.path[f.off:f.off+f.hops+f.ackHops]) {
+		if hops == f.hops && slices.Equal(p, e.path[f.off:f.off+f.hops+f.ackHops]) {
 			continue
 		}
 		fs.move(int32(fid), p, hops)
 	}
 	e.stationary = false
 	return nil
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // move puts flow fid on path p (data hops, then its ACK path). Its bytes queued on the old path
@@ -582,11 +571,12 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	f.rem += q
 	e.stats.injected -= q
 	if e.loss != nil {
-		if s := e.loss.state(fid); s.pending {
+		// Nothing of the flow is in the network any more: nothing to discard, and the receiver
+		// holds in order only what it has.
+		s := e.loss.state(fid)
+		s.waste = 0
+		if s.pending {
 			s.good = min(s.good, f.deliv)
-			s.waste = 0
-		} else {
-			s.waste = 0
 		}
 	}
 	n := int32(len(p))
@@ -601,8 +591,7 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 		e.growState() // the path created a bundle
 	}
 	m := &e.mg.Msgs[f.msg]
-	nq, per := e.qpSplit(m)
-	_ = nq
+	_, per := e.qpSplit(m)
 	payload := min(per, int64(m.Bytes)-int64(f.qp)*per)
 	f.lat = e.latency(e.path[off:off+hops], payload, f.total)
 	for h := int32(0); h < hops; h++ {
