@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/fabricsim/fabricsim/result"
@@ -17,16 +18,19 @@ type ecnRED struct {
 	*roce
 	kmin, kmax []int64 // per global port
 	pmax       []float64
-	rng        *rand.Rand
-	marks      []int64 // per global port
-	total      int64
+	// rngs holds each switch's random stream for RED, made at its first draw: one stream per
+	// node, so that a node's draws do not depend on how other nodes' events interleave (the
+	// parallel engine runs nodes in partitions: parallel.go).
+	rngs  []*rand.Rand
+	marks []int64 // per global port
+	total int64
 }
 
 func newECN(r *roce) *ecnRED {
 	c := r.cfg
 	np := len(r.n.ports)
 	e := &ecnRED{roce: r, kmin: make([]int64, np), kmax: make([]int64, np), pmax: make([]float64, np),
-		rng: sim.RNG(r.n.cfg.Seed, "ecn"), marks: make([]int64, np)}
+		rngs: make([]*rand.Rand, len(r.n.g.Nodes)), marks: make([]int64, np)}
 	for g := range r.n.ports {
 		p := &r.n.ports[g]
 		e.kmin[g], e.kmax[g], e.pmax[g] = c.ECNThresholds(p.Rate)
@@ -89,7 +93,12 @@ func (e *ecnRED) mark(out *Port, pkt *Packet) {
 	}
 	if q < e.kmax[g] {
 		p := e.pmax[g] * float64(q-e.kmin[g]) / float64(e.kmax[g]-e.kmin[g])
-		if e.rng.Float64() >= p {
+		rng := e.rngs[out.Owner]
+		if rng == nil {
+			rng = sim.RNG(e.n.cfg.Seed, fmt.Sprintf("ecn/%d", out.Owner))
+			e.rngs[out.Owner] = rng
+		}
+		if rng.Float64() >= p {
 			return
 		}
 	}

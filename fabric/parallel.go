@@ -89,17 +89,17 @@ func (n *Network) pending() int {
 
 // sequentialReason says why a run of mg on n cannot be partitioned, or "" if it can: every
 // mechanism that reads or writes state across nodes without a link in between (a policy's
-// shared tables, captures, faults, per-packet spraying's global counter) keeps it sequential.
+// shared state, captures, faults, per-packet spraying's global counter) keeps it sequential.
+// The policies that parallel_policy.go copies per partition (PFC, ECN RED, DCQCN, DWRR) run in
+// parallel.
 func (n *Network) sequentialReason() string {
 	switch {
-	case n.fc != nil:
-		return "link-level flow control (PFC, InfiniBand credits) runs sequentially"
-	case n.cc != nil || n.acker != nil || n.ints != nil:
-		return "congestion control runs sequentially"
-	case n.marker != nil || n.deqMarker != nil:
-		return "ECN marking runs sequentially"
-	case n.sched != nil || n.router != nil || n.ibRouter != nil:
-		return "a scheduler or router policy runs sequentially"
+	case n.ibfc != nil || n.ibArb != nil || n.ibRouter != nil:
+		return "InfiniBand's credits, arbiter and subnet-manager routing run sequentially"
+	case n.acker != nil || n.ints != nil:
+		return "congestion control reading every ACK (HPCC, DCTCP, Swift) runs sequentially"
+	case n.router != nil:
+		return "a router policy runs sequentially"
 	case n.spray:
 		return "per-packet spraying reads a global counter"
 	case n.capture != nil:
@@ -108,6 +108,11 @@ func (n *Network) sequentialReason() string {
 		return "faults run sequentially"
 	case n.bins != nil:
 		return "binned counters run sequentially"
+	case n.cfg.Kind == KindRoCE && n.cfg.RoCE.StormHost >= 0:
+		return "a PFC storm runs sequentially"
+	}
+	if !n.partitionPolicies(&Network{}) {
+		return "a flow-control, marking, congestion-control or scheduling policy that runs sequentially"
 	}
 	return ""
 }
@@ -292,6 +297,7 @@ func (n *Network) startParallel(partOf []int32, k int, look units.Time) {
 		c.stats, c.packetHops, c.dataInjected, c.dataArrived, c.dataDropped, c.lastDelivery = Stats{}, 0, 0, 0, 0, 0
 		c.eng.n, c.eng.done, c.eng.lastFinish = c, 0, 0
 		c.par = par
+		n.partitionPolicies(c) // checked by sequentialReason
 		par.nets = append(par.nets, c)
 	}
 	n.par = par
@@ -352,5 +358,6 @@ func (n *Network) mergeParts() {
 // endParallel merges the partitions' counters and points the nodes back at the main network.
 func (n *Network) endParallel() {
 	n.mergeParts()
+	n.mergePolicies()
 	n.pointNodes(func(topo.NodeID) *Network { return n })
 }
