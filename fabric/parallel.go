@@ -48,15 +48,22 @@ type ParallelInfo struct {
 	Windows    uint64     // windows run
 	HandedOver uint64     // events handed from one partition to another
 	Events     uint64     // events run
+	// Balance is the events over the sum, window by window, of the busiest partition's: the
+	// speedup the partitioning allows before synchronization costs (1 when sequential).
+	Balance float64
 }
 
 // Parallel returns how the last Run was split.
 func (n *Network) Parallel() ParallelInfo {
-	if n.par == nil {
-		return n.parInfo
-	}
 	i := n.parInfo
-	i.Windows, i.HandedOver, i.Events = n.par.g.Windows, n.par.g.HandedOver, n.sim.Events()
+	i.Events, i.Balance = n.sim.Events(), 1
+	if n.par != nil {
+		g := n.par.g
+		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		if g.CriticalEvents > 0 {
+			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
+		}
+	}
 	return i
 }
 

@@ -29,9 +29,13 @@ type Group struct {
 	parts     []*partition
 	partOf    []int32 // entity -> partition; -1: the main Sim
 	lookahead Time
-	// Windows counts the windows run; HandedOver the events sent from one partition to another.
-	Windows    uint64
-	HandedOver uint64
+	// Windows counts the windows run; HandedOver the events sent from one partition to another;
+	// CriticalEvents sums, over the windows, the events of the busiest partition: the run's
+	// events over it bound the speedup the partitioning allows (its load balance), whatever the
+	// machine.
+	Windows        uint64
+	HandedOver     uint64
+	CriticalEvents uint64
 	// BeforeMain, when set, is called before the main Sim's events of a window run, and
 	// AfterWindow after every window (with the partitions idle): the owner merges the
 	// partitions' counters for global events or progress.
@@ -54,6 +58,8 @@ type partition struct {
 	run  chan Time     // window bounds, for a worker goroutine
 	// panicked holds what a worker's window panicked with.
 	panicked any
+	seen     uint64 // events run before the window
+
 }
 
 type handed struct {
@@ -258,6 +264,12 @@ func (g *Group) Run(until Time) error {
 			}
 		}
 		g.Windows++
+		var most uint64
+		for _, p := range g.parts {
+			most = max(most, p.s.events-p.seen)
+			p.seen = p.s.events
+		}
+		g.CriticalEvents += most
 		for _, p := range g.parts {
 			for _, l := range p.out[p.par] {
 				g.HandedOver += uint64(len(l))

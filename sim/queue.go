@@ -2,13 +2,13 @@ package sim
 
 import "unsafe"
 
-// queue holds pending events ordered by (time, sequence number). It is a calendar queue: a ring
+// queue holds pending events ordered by (time, ordering word). It is a calendar queue: a ring
 // of buckets each covering bucketWidth of simulated time, spanning horizon = buckets x width
 // ahead of the bucket being drained. A packet simulation schedules almost everything a few
 // nanoseconds to microseconds ahead (serialization, propagation, switch latency), so events land
 // in buckets in O(1) and each bucket is sorted once, when it is reached, while it is small and
 // in cache. Events beyond the horizon (retransmission timers, late flow starts) wait in a 4-ary
-// heap and move into the ring when their bucket comes up. Only 16-byte keys move; the events
+// heap and move into the ring when their bucket comes up. Only 24-byte keys move; the events
 // stay in a slab whose slots are reused last-freed-first.
 //
 // The order is exactly that of sorting all events by (at, ord), ord being the event's ordering

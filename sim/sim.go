@@ -42,8 +42,8 @@ type Prefetcher interface {
 //
 // An event is 32 bytes, two to a cache line in the page-aligned slab, so a slot never straddles
 // lines; the pending events of the k=16 InfiniBand benchmark then take half the cache they did
-// at 64 bytes (time and sequence number live only in the queue's keys). P is an unsafe.Pointer
-// rather than an interface for the same reason: 8 bytes instead of 16.
+// at 64 bytes (time, ordering word and entity live only in the queue's keys). P is an
+// unsafe.Pointer rather than an interface for the same reason: 8 bytes instead of 16.
 type Event struct {
 	H  Handler
 	P  unsafe.Pointer
