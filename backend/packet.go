@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/result"
@@ -25,7 +26,18 @@ type PacketOptions struct {
 	// watches it (packet captures, sampled series). The function it returns, when not nil, is
 	// called after the run; its error becomes the run's if the run had none.
 	Instrument func(*fabric.Network) (after func() error, err error)
+	// Threads is the packet engine's worker count (fabric.Network.SetThreads): 0 and 1 run
+	// sequentially, k > 1 up to k partitions in parallel where the run allows, ThreadsAuto the
+	// fabric's rule (every core for large fabrics). The results are the same bytes for every
+	// count.
+	Threads int
+	// Parallel, when set, is told after the run how it was split.
+	Parallel func(fabric.ParallelInfo)
 }
+
+// ThreadsAuto asks the packet backend for the fabric's default thread rule
+// (fabric.AutoThreadsHosts).
+const ThreadsAuto = -1
 
 // ScaleAuto asks the packet backend to pick the packet scale (AutoScale).
 const ScaleAuto = -1
@@ -65,6 +77,17 @@ func (packetBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	if j.Packet.GPUCluster && cfg.Kind == fabric.KindEthernet {
 		net.SetCongestionControl(newPacer(j.Net.Graph, routes))
 	}
+	switch t := j.Packet.Threads; {
+	case t == ThreadsAuto:
+		err = net.SetThreads(fabric.ThreadsAuto)
+	case t > 1:
+		err = net.SetThreads(t)
+	case t < 0:
+		err = fmt.Errorf("packet threads %d: want %d (automatic), 0 or a positive count", t, ThreadsAuto)
+	}
+	if err != nil {
+		return nil, err
+	}
 	var after func() error
 	if j.Packet.Instrument != nil {
 		if after, err = j.Packet.Instrument(net); err != nil {
@@ -89,6 +112,9 @@ func (packetBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		until = units.MaxTime
 	}
 	res, err := net.Run(work, until)
+	if j.Packet.Parallel != nil {
+		j.Packet.Parallel(net.Parallel())
+	}
 	if after != nil {
 		if aerr := after(); aerr != nil && err == nil {
 			err = aerr

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/fabricsim/fabricsim/result"
@@ -15,8 +16,11 @@ import (
 // mixed-rate fabrics.
 type ecnRED struct {
 	*roce
-	port  []ecnPort // per global port
-	rng   *rand.Rand
+	port []ecnPort // per global port
+	// rngs holds each switch's random stream for RED, made at its first draw: one stream per
+	// node, so that a node's draws do not depend on how other nodes' events interleave (the
+	// parallel engine runs nodes in partitions: parallel.go).
+	rngs  []*rand.Rand
 	total int64
 }
 
@@ -30,7 +34,7 @@ type ecnPort struct {
 
 func newECN(r *roce) *ecnRED {
 	c := r.cfg
-	e := &ecnRED{roce: r, port: make([]ecnPort, len(r.n.ports)), rng: sim.RNG(r.n.cfg.Seed, "ecn")}
+	e := &ecnRED{roce: r, port: make([]ecnPort, len(r.n.ports)), rngs: make([]*rand.Rand, len(r.n.g.Nodes))}
 	for g := range r.n.ports {
 		st := &e.port[g]
 		st.kmin, st.kmax, st.pmax = c.ECNThresholds(r.n.ports[g].Rate)
@@ -93,7 +97,12 @@ func (e *ecnRED) mark(out *Port, pkt *Packet) {
 	}
 	if q < st.kmax {
 		p := st.pmax * float64(q-st.kmin) / float64(st.kmax-st.kmin)
-		if e.rng.Float64() >= p {
+		rng := e.rngs[out.Owner]
+		if rng == nil {
+			rng = sim.RNG(e.n.cfg.Seed, fmt.Sprintf("ecn/%d", out.Owner))
+			e.rngs[out.Owner] = rng
+		}
+		if rng.Float64() >= p {
 			return
 		}
 	}

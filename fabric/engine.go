@@ -36,6 +36,13 @@ func (e *engine) init(n *Network, g *msggraph.Graph) {
 	e.depStart, e.depList = g.Dependents()
 	for i := range g.Msgs {
 		e.readyAt[i] = g.Msgs[i].Start
+	}
+}
+
+// start schedules the messages that wait for nothing (after init, and after a parallel run has
+// made the partitions' copies of the engine).
+func (e *engine) start() {
+	for i := range e.g.Msgs {
 		if e.waiting[i] == 0 {
 			e.schedule(int32(i))
 		}
@@ -48,7 +55,9 @@ func (e *engine) schedule(i int32) {
 	if now := e.n.sim.Now(); at < now {
 		at = now
 	}
-	e.n.sim.Schedule(at, e, opMsgStart, i, nil)
+	// The start is an event of the source host, in the partition that runs it (parallel.go).
+	src := int32(e.n.g.Hosts[m.Src])
+	e.n.sim.ScheduleTo(src, at, e.n.engineOf(src), opMsgStart, i, nil)
 }
 
 // Handle starts a message or runs the no-progress watchdog.

@@ -70,6 +70,18 @@ type Network struct {
 	// (PFC, ECN, DWRR, InfiniBand credits). portBase[node] is the gidx of the node's port 0.
 	ports    []Port
 	portBase []int32
+	// peerNode[gidx] is the node at the other end of port gidx's link: the entity (sim.SetEntities)
+	// its arrivals belong to. The kernel's entities are the nodes, by ID, and the run's global
+	// entity (globalEntity: the watchdog, fault plan, samplers).
+	peerNode []int32
+	// par is the parallel run's state (parallel.go), nil for a sequential run; on a partition's
+	// copy of the network it is shared with the main one.
+	par *parRun
+	// threads is the worker count asked for (SetThreads, when threadsSet; else 1); ThreadsAuto
+	// applies the rule of parallel.go.
+	threads    int
+	threadsSet bool
+	parInfo    ParallelInfo
 
 	capture *Capture
 	// faults runs the fault plan (faults.go), nil without one; faulty is set once a link has
@@ -115,6 +127,8 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 		n.portBase[i+1] = n.portBase[i] + int32(len(g.Nodes[i].Ports))
 	}
 	n.ports = make([]Port, n.portBase[len(g.Nodes)])
+	n.peerNode = make([]int32, len(n.ports))
+	n.sim.SetEntities(len(g.Nodes)+1, n.globalEntity())
 	for i := range g.Nodes {
 		node := &g.Nodes[i]
 		ports[i] = make([]*Port, len(node.Ports))
@@ -122,6 +136,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			l := &g.Links[node.Ports[p].Link]
 			gidx := n.portBase[i] + int32(p)
 			port := &n.ports[gidx]
+			n.peerNode[gidx] = int32(node.Ports[p].Peer)
 			*port = Port{
 				net: n, Owner: node.ID, Index: int32(p), gidx: gidx, Link: l.ID, Rate: l.Rate,
 				nprio: uint8(cfg.Priorities),
@@ -242,10 +257,18 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 		return nil, err
 	}
 	n.eng.init(n, mg)
+	n.planParallel(mg) // parallel.go: partitions when the run allows and asks for them
+	n.eng.start()
 	if n.cfg.NoProgress > 0 {
 		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)
 	}
-	err := n.sim.Run(until)
+	var err error
+	if n.par != nil {
+		err = n.par.g.Run(until)
+		n.endParallel()
+	} else {
+		err = n.sim.Run(until)
+	}
 	if fs := n.faults; fs != nil {
 		n.routes = fs.baseRoutes // the ideal FCTs are the healthy fabric's
 		if n.ibRouter != nil {
@@ -262,7 +285,7 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 
 // checkEnd verifies conservation once the event queue is drained.
 func (n *Network) checkEnd() error {
-	if n.sim.Pending() > 0 {
+	if n.pending() > 0 {
 		return nil // stopped early (time limit): conservation holds only with packets counted in flight
 	}
 	if n.pool.live != 0 {

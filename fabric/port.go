@@ -263,7 +263,7 @@ func (p *Port) Handle(ev *sim.Event) {
 		}
 		return
 	}
-	n.sim.After(p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
+	n.sim.AfterTo(n.peerNode[p.gidx], p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
 	p.kick()
 }
 

@@ -30,6 +30,40 @@ func TestExamplesGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the golden run of every example takes ~15 s")
 	}
+	got := exampleHashes(t, Options{Check: true}, nil)
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if *updateGolden {
+		var b bytes.Buffer
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s %s\n", k, got[k])
+		}
+		if err := os.WriteFile(goldenFile, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want := goldenHashes(t)
+	for _, k := range keys {
+		if want[k] == "" {
+			t.Errorf("%s: not in %s (a new example? run with -update)", k, goldenFile)
+		} else if want[k] != got[k] {
+			t.Errorf("%s: output changed (sha256 %s, golden %s); see the logged summary, run with -update if intended", k, got[k], want[k])
+		}
+	}
+	for k := range want {
+		if got[k] == "" {
+			t.Errorf("%s: in %s but no longer produced", k, goldenFile)
+		}
+	}
+}
+
+// exampleHashes runs every `fabricsim run` example with opt (keep, when set, says which to run)
+// and returns the SHA-256 of each deterministic output, keyed "NAME FILE".
+func exampleHashes(t *testing.T, opt Options, keep func(name string) bool) map[string]string {
 	got := map[string]string{}
 	for _, name := range examples.Names() {
 		path := filepath.Join("..", "examples", name)
@@ -45,7 +79,10 @@ func TestExamplesGolden(t *testing.T) {
 			}
 			t.Fatalf("%s: %v", name, err)
 		}
-		r, _, err := Run(s, Options{Check: true})
+		if keep != nil && !keep(name) {
+			continue
+		}
+		r, _, err := Run(s, opt)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -74,21 +111,11 @@ func TestExamplesGolden(t *testing.T) {
 			}
 		}
 	}
-	keys := make([]string, 0, len(got))
-	for k := range got {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if *updateGolden {
-		var b bytes.Buffer
-		for _, k := range keys {
-			fmt.Fprintf(&b, "%s %s\n", k, got[k])
-		}
-		if err := os.WriteFile(goldenFile, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
+	return got
+}
+
+// goldenHashes reads testdata/examples.sha256.
+func goldenHashes(t *testing.T) map[string]string {
 	f, err := os.Open(goldenFile)
 	if err != nil {
 		t.Fatalf("%v (create it with go test ./runner -run ExamplesGolden -update)", err)
@@ -102,16 +129,5 @@ func TestExamplesGolden(t *testing.T) {
 			want[fs[0]+" "+fs[1]] = fs[2]
 		}
 	}
-	for _, k := range keys {
-		if want[k] == "" {
-			t.Errorf("%s: not in %s (a new example? run with -update)", k, goldenFile)
-		} else if want[k] != got[k] {
-			t.Errorf("%s: output changed (sha256 %s, golden %s); see the logged summary, run with -update if intended", k, got[k], want[k])
-		}
-	}
-	for k := range want {
-		if got[k] == "" {
-			t.Errorf("%s: in %s but no longer produced", k, goldenFile)
-		}
-	}
+	return want
 }

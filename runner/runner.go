@@ -37,6 +37,11 @@ type Options struct {
 	FlowStep units.Time
 	// AutoBudget is backend auto's budget (0: backend.DefaultAutoBudget).
 	AutoBudget time.Duration
+	// Threads is the packet engine's worker count (backend.PacketOptions.Threads: 0 and 1
+	// sequential, backend.ThreadsAuto the default rule); Parallel, when set, is told how the run
+	// was split.
+	Threads  int
+	Parallel func(fabric.ParallelInfo)
 }
 
 // PcapOptions select what to capture.
@@ -88,6 +93,7 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 			}
 		}
 	}
+	job.Packet.Threads, job.Packet.Parallel = opt.Threads, opt.Parallel
 	job.Flow = backend.FlowOptions{Step: opt.FlowStep, MemoryLimit: scenario.MemoryLimit}
 	job.Auto.Budget = opt.AutoBudget
 	res, err := backend.Run(ctx, name, job)

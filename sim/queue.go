@@ -2,17 +2,18 @@ package sim
 
 import "unsafe"
 
-// queue holds pending events ordered by (time, sequence number). It is a calendar queue: a ring
+// queue holds pending events ordered by (time, ordering word). It is a calendar queue: a ring
 // of buckets each covering bucketWidth of simulated time, spanning horizon = buckets x width
 // ahead of the bucket being drained. A packet simulation schedules almost everything a few
 // nanoseconds to microseconds ahead (serialization, propagation, switch latency), so events land
 // in buckets in O(1) and each bucket is sorted once, when it is reached, while it is small and
 // in cache. Events beyond the horizon (retransmission timers, late flow starts) wait in a 4-ary
-// heap and move into the ring when their bucket comes up. Only 16-byte keys move; the events
+// heap and move into the ring when their bucket comes up. Only 24-byte keys move; the events
 // stay in a slab whose slots are reused last-freed-first.
 //
-// The order is exactly that of sorting all events by (At, seq): ties in time run in the order
-// they were scheduled.
+// The order is exactly that of sorting all events by (at, ord), ord being the event's ordering
+// word (Sim.Schedule): ties in time run in ord's order. Every key also names its event's slab
+// slot and the entity the event belongs to (Sim.ScheduleTo).
 type queue struct {
 	slab []Event
 	free []int32
@@ -30,15 +31,22 @@ type queue struct {
 	n     int
 	spare [][]key // drained bucket slices, reused so that steady state allocates nothing
 	tmp   []key   // scratch for sorting a bucket
+	// lastEnt is the entity of the key popUntil returned last.
+	lastEnt int32
+	// touchSink keeps touch's loads from being optimized away (per queue: a Group's
+	// partitions each have their own).
+	touchSink uintptr
 }
 
 type key struct {
-	at Time
-	ss uint64 // seq<<slotBits | slot
+	at   Time
+	ord  uint64 // the tie-break within a time, unique among pending keys (Sim.Schedule)
+	slot int32  // the event's slab slot
+	ent  int32  // the entity the event belongs to (Sim.ScheduleTo)
 }
 
 const (
-	slotBits    = 24
+	slotBits    = 31 // slots are int32
 	widthBits   = 12 // bucket width 4.096 ns
 	bucketWidth = Time(1) << widthBits
 	ringBits    = 16 // 65,536 buckets: a horizon of 268 us
@@ -46,13 +54,13 @@ const (
 	horizon     = bucketWidth * ringSize
 )
 
-func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ss < o.ss) }
+func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ord < o.ord) }
 
 func (q *queue) len() int { return q.n }
 
 // push queues an event, writing its fields straight into a slab slot (no copy of a whole
 // event through the stack).
-func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p unsafe.Pointer) {
+func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p unsafe.Pointer) {
 	if q.buckets == nil {
 		q.buckets = make([][]key, ringSize)
 		q.curStart = at &^ (bucketWidth - 1)
@@ -63,22 +71,22 @@ func (q *queue) push(at Time, seq uint64, h Handler, op, i int32, p unsafe.Point
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
 	} else {
-		slot = int32(len(q.slab))
-		if slot >= 1<<slotBits {
-			panic("sim: more than 16M pending events")
+		if len(q.slab) >= 1<<slotBits-1 {
+			panic("sim: more than 2G pending events")
 		}
+		slot = int32(len(q.slab))
 		q.slab = append(q.slab, Event{})
 	}
 	ev := &q.slab[slot]
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
-	k := key{at: at, ss: seq<<slotBits | uint64(slot)}
+	k := key{at: at, ord: ord, slot: slot, ent: ent}
 	switch {
 	case at < q.curStart+bucketWidth:
-		// The bucket being drained: insert in order among the keys not yet run. New keys have
-		// the highest sequence number, so they run after every key with the same time.
-		// Keys are descending, so the new key goes after every key that runs later; it is usually
-		// among the next few to run, so scan from the end.
+		// The bucket being drained: insert in order among the keys not yet run (a key before
+		// the bucket, which only a partition's window exchange pushes, lands last: it runs
+		// first). Keys are descending, so the new key goes after every key that runs later; it
+		// is usually among the next few to run, so scan from the end.
 		c := append(q.cur, key{})
 		i := len(c) - 1
 		for i > 0 && c[i-1].less(k) {
@@ -115,32 +123,65 @@ func (q *queue) settle() {
 			q.curStart += bucketWidth
 			q.idx = (q.idx + 1) & (ringSize - 1)
 		}
-		// Take the bucket's keys; keep the drained slice for the next bucket that fills.
-		b := q.buckets[q.idx]
-		q.buckets[q.idx] = nil
-		if cap(b) == 0 {
-			b = q.cur
-		} else if cap(q.cur) > 0 {
-			q.spare = append(q.spare, q.cur)
-		}
-		q.cur = b
-		q.ringN -= len(b)
-		end := q.curStart + bucketWidth
-		for q.far.len() > 0 && q.far.min().at < end {
-			q.cur = append(q.cur, q.far.pop())
-		}
-		if len(q.cur) > 1 {
-			q.cur = q.sortDesc(q.cur, q.curStart)
-		}
-		if !q.noTouch {
-			q.touch(q.cur)
-		}
+		q.load()
+	}
+}
+
+// load makes the bucket at q.idx, with the far keys that fall in it, the bucket being drained,
+// sorted. q.cur must be empty.
+func (q *queue) load() {
+	// Take the bucket's keys; keep the drained slice for the next bucket that fills.
+	b := q.buckets[q.idx]
+	q.buckets[q.idx] = nil
+	if cap(b) == 0 {
+		b = q.cur
+	} else if cap(q.cur) > 0 {
+		q.spare = append(q.spare, q.cur)
+	}
+	q.cur = b
+	q.ringN -= len(b)
+	end := q.curStart + bucketWidth
+	for q.far.len() > 0 && q.far.min().at < end {
+		q.cur = append(q.cur, q.far.pop())
+	}
+	if len(q.cur) > 1 {
+		q.cur = q.sortDesc(q.cur, q.curStart)
+	}
+	if !q.noTouch {
+		q.touch(q.cur)
 	}
 }
 
 func (q *queue) minTime() Time {
 	q.settle()
 	return q.cur[len(q.cur)-1].at
+}
+
+// rewind makes the bucket being drained the one holding t, when t lies before it, so that keys
+// from t on can be filed (a partition's queue, whose peek at its next event moved the bucket
+// ahead, receives other partitions' events at the next window: parallel.go). The keys of the
+// bucket being drained go back to the ring or, beyond the new horizon, the far heap; the ring's
+// other keys stay where they are: each was filed while the bucket being drained was at most that
+// of the window's last event, so each lies within the new horizon too.
+func (q *queue) rewind(t Time) {
+	if q.buckets == nil || t >= q.curStart {
+		return
+	}
+	cur := q.cur
+	q.cur = nil
+	q.curStart = t &^ (bucketWidth - 1)
+	q.idx = int(t>>widthBits) & (ringSize - 1)
+	for _, k := range cur {
+		if k.at < q.curStart+horizon {
+			b := int(k.at>>widthBits) & (ringSize - 1)
+			q.buckets[b] = append(q.buckets[b], k)
+			q.ringN++
+		} else {
+			q.far.push(k)
+		}
+	}
+	q.cur = cur[:0]
+	q.load()
 }
 
 // popUntil removes the earliest event, unless it lies after until, and returns its slab slot,
@@ -154,7 +195,8 @@ func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	}
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	return int32(k.ss & (1<<slotBits - 1)), k.at, true
+	q.lastEnt = k.ent
+	return k.slot, k.at, true
 }
 
 // release frees a slot pop returned. The slot keeps its references until reused: its handler
@@ -214,14 +256,14 @@ func (h *farHeap) pop() key {
 	return top
 }
 
-// sortDesc sorts a drained bucket's keys into descending (at, ss) order and returns them (in a
+// sortDesc sorts a drained bucket's keys into descending (at, ord) order and returns them (in a
 // or in the queue's scratch slice, which then takes a's place). Every key lies in [start,
 // start+bucketWidth). Small buckets use insertion sort. Larger ones are first distributed by
 // their time offset within the bucket, 6 bits a pass, largest digit first (a stable counting
 // sort): buckets of up to 255 keys by the top 6 bits only, larger ones by all 12. A final
 // insertion pass then puts right what the digits left unordered: keys closer than the last digit's
-// resolution, and keys of equal time, which come out in reverse order of appending (that is
-// sequence order, descending) except those that came from the far heap. On sorted runs it
+// resolution, and keys of equal time, which come out in reverse order of appending (without
+// entities, ord order, descending) except those that came from the far heap. On sorted runs it
 // costs one comparison a key. (The generic slices.SortFunc, which calls its comparison through
 // a function value, was the largest item of the kernel's profile; insertion alone on the
 // typical 20-40 keys a bucket was next.)
@@ -273,7 +315,7 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 	return src
 }
 
-// insertionDesc sorts a into descending (at, ss) order by insertion.
+// insertionDesc sorts a into descending (at, ord) order by insertion.
 func insertionDesc(a []key) {
 	for i := 1; i < len(a); i++ {
 		k := a[i]
@@ -286,9 +328,6 @@ func insertionDesc(a []key) {
 	}
 }
 
-// touchSink keeps touch's loads from being optimized away.
-var touchSink uintptr
-
 // touch reads, for every key of a bucket about to run, its event in the slab and the first word
 // of what the event's P points to (a packet, on the fabric's per-hop path). Those lines were
 // written about a microsecond of simulated time ago and have mostly left the cache; touching
@@ -299,16 +338,16 @@ var touchSink uintptr
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].ss&(1<<slotBits-1)]
+		ev := &q.slab[keys[i].slot]
 		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].ss&(1<<slotBits-1)]
+		ev := &q.slab[keys[i].slot]
 		if pf, ok := ev.H.(Prefetcher); ok {
 			sum += pf.Prefetch(ev)
 		}
 	}
-	touchSink += sum
+	q.touchSink += sum
 }

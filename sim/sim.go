@@ -1,6 +1,10 @@
 // Package sim is fabricsim's discrete-event kernel: one clock in integer picoseconds, one queue of
-// value-typed events, and a run loop. Events at the same time run in the order they were
-// scheduled (a sequence number breaks ties), so a run is a pure function of its inputs and seed.
+// value-typed events, and a run loop. Events at the same time run in the order of an ordering
+// word given when they were scheduled, so a run is a pure function of its inputs and seed. By
+// default the word is a global sequence number (ties run in the order they were scheduled);
+// with entities (SetEntities) it is the scheduling entity and that entity's own count, an order
+// that does not depend on how entities' events interleave, so that a run split into partitions
+// that run in parallel (Group, parallel.go) executes every entity's events in the same order.
 //
 // Components (ports, NICs, timers) implement Handler; an event names its handler and carries a
 // small opcode, an integer and an optional pointer, so scheduling allocates nothing once the
@@ -38,8 +42,8 @@ type Prefetcher interface {
 //
 // An event is 32 bytes, two to a cache line in the page-aligned slab, so a slot never straddles
 // lines; the pending events of the k=16 InfiniBand benchmark then take half the cache they did
-// at 64 bytes (time and sequence number live only in the queue's keys). P is an unsafe.Pointer
-// rather than an interface for the same reason: 8 bytes instead of 16.
+// at 64 bytes (time, ordering word and entity live only in the queue's keys). P is an
+// unsafe.Pointer rather than an interface for the same reason: 8 bytes instead of 16.
 type Event struct {
 	H  Handler
 	P  unsafe.Pointer
@@ -49,8 +53,17 @@ type Event struct {
 
 // Sim owns the clock and the event queue.
 type Sim struct {
-	now     Time
-	seq     uint64
+	now Time
+	seq uint64
+	// cur is the entity of the event being handled (ScheduleTo; 0 without entities); counts,
+	// when set by SetEntities, holds each entity's scheduling count, shared by a Group's
+	// partitions (each entity's count is written only by the partition that runs its events).
+	cur    int32
+	counts []uint64
+	// par is set on a partition of a Group, grp on the Group's main Sim (parallel.go).
+	par     *partition
+	grp     *Group
+	split   bool // par or grp is set
 	q       queue
 	events  uint64
 	stopped bool
@@ -74,18 +87,84 @@ func (s *Sim) Events() uint64 { return s.events }
 // Pending is the number of events in the queue.
 func (s *Sim) Pending() int { return s.q.len() }
 
-// Schedule runs h.Handle at time at. Scheduling in the past is a broken invariant.
+// EntityBits is the width of an entity's count in the ordering word: an entity may schedule 2^40
+// events; the entity number takes the 24 bits above.
+const EntityBits = 40
+
+// MaxEntities is the most entities SetEntities accepts.
+const MaxEntities = 1 << (64 - EntityBits)
+
+// SetEntities turns on the entity order for n entities (0..n-1): an event then belongs to an
+// entity (ScheduleTo; Schedule keeps the current one), and events of equal time run in the order
+// of (scheduling entity, that entity's count of events scheduled), which is the same however the
+// entities' events interleave. cur is the entity whose events the caller schedules until the run
+// starts (the setup's). It must be called before anything is scheduled.
+func (s *Sim) SetEntities(n int, cur int32) {
+	if n <= 0 || n > MaxEntities || cur < 0 || int(cur) >= n {
+		panic(fmt.Sprintf("sim: %d entities (current %d), want 1..%d", n, cur, MaxEntities))
+	}
+	if s.q.len() > 0 {
+		panic("sim: SetEntities after events were scheduled")
+	}
+	s.counts = make([]uint64, n)
+	s.cur = cur
+}
+
+// Current is the entity of the event being handled (or the setup's, before the run).
+func (s *Sim) Current() int32 { return s.cur }
+
+// ord returns the ordering word of an event scheduled now.
+func (s *Sim) ord() uint64 {
+	if s.counts == nil {
+		s.seq++
+		return s.seq
+	}
+	c := s.counts[s.cur]
+	s.counts[s.cur] = c + 1
+	return uint64(s.cur)<<EntityBits | c
+}
+
+// Schedule runs h.Handle at time at, as an event of the current entity. Scheduling in the past is
+// a broken invariant.
 func (s *Sim) Schedule(at Time, h Handler, op, i int32, p unsafe.Pointer) {
 	if at < s.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
 	}
-	s.seq++
-	s.q.push(at, s.seq, h, op, i, p)
+	s.q.push(at, s.ord(), s.cur, h, op, i, p)
+}
+
+// ScheduleTo runs h.Handle at time at as an event of entity ent (with SetEntities; ent is
+// ignored without). In a Group's partition, an event of an entity another partition runs is
+// handed over at the end of the window: it must lie at least the group's lookahead ahead.
+func (s *Sim) ScheduleTo(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer) {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
+	}
+	if s.counts == nil {
+		ent = 0
+	}
+	if s.split {
+		if s.par != nil {
+			if s.par.g.partOf[ent] != s.par.id {
+				s.par.handOver(at, s.ord(), ent, h, op, i, p)
+				return
+			}
+		} else {
+			s.grp.route(at, s.ord(), ent, h, op, i, p)
+			return
+		}
+	}
+	s.q.push(at, s.ord(), ent, h, op, i, p)
 }
 
 // After runs h.Handle d after now.
 func (s *Sim) After(d Time, h Handler, op, i int32, p unsafe.Pointer) {
 	s.Schedule(s.now+d, h, op, i, p)
+}
+
+// AfterTo runs h.Handle d after now as an event of entity ent (ScheduleTo).
+func (s *Sim) AfterTo(ent int32, d Time, h Handler, op, i int32, p unsafe.Pointer) {
+	s.ScheduleTo(ent, s.now+d, h, op, i, p)
 }
 
 // SetPrefetch turns the kernel's reading ahead (the bucket touch and Prefetcher calls) on or
@@ -123,6 +202,7 @@ func (s *Sim) Run(until Time) error {
 		// slots; if the slab grows, ev still points at the old, unchanged copy).
 		ev := &s.q.slab[slot]
 		s.now = at
+		s.cur = s.q.lastEnt
 		s.events++
 		ev.H.Handle(ev)
 		s.q.release(slot)

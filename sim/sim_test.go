@@ -229,7 +229,7 @@ func TestSortDesc(t *testing.T) {
 				if trial%2 == 1 {
 					ss = uint64(rng.IntN(4 * (n + 1)))
 				}
-				a[i] = key{at: start + Time(rng.IntN(1+min(n/3, int(bucketWidth)-1))), ss: ss}
+				a[i] = key{at: start + Time(rng.IntN(1+min(n/3, int(bucketWidth)-1))), ord: ss}
 			}
 			want := slices.Clone(a)
 			slices.SortFunc(want, func(x, y key) int {

@@ -47,6 +47,7 @@ type runFlags struct {
 	pcap     runner.PcapOptions
 	series   string
 	every    string
+	threads  int
 	progress progressFlags
 }
 
@@ -85,6 +86,7 @@ and prints what finished, and exits with status 130.`,
 	c.Flags().IntVar(&f.pcap.SnapLen, "pcap-snaplen", 0, "bytes kept per captured packet (0 = whole frames)")
 	c.Flags().StringVar(&f.series, "series", "", "write sampled queue depths and flow rates as CSV to this file (time_ns,kind,name,prio,value)")
 	c.Flags().StringVar(&f.every, "series-every", "10us", "sampling period of --series")
+	c.Flags().IntVar(&f.threads, "threads", 0, fmt.Sprintf("worker threads of the packet engine, the same results for every count (0: every core for fabrics of %d hosts or more, else 1; docs/architecture.md says which runs go parallel)", fabric.AutoThreadsHosts))
 	f.progress.add(c)
 	return c
 }
@@ -104,7 +106,18 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	if f.budget <= 0 {
 		return usageErr(fmt.Errorf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", f.budget))
 	}
-	opt := runner.Options{Check: f.check, AutoBudget: f.budget}
+	opt := runner.Options{Check: f.check, AutoBudget: f.budget, Threads: backend.ThreadsAuto}
+	if c.Flags().Changed("threads") {
+		if f.threads < 0 {
+			return usageErr(fmt.Errorf("--threads %d: want 0 (automatic) or a positive count", f.threads))
+		}
+		if s.Backend != string(backend.Packet) && s.Backend != string(backend.Auto) && s.Backend != "" {
+			return usageErr(fmt.Errorf("--threads is an option of the packet backend, and this run uses the %s backend", s.Backend))
+		}
+		if f.threads > 0 {
+			opt.Threads = f.threads
+		}
+	}
 	if c.Flags().Changed("flow-step") {
 		if s.Backend != string(backend.Flow) && s.Backend != string(backend.Auto) {
 			return usageErr(fmt.Errorf("--flow-step is an option of the flow backend, and this run uses the %s backend (add --backend flow)", s.Backend))

@@ -1,0 +1,370 @@
+package fabric
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// The parallel packet engine: one run split into partitions of the network that run on worker
+// goroutines in conservative windows (sim.Group; docs/architecture.md, "The parallel engine").
+// Each partition has its own copy of the Network's run state (clock and queue, packet pool,
+// counters, the message engine's counts) and its nodes point to that copy, so the per-hop code
+// runs unchanged; what the partitions share (flows, message arrays, ports, switches) is written,
+// element by element, by one partition only. The result is byte-identical to the sequential
+// run's for every thread count: the kernel orders events by entity (sim.SetEntities), not by the
+// interleaving.
+
+// AutoThreadsHosts is the size from which the default thread count (SetThreads(0)) is every
+// core: below it a run is short, and a window holds too few events to pay for its barrier
+// (docs/architecture.md has the measured cost per window).
+const AutoThreadsHosts = 512
+
+// ThreadsAuto asks SetThreads for the default rule.
+const ThreadsAuto = 0
+
+// SetThreads sets how many worker goroutines Run uses: 1 (the default) runs sequentially, k > 1
+// runs up to k partitions where the run allows (Parallel reports what it did and why), and
+// ThreadsAuto applies the rule: every core (GOMAXPROCS) for a fabric of AutoThreadsHosts hosts
+// or more, else 1.
+func (n *Network) SetThreads(k int) error {
+	if k < 0 {
+		return fmt.Errorf("threads %d: want 0 (automatic) or a positive count", k)
+	}
+	n.threads, n.threadsSet = k, true
+	return nil
+}
+
+// ParallelInfo describes how a run was split (Parallel).
+type ParallelInfo struct {
+	Threads    int        // the worker count asked for (after the default rule)
+	Partitions int        // partitions run (1: sequential)
+	Reason     string     // why the run is sequential, or how it was partitioned
+	Lookahead  units.Time // the window length
+	Windows    uint64     // windows run
+	HandedOver uint64     // events handed from one partition to another
+	Events     uint64     // events run
+	// Balance is the events over the sum, window by window, of the busiest partition's: the
+	// speedup the partitioning allows before synchronization costs (1 when sequential).
+	Balance float64
+}
+
+// Parallel returns how the last Run was split.
+func (n *Network) Parallel() ParallelInfo {
+	i := n.parInfo
+	i.Events, i.Balance = n.sim.Events(), 1
+	if n.par != nil {
+		g := n.par.g
+		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		if g.CriticalEvents > 0 {
+			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
+		}
+	}
+	return i
+}
+
+// parRun is a parallel run's state, shared by the main network and the partitions' copies.
+type parRun struct {
+	g      *sim.Group
+	partOf []int32 // node ID -> partition
+	nets   []*Network
+}
+
+// globalEntity is the kernel entity of events that belong to no node: the watchdog, the fault
+// plan, samplers. It numbers after every node, so it runs last among events of equal time.
+func (n *Network) globalEntity() int32 { return int32(len(n.g.Nodes)) }
+
+// engineOf returns the message engine that runs node's message starts: the partition's copy.
+func (n *Network) engineOf(node int32) *engine {
+	if n.par == nil {
+		return &n.eng
+	}
+	return &n.par.nets[n.par.partOf[node]].eng
+}
+
+// pending is the number of events not yet run.
+func (n *Network) pending() int {
+	if n.par != nil {
+		return n.par.g.Pending()
+	}
+	return n.sim.Pending()
+}
+
+// sequentialReason says why a run of mg on n cannot be partitioned, or "" if it can: every
+// mechanism that reads or writes state across nodes without a link in between (a policy's
+// shared state, captures, faults, per-packet spraying's global counter) keeps it sequential.
+// The policies that parallel_policy.go copies per partition (PFC, ECN RED, DCQCN, DWRR) run in
+// parallel.
+func (n *Network) sequentialReason() string {
+	switch {
+	case n.ibfc != nil || n.ibArb != nil || n.ibRouter != nil:
+		return "InfiniBand's credits, arbiter and subnet-manager routing run sequentially"
+	case n.acker != nil || n.ints != nil:
+		return "congestion control reading every ACK (HPCC, DCTCP, Swift) runs sequentially"
+	case n.router != nil:
+		return "a router policy runs sequentially"
+	case n.spray:
+		return "per-packet spraying reads a global counter"
+	case n.capture != nil:
+		return "packet capture runs sequentially"
+	case n.faults != nil:
+		return "faults run sequentially"
+	case n.bins != nil:
+		return "binned counters run sequentially"
+	case n.cfg.Kind == KindRoCE && n.cfg.RoCE.StormHost >= 0:
+		return "a PFC storm runs sequentially"
+	}
+	if !n.partitionPolicies(&Network{}) {
+		return "a flow-control, marking, congestion-control or scheduling policy that runs sequentially"
+	}
+	return ""
+}
+
+// planParallel decides the run's partitions (after makeFlows and eng.init, before the first
+// event is scheduled) and, for more than one, sets the parallel run up.
+func (n *Network) planParallel(mg *msggraph.Graph) {
+	threads := n.threads
+	if !n.threadsSet {
+		threads = 1
+	}
+	if threads == ThreadsAuto {
+		threads = 1
+		if len(n.g.Hosts) >= AutoThreadsHosts {
+			threads = runtime.GOMAXPROCS(0)
+		}
+	}
+	n.parInfo = ParallelInfo{Threads: threads, Partitions: 1}
+	if threads < 2 {
+		n.parInfo.Reason = "one thread"
+		return
+	}
+	if why := n.sequentialReason(); why != "" {
+		n.parInfo.Reason = why
+		return
+	}
+	partOf, k := partitionNodes(n.g, threads)
+	if k < 2 {
+		n.parInfo.Reason = "the topology has no tier to cut (pods, leaves) into partitions"
+		return
+	}
+	look := n.lookahead(partOf)
+	if look <= 0 {
+		n.parInfo.Reason = "a link between partitions has no delay (no lookahead)"
+		return
+	}
+	if d := n.crossingDependency(mg, partOf); d >= 0 {
+		n.parInfo.Reason = fmt.Sprintf("message %d depends on a message that completes in another partition", d)
+		return
+	}
+	n.startParallel(partOf, k, look)
+	n.parInfo.Partitions, n.parInfo.Lookahead = k, look
+	n.parInfo.Reason = fmt.Sprintf("%d partitions cut below the top switch tier, lookahead %v", k, look)
+}
+
+// partitionNodes splits g into at most parts partitions, balanced by port count: the groups
+// that remain connected when the top tier of switches is removed (a fat tree's pods, a
+// leaf-spine's leaves with their hosts), in order, then the top-tier switches, cut into
+// contiguous runs. It returns each node's partition and the number of partitions (1 when g has
+// no top tier to remove or a single group).
+func partitionNodes(g *topo.Graph, parts int) ([]int32, int) {
+	top := 0
+	for i := range g.Nodes {
+		if nd := &g.Nodes[i]; nd.Kind == topo.Switch && nd.Tier > top {
+			top = nd.Tier
+		}
+	}
+	partOf := make([]int32, len(g.Nodes))
+	if top < 2 {
+		return partOf, 1
+	}
+	isTop := func(id topo.NodeID) bool {
+		nd := &g.Nodes[id]
+		return nd.Kind == topo.Switch && nd.Tier == top
+	}
+	// Units of assignment, in order: the groups below the top tier (by their lowest node),
+	// then each top-tier switch.
+	group := make([]int32, len(g.Nodes))
+	for i := range group {
+		group[i] = -1
+	}
+	var units [][]topo.NodeID
+	for i := range g.Nodes {
+		id := topo.NodeID(i)
+		if group[i] >= 0 || isTop(id) {
+			continue
+		}
+		u := int32(len(units))
+		members := []topo.NodeID{id}
+		group[i] = u
+		for k := 0; k < len(members); k++ {
+			for _, p := range g.Nodes[members[k]].Ports {
+				if q := p.Peer; group[q] < 0 && !isTop(q) {
+					group[q] = u
+					members = append(members, q)
+				}
+			}
+		}
+		units = append(units, members)
+	}
+	groups := len(units)
+	if groups < 2 {
+		return partOf, 1
+	}
+	for i := range g.Nodes {
+		if isTop(topo.NodeID(i)) {
+			units = append(units, []topo.NodeID{topo.NodeID(i)})
+		}
+	}
+	weight := func(u []topo.NodeID) int {
+		w := 0
+		for _, id := range u {
+			w += len(g.Nodes[id].Ports)
+		}
+		return w
+	}
+	total := 0
+	for _, u := range units {
+		total += weight(u)
+	}
+	parts = min(parts, groups)
+	// Contiguous runs: unit j goes to the partition its weight's midpoint falls in.
+	acc := 0
+	used := 0
+	for _, u := range units {
+		w := weight(u)
+		p := int32(min((2*acc+w)*parts/(2*total), parts-1))
+		for _, id := range u {
+			partOf[id] = p
+		}
+		used = max(used, int(p)+1)
+		acc += w
+	}
+	return partOf, used
+}
+
+// lookahead is the least delay of a link between two partitions: its propagation plus the
+// receiving switch's latency (Port.delay), the least time from an event in one partition to
+// the arrival it causes in another.
+func (n *Network) lookahead(partOf []int32) units.Time {
+	look := units.MaxTime
+	for gidx := range n.ports {
+		p := &n.ports[gidx]
+		if partOf[p.Owner] != partOf[n.peerNode[gidx]] {
+			look = min(look, p.delay)
+		}
+	}
+	return look
+}
+
+// crossingDependency returns a message whose dependency completes in another partition than
+// the one that starts it, or -1. Such a start would be scheduled at the completion's time (plus
+// the message's Delay) in another partition: within the window, so not exact; the run stays
+// sequential. (A ring collective's steps start where the step before completed: they do not
+// cross.)
+func (n *Network) crossingDependency(mg *msggraph.Graph, partOf []int32) int {
+	host := func(h int32) int32 { return partOf[n.g.Hosts[h]] }
+	for d := range mg.Msgs {
+		m := &mg.Msgs[d]
+		if len(m.Deps) == 0 {
+			continue
+		}
+		at := host(m.Src)
+		for _, i := range m.Deps {
+			dep := &mg.Msgs[i]
+			// Where dependency i completes: a delay node at its source, a message where its
+			// last byte is delivered (or, with fct_end: last_ack, where its last ACK returns).
+			done := host(dep.Dst)
+			if dep.Bytes == 0 || n.cfg.FCTEnd == FCTLastAck {
+				done = host(dep.Src)
+			}
+			if done != at {
+				return d
+			}
+		}
+	}
+	return -1
+}
+
+// startParallel makes the partitions: a sim.Group over the kernel, one copy of the network's run
+// state per partition, and every node pointed at its partition's copy.
+func (n *Network) startParallel(partOf []int32, k int, look units.Time) {
+	ents := make([]int32, len(partOf)+1)
+	copy(ents, partOf)
+	ents[len(partOf)] = -1 // the global entity runs on the main Sim
+	par := &parRun{partOf: partOf, g: sim.NewGroup(n.sim, k, ents, look)}
+	for i := 0; i < k; i++ {
+		c := new(Network)
+		*c = *n
+		c.sim = par.g.Part(i)
+		c.pool = packetPool{ints: n.pool.ints}
+		c.stats, c.packetHops, c.dataInjected, c.dataArrived, c.dataDropped, c.lastDelivery = Stats{}, 0, 0, 0, 0, 0
+		c.eng.n, c.eng.done, c.eng.lastFinish = c, 0, 0
+		c.par = par
+		n.partitionPolicies(c) // checked by sequentialReason
+		par.nets = append(par.nets, c)
+	}
+	n.par = par
+	n.pointNodes(func(node topo.NodeID) *Network { return par.nets[partOf[node]] })
+	par.g.AfterWindow = n.mergeParts
+	par.g.BeforeMain = n.mergeParts
+}
+
+// pointNodes points every node's switch, NIC and ports at the network net returns for it.
+func (n *Network) pointNodes(net func(topo.NodeID) *Network) {
+	for i := range n.g.Nodes {
+		id := topo.NodeID(i)
+		c := net(id)
+		if sw := n.Switches[i]; sw != nil {
+			sw.net = c
+		}
+		for g := n.portBase[i]; g < n.portBase[i+1]; g++ {
+			n.ports[g].net = c
+		}
+		if h := n.g.Nodes[i].Host; h >= 0 {
+			n.NICs[h].net = c
+		}
+	}
+}
+
+// mergeParts sums the partitions' counters into the main network (between windows, for the
+// watchdog and progress, and at the end for the result).
+func (n *Network) mergeParts() {
+	var st Stats
+	var hops uint64
+	var inj, arr, drp, live int64
+	var last units.Time
+	done, lastFinish := 0, units.Time(0)
+	for _, c := range n.par.nets {
+		st.BytesSent += c.stats.BytesSent
+		st.BytesDelivered += c.stats.BytesDelivered
+		st.BytesRetransmitted += c.stats.BytesRetransmitted
+		for i := range st.Drops {
+			st.Drops[i] += c.stats.Drops[i]
+		}
+		st.Timeouts += c.stats.Timeouts
+		st.NAKs += c.stats.NAKs
+		st.OutOfOrder += c.stats.OutOfOrder
+		st.Duplicates += c.stats.Duplicates
+		hops += c.packetHops
+		inj += c.dataInjected
+		arr += c.dataArrived
+		drp += c.dataDropped
+		live += c.pool.live
+		last = max(last, c.lastDelivery)
+		done += c.eng.done
+		lastFinish = max(lastFinish, c.eng.lastFinish)
+	}
+	n.stats, n.packetHops, n.dataInjected, n.dataArrived, n.dataDropped = st, hops, inj, arr, drp
+	n.pool.live, n.lastDelivery, n.eng.done, n.eng.lastFinish = live, last, done, lastFinish
+}
+
+// endParallel merges the partitions' counters and points the nodes back at the main network.
+func (n *Network) endParallel() {
+	n.mergeParts()
+	n.mergePolicies()
+	n.pointNodes(func(topo.NodeID) *Network { return n })
+}

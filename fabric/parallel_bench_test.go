@@ -1,0 +1,75 @@
+package fabric
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// BenchmarkParallelK16 runs the reference k=16 permutation (1,024 hosts, 100 Gb/s, 1 us links,
+// 2 MB flows; the runs of BenchmarkFatTreePermutation and BenchmarkFatTreePermutationRoCE) with
+// 1 and 2 threads, on Ethernet and on RoCE with PFC, ECN and DCQCN: the speedup of the parallel
+// engine is the ratio of the two ns/op (on two free cores; every thread count gives the same
+// result bytes, TestParallelMatchesSequential). windows/run and handed/run are exact.
+func BenchmarkParallelK16(b *testing.B) {
+	for _, fab := range []struct {
+		name string
+		cfg  Config
+	}{{"ethernet", DefaultEthernet()}, {"roce-dcqcn", DefaultRoCE()}} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", fab.name, threads), func(b *testing.B) {
+				benchThreads(b, 16, fab.cfg, threads)
+			})
+		}
+	}
+}
+
+// BenchmarkParallelK8 is the same on k=8 (128 hosts), where a window holds about 3,100 events.
+func BenchmarkParallelK8(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("ethernet/threads=%d", threads), func(b *testing.B) {
+			benchThreads(b, 8, DefaultEthernet(), threads)
+		})
+	}
+}
+
+func benchThreads(b *testing.B, k int, cfg Config, threads int) {
+	g, err := topo.FatTree(k, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := topo.ComputeRoutes(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mg := permutationGraph(len(g.Hosts), 2*units.MB, 1)
+	b.ReportAllocs()
+	var windows, handed, events uint64
+	var balance float64
+	for i := 0; i < b.N; i++ {
+		n, err := New(g, r, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := n.SetThreads(threads); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := n.Run(mg, units.MaxTime); err != nil {
+			b.Fatal(err)
+		}
+		info := n.Parallel()
+		if info.Partitions != threads {
+			b.Fatalf("%d partitions for %d threads: %s", info.Partitions, threads, info.Reason)
+		}
+		windows += info.Windows
+		handed += info.HandedOver
+		events += info.Events
+		balance += info.Balance
+	}
+	b.ReportMetric(balance/float64(b.N), "balance")
+	b.ReportMetric(float64(events)/float64(b.N), "events/run")
+	b.ReportMetric(float64(windows)/float64(b.N), "windows/run")
+	b.ReportMetric(float64(handed)/float64(b.N), "handed/run")
+}

@@ -1,0 +1,323 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Group runs one simulation as partitions that execute in parallel: conservative, synchronous
+// windows (the lookahead barrier of YAWNS: Nicol, "The cost of conservative synchronization in
+// parallel discrete event simulations", JACM 40(2), 1993). Every entity (SetEntities) belongs to
+// one partition, or to the main Sim (global entities: a run's watchdog). A window starts at the
+// earliest pending event T anywhere and runs, in every partition at once, the events up to
+// T+lookahead-1; an event one partition schedules for another's entity must lie at least the
+// lookahead ahead of the event scheduling it (a packet crossing a link that the partitioning
+// cuts: its propagation delay), so it lies beyond the window and is handed over at the barrier.
+// The main Sim's events run alone between windows: a window ends early at the next one, which
+// then runs after every partition event of its time (global entities take the highest numbers,
+// so in the entity order they are last among equal times).
+//
+// The result is the sequential run's, event for event: each partition executes its entities'
+// events in (time, ordering word) order, the word does not depend on the interleaving
+// (SetEntities), and no event reaches a partition later than its time. Which events a
+// partition gets, and in what order it receives them, changes only which slab slots they take.
+type Group struct {
+	main      *Sim
+	parts     []*partition
+	partOf    []int32 // entity -> partition; -1: the main Sim
+	lookahead Time
+	// Windows counts the windows run; HandedOver the events sent from one partition to another;
+	// CriticalEvents sums, over the windows, the events of the busiest partition: the run's
+	// events over it bound the speedup the partitioning allows (its load balance), whatever the
+	// machine.
+	Windows        uint64
+	HandedOver     uint64
+	CriticalEvents uint64
+	// BeforeMain, when set, is called before the main Sim's events of a window run, and
+	// AfterWindow after every window (with the partitions idle): the owner merges the
+	// partitions' counters for global events or progress.
+	BeforeMain  func()
+	AfterWindow func()
+	started     bool
+}
+
+// partition is one worker's share: its own Sim (queue and clock) and the events it hands to
+// the others, double-buffered by window parity (a window writes one buffer while the receivers
+// drain the other, filled by the window before).
+type partition struct {
+	g    *Group
+	id   int32
+	s    *Sim
+	out  [2][][]handed // [parity][destination partition]
+	par  int           // parity of the window running
+	end  Time          // the window's end (exclusive): handed-over events lie at or after it
+	next Time          // earliest pending event after the window (own or handed over)
+	run  chan Time     // window bounds, for a worker goroutine
+	// panicked holds what a worker's window panicked with.
+	panicked any
+	seen     uint64 // events run before the window
+
+}
+
+type handed struct {
+	at  Time
+	ord uint64
+	ent int32
+	op  int32
+	i   int32
+	h   Handler
+	p   unsafe.Pointer
+}
+
+// NewGroup splits the simulation of main into parts partitions: partOf gives each of main's
+// entities (SetEntities, which must have been called) its partition, 0..parts-1, or -1 for
+// the main Sim. lookahead is the least time ahead of its scheduling event at which an event can
+// reach another partition's entity. Events for partition entities must be scheduled on the
+// group's Sims (main's ScheduleTo routes them) from now on.
+func NewGroup(main *Sim, parts int, partOf []int32, lookahead Time) *Group {
+	if main.counts == nil || len(partOf) != len(main.counts) {
+		panic("sim: NewGroup needs SetEntities and one partition per entity")
+	}
+	if parts < 1 || lookahead <= 0 {
+		panic(fmt.Sprintf("sim: NewGroup with %d partitions and lookahead %v", parts, lookahead))
+	}
+	if main.q.len() > 0 {
+		panic("sim: NewGroup after events were scheduled")
+	}
+	g := &Group{main: main, partOf: partOf, lookahead: lookahead}
+	for i := 0; i < parts; i++ {
+		s := &Sim{ProgressEvery: 1<<63 - 1, counts: main.counts, cur: main.cur}
+		s.q.noTouch = main.q.noTouch
+		p := &partition{g: g, id: int32(i), s: s, next: units.MaxTime}
+		for b := range p.out {
+			p.out[b] = make([][]handed, parts)
+		}
+		s.par, s.split = p, true
+		g.parts = append(g.parts, p)
+	}
+	main.grp, main.split = g, true
+	return g
+}
+
+// Partitions returns the number of partitions.
+func (g *Group) Partitions() int { return len(g.parts) }
+
+// Part returns partition i's Sim (the clock its entities' handlers read).
+func (g *Group) Part(i int) *Sim { return g.parts[i].s }
+
+// Events returns the events run so far in every partition and the main Sim.
+func (g *Group) Events() uint64 {
+	n := g.main.events
+	for _, p := range g.parts {
+		n += p.s.events
+	}
+	return n
+}
+
+// Pending returns the events not yet run anywhere.
+func (g *Group) Pending() int {
+	n := g.main.q.len()
+	for _, p := range g.parts {
+		n += p.s.q.len()
+		for _, b := range p.out {
+			for _, l := range b {
+				n += len(l)
+			}
+		}
+	}
+	return n
+}
+
+// route files an event the main Sim schedules for a partition's entity (between windows, with
+// the partitions idle).
+func (g *Group) route(at Time, ord uint64, ent int32, h Handler, op, i int32, p unsafe.Pointer) {
+	d := g.partOf[ent]
+	if d < 0 {
+		g.main.q.push(at, ord, ent, h, op, i, p)
+		return
+	}
+	dp := g.parts[d]
+	if at < dp.s.now {
+		panic(fmt.Sprintf("sim: event for entity %d at %v, before its partition's time %v", ent, at, dp.s.now))
+	}
+	dp.s.q.rewind(at)
+	dp.s.q.push(at, ord, ent, h, op, i, p)
+	dp.next = min(dp.next, at)
+}
+
+// handOver keeps an event for another partition's entity until the barrier.
+func (p *partition) handOver(at Time, ord uint64, ent int32, h Handler, op, i int32, ptr unsafe.Pointer) {
+	d := p.g.partOf[ent]
+	if d < 0 {
+		panic(fmt.Sprintf("sim: partition %d scheduled an event of global entity %d", p.id, ent))
+	}
+	if at < p.end {
+		panic(fmt.Sprintf("sim: partition %d scheduled an event for entity %d (partition %d) at %v, inside the window ending at %v: the lookahead is broken", p.id, ent, d, at, p.end))
+	}
+	p.out[p.par][d] = append(p.out[p.par][d], handed{at: at, ord: ord, ent: ent, op: op, i: i, h: h, p: ptr})
+	p.next = min(p.next, at)
+}
+
+// window runs one window on partition p: take the events the others handed over in the
+// window before, run up to bound, and note the earliest event pending afterwards.
+func (p *partition) window(bound Time, parity int) {
+	prev := parity ^ 1
+	t := units.MaxTime
+	for _, src := range p.g.parts {
+		for _, e := range src.out[prev][p.id] {
+			t = min(t, e.at)
+		}
+	}
+	if t != units.MaxTime {
+		p.s.q.rewind(t)
+		for _, src := range p.g.parts {
+			l := src.out[prev][p.id]
+			for k := range l {
+				e := &l[k]
+				p.s.q.push(e.at, e.ord, e.ent, e.h, e.op, e.i, e.p)
+				*e = handed{}
+			}
+			src.out[prev][p.id] = l[:0]
+		}
+	}
+	p.par, p.end = parity, bound+1
+	p.next = units.MaxTime
+	_ = p.s.Run(bound)
+	if p.s.q.len() > 0 && !p.s.stopped {
+		p.next = min(p.next, p.s.q.minTime())
+	}
+}
+
+// safeWindow runs window on a worker goroutine, keeping a panic for the coordinator to raise.
+func (p *partition) safeWindow(bound Time, parity int) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicked = r
+		}
+	}()
+	p.window(bound, parity)
+}
+
+// Run executes events in every partition and the main Sim until none is left, one stops
+// (Stop, or the main Sim's context: StopOn), or the next lies after until. The main Sim's
+// Progress is called about every ProgressEvery events (all partitions' together), at a window's
+// end. It returns the first error (the main Sim's, then the partitions' in order). The main
+// Sim's Events and Now then count every partition's events and the latest time any reached.
+func (g *Group) Run(until Time) error {
+	if g.started {
+		panic("sim: Group.Run twice")
+	}
+	g.started = true
+	for _, p := range g.parts {
+		if p.s.q.len() > 0 {
+			p.next = p.s.q.minTime()
+		}
+	}
+	var done chan struct{}
+	if len(g.parts) > 1 {
+		done = make(chan struct{}, len(g.parts))
+		for _, p := range g.parts[1:] {
+			p.run = make(chan Time)
+			go func(p *partition) {
+				for bound := range p.run {
+					p.safeWindow(bound, int(g.Windows&1))
+					done <- struct{}{}
+				}
+			}(p)
+		}
+		defer func() {
+			for _, p := range g.parts[1:] {
+				close(p.run)
+			}
+		}()
+	}
+	main := g.main
+	nextProgress := main.ProgressEvery
+	var err error
+	for !main.stopped {
+		t := units.MaxTime
+		for _, p := range g.parts {
+			t = min(t, p.next)
+		}
+		mainNext := units.MaxTime
+		if main.q.len() > 0 {
+			mainNext = main.q.minTime()
+		}
+		t = min(t, mainNext)
+		if t == units.MaxTime || t > until {
+			break
+		}
+		bound := min(t+g.lookahead-1, until, mainNext)
+		for _, p := range g.parts[1:] {
+			p.run <- bound
+		}
+		g.parts[0].window(bound, int(g.Windows&1))
+		for range len(g.parts) - 1 {
+			<-done
+		}
+		for _, p := range g.parts[1:] {
+			if r := p.panicked; r != nil {
+				panic(r) // a worker's panic (a broken invariant) ends the run as in a sequential one
+			}
+		}
+		g.Windows++
+		var most uint64
+		for _, p := range g.parts {
+			most = max(most, p.s.events-p.seen)
+			p.seen = p.s.events
+		}
+		g.CriticalEvents += most
+		for _, p := range g.parts {
+			for _, l := range p.out[p.par] {
+				g.HandedOver += uint64(len(l))
+			}
+		}
+		stopped := false
+		for _, p := range g.parts {
+			if p.s.stopped {
+				stopped = true
+				if err == nil {
+					err = p.s.err
+				}
+			}
+		}
+		if stopped {
+			break
+		}
+		if g.AfterWindow != nil {
+			g.AfterWindow()
+		}
+		if mainNext == bound {
+			if g.BeforeMain != nil {
+				g.BeforeMain()
+			}
+			if merr := main.Run(bound); merr != nil && main.err == nil {
+				main.err = merr
+			}
+		}
+		if ev := g.Events(); ev >= nextProgress {
+			for nextProgress <= ev {
+				nextProgress += main.ProgressEvery
+			}
+			if main.Progress != nil {
+				main.Progress(bound, ev)
+			}
+			if main.ctx != nil && main.ctx.Err() != nil {
+				main.Stop(context.Cause(main.ctx))
+			}
+		}
+	}
+	// The main Sim accounts for the whole run.
+	for _, p := range g.parts {
+		main.events += p.s.events
+		main.now = max(main.now, p.s.now)
+		p.s.events = 0
+	}
+	if main.err != nil {
+		return main.err
+	}
+	return err
+}

@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// node is one entity of the ring model: each event it handles is logged, and schedules up to
+// two more of its own (zero delay, so ties in time are common, or a little later) and one for
+// the next entity on the ring, at least lookahead ahead.
+type node struct {
+	id, next  int32
+	s         *Sim // its partition's Sim (or the only one)
+	ring      []*node
+	rng       *rand.Rand
+	log       []int64
+	left      int
+	lookahead Time
+}
+
+func (n *node) Handle(ev *Event) {
+	n.log = append(n.log, int64(n.s.Now())<<20|int64(ev.I))
+	if n.left <= 0 {
+		return
+	}
+	n.left--
+	for k := n.rng.IntN(3); k > 0; k-- {
+		n.s.Schedule(n.s.Now()+Time(n.rng.IntN(3))*1000, n, 0, int32(n.rng.IntN(1000)), nil)
+	}
+	peer := n.ring[n.next]
+	n.s.ScheduleTo(peer.id, n.s.Now()+n.lookahead+Time(n.rng.IntN(4))*500, peer, 0, int32(n.rng.IntN(1000)), nil)
+}
+
+// ring builds the model on main for ents entities (the last, ents, is the global entity) and
+// returns the nodes; partOf, when set, gives each its partition.
+func ring(main *Sim, ents int, partOf []int32, look Time) []*node {
+	main.SetEntities(ents+1, int32(ents))
+	var g *Group
+	if partOf != nil {
+		parts := int(slices.Max(partOf)) + 1
+		g = NewGroup(main, parts, append(slices.Clone(partOf), -1), look)
+	}
+	nodes := make([]*node, ents)
+	for i := range nodes {
+		n := &node{id: int32(i), next: int32((i + 1) % ents), s: main, rng: rand.New(rand.NewPCG(uint64(i), 7)), left: 300, lookahead: look}
+		if g != nil {
+			n.s = g.Part(int(partOf[i]))
+		}
+		nodes[i] = n
+	}
+	for i, n := range nodes {
+		n.ring = nodes
+		// Every entity starts at time 0 and at 5000 (ties across entities at once).
+		main.ScheduleTo(int32(i), 0, n, 0, int32(i), nil)
+		main.ScheduleTo(int32(i), 5000, n, 0, int32(i), nil)
+	}
+	return nodes
+}
+
+// TestGroupMatchesSequential runs the ring model sequentially and in 2, 3 and 5 partitions:
+// every entity must handle the same events at the same times in the same order, and the totals
+// (events, end time) must agree.
+func TestGroupMatchesSequential(t *testing.T) {
+	const ents, look = 10, Time(3000)
+	seq := New()
+	want := ring(seq, ents, nil, look)
+	if err := seq.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	for _, partOf := range [][]int32{
+		{0, 0, 0, 0, 0, 1, 1, 1, 1, 1},
+		{0, 1, 2, 0, 1, 2, 0, 1, 2, 0},
+		{4, 4, 3, 3, 2, 2, 1, 1, 0, 0},
+	} {
+		main := New()
+		got := ring(main, ents, partOf, look)
+		if err := main.grp.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if !slices.Equal(got[i].log, want[i].log) {
+				t.Fatalf("partitions %v: entity %d handled %d events, differing from the sequential run's %d", partOf, i, len(got[i].log), len(want[i].log))
+			}
+		}
+		if main.Events() != seq.Events() || main.Now() != seq.Now() || main.grp.Pending() != 0 {
+			t.Fatalf("partitions %v: %d events ending at %v (%d pending), sequential %d at %v", partOf, main.Events(), main.Now(), main.grp.Pending(), seq.Events(), seq.Now())
+		}
+		if main.grp.HandedOver == 0 || main.grp.Windows < 2 {
+			t.Fatalf("partitions %v: %d windows, %d events handed over: not a parallel run", partOf, main.grp.Windows, main.grp.HandedOver)
+		}
+	}
+}
+
+// TestGroupLookaheadBroken: an event for another partition inside the window is a broken
+// lookahead, which the kernel refuses rather than run out of order.
+func TestGroupLookaheadBroken(t *testing.T) {
+	main := New()
+	nodes := ring(main, 4, []int32{0, 0, 1, 1}, 3000)
+	for _, n := range nodes {
+		n.lookahead = 10 // shorter than the group's 3000
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for an event inside the window")
+		}
+	}()
+	_ = main.grp.Run(units.MaxTime)
+}
+
+// TestRewind files keys before the bucket being drained (as a partition's queue does after its
+// peek moved ahead) and checks they come out in order, with the far keys.
+func TestRewind(t *testing.T) {
+	s := New()
+	r := &recorder{s: s}
+	s.Schedule(10*bucketWidth, r, 0, 3, nil)
+	s.Schedule(horizon+50*bucketWidth, r, 0, 4, nil)
+	s.Schedule(20*bucketWidth, r, 0, 5, nil)
+	if got := s.q.minTime(); got != 10*bucketWidth {
+		t.Fatalf("min %v", got)
+	}
+	s.q.rewind(3)
+	s.q.push(3, 100, 0, r, 0, 1, nil)
+	s.q.push(2*bucketWidth, 101, 0, r, 0, 2, nil)
+	if err := s.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int32{1, 2, 3, 5, 4}; !slices.Equal(r.got, want) {
+		t.Fatalf("order %v, want %v", r.got, want)
+	}
+}
+
+// BenchmarkGroupWindow measures the synchronization cost of a window: two partitions that each
+// run one event per window and hand one to the other (the barrier, the hand-over and the
+// coordinator's step, with almost no work inside). ns/op is the cost of one window.
+func BenchmarkGroupWindow(b *testing.B) {
+	main := New()
+	main.SetEntities(3, 2)
+	g := NewGroup(main, 2, []int32{0, 1, -1}, 1000)
+	p := [2]*pingPong{}
+	for i := range p {
+		p[i] = &pingPong{id: int32(i), s: g.Part(i), left: b.N}
+	}
+	p[0].peer, p[1].peer = p[1], p[0]
+	main.ScheduleTo(0, 0, p[0], 0, 0, nil)
+	main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+	b.ResetTimer()
+	if err := g.Run(units.MaxTime); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(g.Windows)/float64(b.N), "windows/op")
+}
+
+type pingPong struct {
+	id   int32
+	s    *Sim
+	peer *pingPong
+	left int
+}
+
+func (p *pingPong) Handle(*Event) {
+	if p.left--; p.left > 0 {
+		p.s.ScheduleTo(p.peer.id, p.s.Now()+1000, p.peer, 0, 0, nil)
+	}
+}
