@@ -42,7 +42,7 @@ func (n *Network) partitionPolicies(c *Network) bool {
 		if !ok {
 			return false
 		}
-		c.marker = e
+		c.SetMarker(e) // also the direct-call pointer of the per-hop path (hooks.go)
 	}
 	if n.deqMarker != nil {
 		e, ok := copyECN(n.deqMarker)
