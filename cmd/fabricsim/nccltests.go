@@ -19,6 +19,7 @@ import (
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/datapath"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/gpu"
 	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/internal/progress"
@@ -58,7 +59,7 @@ mean what they mean there; the fabricsim flags below say what cluster to simulat
   --packet-scale K|auto merge K packets into one to simulate faster (default 1: real packets);
                         auto merges above a million packets, at most 8-fold (4 on infiniband).
                         Merged runs are labelled: their busbw can differ from real packets by
-                        several per cent (docs/gpu.md)
+                        several per cent (docs/gpu.md). Packet backend (or auto) only
   --radix R, --oversubscription X, --spines S   rail-optimized network shape
   --tiers T, --servers-per-su N, --nic-ports P, --rail-planes, --spine-oversubscription X
                         a rail-optimized Clos of T (2 or 3) tiers: scalable units of N servers
@@ -296,6 +297,11 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(err)
 	}
+	// Packet merging is the packet backend's; the flow and analytic backends move flows, so a
+	// --packet-scale given to them would change nothing the user could see.
+	if f.set["packet-scale"] && f.backend != backend.Packet && f.backend != backend.Auto {
+		return usageErr(fmt.Errorf("--packet-scale is an option of the packet backend, and this run uses the %s backend (drop it, or use --backend packet or auto)", f.backend))
+	}
 	if len(scen.Faults) > 0 && f.backend == backend.Analytic {
 		return usageErr(fmt.Errorf("--cluster %s has faults: the analytic backend does not model them (valid: --backend packet, flow or auto)", f.cluster))
 	}
@@ -443,7 +449,7 @@ func runNCCLTests(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		var ue *nccltests.UsageError
 		switch {
-		case errors.As(err, &ue):
+		case errors.As(err, &ue), errors.As(err, new(*flow.LimitError)):
 			return usageErr(err)
 		case ctx.Err() != nil && rep != nil:
 			stopped = interrupted("nccl-tests interrupted: %d of %d rows finished", len(rep.Rows), rep.RowsPlanned)
