@@ -41,6 +41,10 @@ type Options struct {
 	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
 	// against.
 	RunEveryStep bool
+	// WholeRings runs every step of a long flat ring on the flow backend instead of its first
+	// steps and their extrapolation (ringprefix.go): the plain version the prefixes are tested
+	// against.
+	WholeRings bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -201,6 +205,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		graphs, ranges, opDone = []*msggraph.Graph{g}, [][][2]int{{{0, len(g.Msgs)}}}, done
 	}
+	// The flow backend runs long flat rings as prefixes (ringprefix.go).
+	usePrefix := backendName == backend.Flow && !opt.WholeRings
+	prefixes := make([][]*ringPrefix, len(cls))
 	for ci, c := range cls {
 		if full {
 			break
@@ -216,6 +223,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				continue
 			}
 			from := len(g.Msgs)
+			if usePrefix {
+				if _, ok := s.prefixRing(o); ok { // ringprefix.go: the first steps, the rest extrapolated
+					rp, err := s.compileRingPrefix(g, o, fmt.Sprintf("%s g%d", c.Key, gi), prefixSteps)
+					if err != nil {
+						return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+					}
+					if prefixes[ci] == nil {
+						prefixes[ci] = make([]*ringPrefix, len(c.example))
+					}
+					prefixes[ci][gi] = rp
+					ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+					continue
+				}
+			}
 			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
 				return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
 			}
@@ -311,7 +332,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				if j.fault {
 					cfg.Faults = fplans.plan[vnet[j.v]][j.k]
 				}
-				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full)
+				var pre []*ringPrefix
+				if !full {
+					pre = prefixes[j.c]
+				}
+				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full, pre)
 				if err != nil && ctx.Err() != nil {
 					continue // cut short by the interrupt: the job stays unfinished
 				}
@@ -440,7 +465,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time.
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+//
+// A group with a ring prefix (pre[group] != nil, the flow backend) has the whole ring's
+// extrapolated completion, and the run's counters are scaled from the prefix's steps to the
+// ring's (by the largest factor of the class's prefixes).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []*ringPrefix) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed,
@@ -459,6 +488,19 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	if res.Counters != nil {
 		addCounters(out.Counters, res)
 	}
+	scale := 1.0
+	for _, rp := range pre {
+		if rp != nil {
+			scale = max(scale, rp.scale())
+		}
+	}
+	if scale != 1 {
+		for k, x := range out.Counters {
+			if result.AggregationOf(k) != result.Max {
+				out.Counters[k] = x * scale
+			}
+		}
+	}
 	out.Events, out.Omitted = res.Events, res.Omitted
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
@@ -467,6 +509,10 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 		}
 	}
 	for gi, r := range ranges {
+		if gi < len(pre) && pre[gi] != nil {
+			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) })
+			continue
+		}
 		var end units.Time
 		for i := r[0]; i < r[1]; i++ {
 			end = max(end, finish(i))
