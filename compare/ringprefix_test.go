@@ -81,7 +81,7 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 		t.Fatal(err)
 	}
 	run := func(whole bool) *Result {
-		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, Fidelity: FidelityClasses, WholeRings: whole})
+		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, Fidelity: FidelityClasses, WholeCollectives: whole})
 		if err != nil {
 			t.Fatal(err)
 		}

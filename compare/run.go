@@ -41,10 +41,10 @@ type Options struct {
 	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
 	// against.
 	RunEveryStep bool
-	// WholeRings runs every step of a long flat ring on the flow backend instead of its first
+	// WholeCollectives runs every step of a long flat ring on the flow backend instead of its first
 	// steps and their extrapolation (ringprefix.go): the plain version the prefixes are tested
 	// against.
-	WholeRings bool
+	WholeCollectives bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -205,9 +205,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		graphs, ranges, opDone = []*msggraph.Graph{g}, [][][2]int{{{0, len(g.Msgs)}}}, done
 	}
-	// The flow backend runs long flat rings as prefixes (ringprefix.go).
-	usePrefix := backendName == backend.Flow && !opt.WholeRings
-	prefixes := make([][]*ringPrefix, len(cls))
+	// The flow backend runs long flat rings as prefixes (ringprefix.go) and long pipeline sends
+	// scaled down (scaledsend.go), and extrapolates their groups' completions.
+	usePrefix := backendName == backend.Flow && !opt.WholeCollectives
+	extraps := make([][]groupExtrap, len(cls))
 	for ci, c := range cls {
 		if full {
 			break
@@ -224,15 +225,15 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			}
 			from := len(g.Msgs)
 			if usePrefix {
-				if _, ok := s.prefixRing(o); ok { // ringprefix.go: the first steps, the rest extrapolated
-					rp, err := s.compileRingPrefix(g, o, fmt.Sprintf("%s g%d", c.Key, gi), prefixSteps)
-					if err != nil {
-						return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+				x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi))
+				if err != nil {
+					return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+				}
+				if x != nil {
+					if extraps[ci] == nil {
+						extraps[ci] = make([]groupExtrap, len(c.example))
 					}
-					if prefixes[ci] == nil {
-						prefixes[ci] = make([]*ringPrefix, len(c.example))
-					}
-					prefixes[ci][gi] = rp
+					extraps[ci][gi] = x
 					ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
 					continue
 				}
@@ -332,9 +333,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				if j.fault {
 					cfg.Faults = fplans.plan[vnet[j.v]][j.k]
 				}
-				var pre []*ringPrefix
+				var pre []groupExtrap
 				if !full {
-					pre = prefixes[j.c]
+					pre = extraps[j.c]
 				}
 				r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, g, ranges[j.c], full, pre)
 				if err != nil && ctx.Err() != nil {
@@ -466,10 +467,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time.
 //
-// A group with a ring prefix (pre[group] != nil, the flow backend) has the whole ring's
-// extrapolated completion, and the run's counters are scaled from the prefix's steps to the
-// ring's (by the largest factor of the class's prefixes).
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []*ringPrefix) (*classRun, error) {
+// A group run reduced (pre[group] != nil, the flow backend: a ring prefix, a scaled-down send)
+// has its whole completion extrapolated, and the run's counters are scaled to the whole
+// collectives' (by the largest factor of the class's groups).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed,
@@ -510,7 +511,7 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	}
 	for gi, r := range ranges {
 		if gi < len(pre) && pre[gi] != nil {
-			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) })
+			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) }, r)
 			continue
 		}
 		var end units.Time
