@@ -1,7 +1,9 @@
 package compare
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -80,14 +82,28 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(whole bool) *Result {
-		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, Fidelity: FidelityClasses, WholeCollectives: whole})
+	run := func(whole bool, workers int) *Result {
+		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, Fidelity: FidelityClasses, WholeCollectives: whole, Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	pre, whole := run(false), run(true)
+	pre, whole := run(false, 1), run(true, 0)
+	// The extrapolation is a function of the run: the same bytes with several workers.
+	var out [2]bytes.Buffer
+	for k, r := range []*Result{pre, run(false, 4)} {
+		r.WallSeconds = 0
+		for _, v := range r.Variants {
+			v.SimWall = 0
+		}
+		if err := json.NewEncoder(&out[k]).Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+		t.Error("the ring prefixes' compare differs between 1 and 4 workers")
+	}
 	for i, v := range whole.Variants {
 		p := pre.Variants[i]
 		for _, c := range []struct {

@@ -36,7 +36,7 @@ func (s *Scenario) compileExtrap(g *msggraph.Graph, o *training.Op, tag string) 
 }
 
 // Scaled-down sends: a pipeline send of S bytes between two GPUs is one message, one flow per
-// QP, all of a class's sends starting together. Once congestion control has settled (DCQCN
+// QP, all of a class's sends starting together; an all-to-all is S/n to every peer at once. Once congestion control has settled (DCQCN
 // cuts within tens of microseconds, ConnectX's recovery timer is 300 us), the flows' rates are
 // those of a fluid network that does not depend on how much is left to send, so the completion
 // grows in proportion to S: a send of S/f completes in T(S)/f, less the path's latency (a few
@@ -44,14 +44,14 @@ func (s *Scenario) compileExtrap(g *msggraph.Graph, o *training.Op, tag string) 
 // S/f, no smaller than minScaledSend, and multiplies (docs/flow.md, "Scaled-down sends";
 // measured against the whole sends under TestScaledSendMatchesWhole).
 
-// minScaledSend is the smallest send a scaled-down run keeps: 16 MiB is 340 us at 400 Gb/s,
-// past DCQCN's first recovery period.
+// minScaledSend is the smallest send (all-to-all buffer) a scaled-down run keeps: 16 MiB is
+// 340 us at 400 Gb/s, past DCQCN's first recovery period.
 const minScaledSend = 16 * units.MiB
 
-// sendScale is the factor f a pipeline send's bytes are divided by on the flow backend (1: run
-// whole): the largest power of two leaving at least minScaledSend.
+// sendScale is the factor f a pipeline send's or all-to-all's bytes are divided by on the flow
+// backend (1: run whole): the largest power of two leaving at least minScaledSend.
 func sendScale(o *training.Op) int {
-	if o.Kind != training.SendRecv {
+	if o.Kind != training.SendRecv && o.Kind != training.AllToAll {
 		return 1
 	}
 	f := 1
