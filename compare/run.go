@@ -207,43 +207,50 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	// The flow backend runs long flat rings as prefixes (ringprefix.go) and long pipeline sends
 	// scaled down (scaledsend.go), and extrapolates their groups' completions.
-	usePrefix := backendName == backend.Flow && !opt.WholeCollectives
 	extraps := make([][]groupExtrap, len(cls))
-	for ci, c := range cls {
-		if full {
-			break
-		}
-		g := &msggraph.Graph{Endpoints: plan.GPUs}
-		var rep []int
-		if backendName == backend.Analytic {
-			rep = s.groupReps(c) // groups that share one run (compile.go)
-		}
-		for gi, o := range c.example {
-			if rep != nil && rep[gi] != gi {
-				ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
-				continue
+	compileClasses := func(backendName backend.Name) error {
+		usePrefix := backendName == backend.Flow && !opt.WholeCollectives
+		for ci, c := range cls {
+			if full {
+				break
 			}
-			from := len(g.Msgs)
-			if usePrefix {
-				x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi))
-				if err != nil {
-					return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
-				}
-				if x != nil {
-					if extraps[ci] == nil {
-						extraps[ci] = make([]groupExtrap, len(c.example))
-					}
-					extraps[ci][gi] = x
-					ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+			ranges[ci], extraps[ci] = nil, nil
+			g := &msggraph.Graph{Endpoints: plan.GPUs}
+			var rep []int
+			if backendName == backend.Analytic {
+				rep = s.groupReps(c) // groups that share one run (compile.go)
+			}
+			for gi, o := range c.example {
+				if rep != nil && rep[gi] != gi {
+					ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
 					continue
 				}
+				from := len(g.Msgs)
+				if usePrefix {
+					x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi))
+					if err != nil {
+						return fmt.Errorf("compiling %s: %w", c.Key, err)
+					}
+					if x != nil {
+						if extraps[ci] == nil {
+							extraps[ci] = make([]groupExtrap, len(c.example))
+						}
+						extraps[ci][gi] = x
+						ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+						continue
+					}
+				}
+				if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
+					return fmt.Errorf("compiling %s: %w", c.Key, err)
+				}
+				ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
 			}
-			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
-				return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
-			}
-			ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+			graphs[ci] = g
 		}
-		graphs[ci] = g
+		return nil
+	}
+	if err := compileClasses(backendName); err != nil {
+		return nil, err
 	}
 
 	// Every (variant, network run, class) is an independent simulation. Step k runs with network
@@ -260,6 +267,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
 		return nil, err
+	}
+	if backendName == backend.Auto && choice.Backend == backend.Flow && !full {
+		if err := compileClasses(backend.Flow); err != nil { // the flow backend's reduced classes
+			return nil, err
+		}
 	}
 	backendName = choice.Backend
 
