@@ -92,7 +92,7 @@ func TestFlowBackendDeterministicWorkers(t *testing.T) {
 
 // scaleScenario is a compare of servers x 8 H100 (rail-optimized, 1:1) with compare's four
 // default variants, running workload: the speed benchmarks' scenarios.
-func scaleScenario(b *testing.B, servers int, workload string) *Scenario {
+func scaleScenario(b testing.TB, servers int, workload string) *Scenario {
 	b.Helper()
 	src := fmt.Sprintf(`name: scale-%d
 seed: 1

@@ -41,6 +41,10 @@ type Options struct {
 	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
 	// against.
 	RunEveryStep bool
+	// WholeCollectives runs every step of a long flat ring on the flow backend instead of its first
+	// steps and their extrapolation (ringprefix.go): the plain version the prefixes are tested
+	// against.
+	WholeCollectives bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -201,27 +205,52 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		graphs, ranges, opDone = []*msggraph.Graph{g}, [][][2]int{{{0, len(g.Msgs)}}}, done
 	}
-	for ci, c := range cls {
-		if full {
-			break
-		}
-		g := &msggraph.Graph{Endpoints: plan.GPUs}
-		var rep []int
-		if backendName == backend.Analytic {
-			rep = s.groupReps(c) // groups that share one run (compile.go)
-		}
-		for gi, o := range c.example {
-			if rep != nil && rep[gi] != gi {
-				ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
-				continue
+	// The flow backend runs long flat rings as prefixes (ringprefix.go) and long pipeline sends
+	// scaled down (scaledsend.go), and extrapolates their groups' completions.
+	extraps := make([][]groupExtrap, len(cls))
+	compileClasses := func(backendName backend.Name) error {
+		usePrefix := backendName == backend.Flow && !opt.WholeCollectives
+		for ci, c := range cls {
+			if full {
+				break
 			}
-			from := len(g.Msgs)
-			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
-				return nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+			ranges[ci], extraps[ci] = nil, nil
+			g := &msggraph.Graph{Endpoints: plan.GPUs}
+			var rep []int
+			if backendName == backend.Analytic {
+				rep = s.groupReps(c) // groups that share one run (compile.go)
 			}
-			ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+			for gi, o := range c.example {
+				if rep != nil && rep[gi] != gi {
+					ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
+					continue
+				}
+				from := len(g.Msgs)
+				if usePrefix {
+					x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi))
+					if err != nil {
+						return fmt.Errorf("compiling %s: %w", c.Key, err)
+					}
+					if x != nil {
+						if extraps[ci] == nil {
+							extraps[ci] = make([]groupExtrap, len(c.example))
+						}
+						extraps[ci][gi] = x
+						ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+						continue
+					}
+				}
+				if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
+					return fmt.Errorf("compiling %s: %w", c.Key, err)
+				}
+				ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
+			}
+			graphs[ci] = g
 		}
-		graphs[ci] = g
+		return nil
+	}
+	if err := compileClasses(backendName); err != nil {
+		return nil, err
 	}
 
 	// Every (variant, network run, class) is an independent simulation. Step k runs with network
@@ -241,6 +270,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
 		return nil, err
+	}
+	if backendName == backend.Auto && choice.Backend == backend.Flow && !full {
+		if err := compileClasses(backend.Flow); err != nil { // the flow backend's reduced classes
+			return nil, err
+		}
 	}
 	backendName = choice.Backend
 
@@ -337,7 +371,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if j.fault {
 						cfg.Faults, fidx = fplans.planFor(vnet[j.v], j.k, &cfg)
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full)
+					var pre []groupExtrap
+					if !full {
+						pre = extraps[j.c]
+					}
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full, pre)
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -495,7 +533,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time. drawSeed, when not 0,
 // seeds the flow backend's random draws apart from the routing seed (noise.network_per_step).
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool) (*classRun, error) {
+//
+// A group run reduced (pre[group] != nil, the flow backend: a ring prefix, a scaled-down send)
+// has its whole completion extrapolated, and the run's counters are scaled to the whole
+// collectives' (by the largest factor of the class's groups).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed},
@@ -514,6 +556,19 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	if res.Counters != nil {
 		addCounters(out.Counters, res)
 	}
+	scale := 1.0
+	for _, rp := range pre {
+		if rp != nil {
+			scale = max(scale, rp.scale())
+		}
+	}
+	if scale != 1 {
+		for k, x := range out.Counters {
+			if result.AggregationOf(k) != result.Max {
+				out.Counters[k] = x * scale
+			}
+		}
+	}
 	out.Events, out.Omitted = res.Events, res.Omitted
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
@@ -522,6 +577,10 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 		}
 	}
 	for gi, r := range ranges {
+		if gi < len(pre) && pre[gi] != nil {
+			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) }, r)
+			continue
+		}
 		var end units.Time
 		for i := r[0]; i < r[1]; i++ {
 			end = max(end, finish(i))

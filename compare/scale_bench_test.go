@@ -2,7 +2,10 @@ package compare
 
 import (
 	"context"
+	"os"
 	"testing"
+
+	"github.com/fabricsim/fabricsim/backend"
 )
 
 // BenchmarkCompare16k runs the two 16,384-GPU examples (a Llama-3-70B-class dense model and
@@ -29,3 +32,50 @@ func BenchmarkCompare16k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompare16kFlow runs the same two 16,384-GPU examples on the flow backend with four
+// variants (ib-ndr, roce-default, roce-tuned, roce-pfc-only; the issue's target: 60 s and 4 GB
+// on two cores), and a 131,072-GPU Llama-3-70B step (TP 8, PP 8, DP 2048 on 16,384 servers,
+// eight rail planes of three-tier radix-64 Clos, one step, roce-default; the target: 10 minutes
+// and 16 GB): go test ./compare -run '^$' -bench Compare16kFlow -benchtime 1x. docs/flow.md
+// ("Figures") quotes them with the same runs from the command line.
+func BenchmarkCompare16kFlow(b *testing.B) {
+	const four = "\nvariants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]\n"
+	for _, c := range []struct{ name, file, extra string }{
+		{"70b-16k", "../examples/compare-70b-16k.yaml", four},
+		{"moe-16k", "../examples/compare-moe-16k.yaml", four},
+		{"70b-131k", "", step131k},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			src := []byte(c.extra)
+			if c.file != "" {
+				data, err := os.ReadFile(c.file)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src = append(data, src...)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := Parse(src, c.name+".yaml", "../examples")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Run(context.Background(), s, Options{Backend: backend.Flow}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// step131k is a Llama-3-70B training step on 131,072 H100 GPUs (16,384 servers, a plane per
+// rail), one variant, one step.
+const step131k = `name: llama3-70b-131kxh100
+seed: 1
+steps: 1
+tokens: 15T
+cluster: {servers: 16384, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, rail_planes: true}
+workload: {kind: training, model: llama3-70b, gpu: h100, tp: 8, pp: 8, dp: 2048, zero: 1, micro_batch: 1, global_batch: 16384, seq_len: 8192}
+variants: [roce-default]
+`
