@@ -232,8 +232,9 @@ func (b *builder) finishFolded() []msggraph.ID {
 	return done
 }
 
-// split divides total into parts nearly equal pieces (the first total%parts get one more byte).
-func split(total int64, parts int) []int64 {
+// Split divides total into parts nearly equal pieces (the first total%parts get one more byte),
+// as NCCL divides a buffer among channels and ring blocks.
+func Split(total int64, parts int) []int64 {
 	out := make([]int64, parts)
 	q, r := total/int64(parts), total%int64(parts)
 	for i := range out {
@@ -347,9 +348,9 @@ func allRanks(n int) []int {
 
 func (b *builder) ringAllReduce() {
 	n := b.n
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, n) {
-			b.run(ring{members: allRanks(n), blocks: split(l, n), conn: b.conn(ch), steps: 2 * (n - 1),
+			b.run(ring{members: allRanks(n), blocks: Split(l, n), conn: b.conn(ch), steps: 2 * (n - 1),
 				blockOf: arBlock(n), reduce: func(s int) bool { return s >= 1 && s <= n-1 },
 				label: fmt.Sprintf("ring/c%d/k%d", ch, k)})
 		}
@@ -358,9 +359,9 @@ func (b *builder) ringAllReduce() {
 
 func (b *builder) ringReduceScatter() {
 	n := b.n
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, n) {
-			blocks := split(l, n)
+			blocks := Split(l, n)
 			msgs := b.run(ring{members: allRanks(n), blocks: blocks, conn: b.conn(ch), steps: n - 1,
 				blockOf: rsBlock(n), reduce: func(s int) bool { return s >= 1 },
 				label: fmt.Sprintf("ring/c%d/k%d", ch, k)})
@@ -374,9 +375,9 @@ func (b *builder) ringReduceScatter() {
 
 func (b *builder) ringAllGather() {
 	n := b.n
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, n) {
-			b.run(ring{members: allRanks(n), blocks: split(l, n), conn: b.conn(ch), steps: n - 1,
+			b.run(ring{members: allRanks(n), blocks: Split(l, n), conn: b.conn(ch), steps: n - 1,
 				blockOf: agBlock(n), label: fmt.Sprintf("ring/c%d/k%d", ch, k)})
 		}
 	}
@@ -385,7 +386,7 @@ func (b *builder) ringAllGather() {
 // chainBroadcast pipelines the buffer along the ring root, root+1, ..., root-1.
 func (b *builder) chainBroadcast() {
 	n := b.n
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, 1) {
 			var prev []msggraph.ID
 			for h := 0; h < n-1; h++ {
@@ -400,7 +401,7 @@ func (b *builder) chainBroadcast() {
 // chainReduce pipelines partial sums along the ring root+1, root+2, ..., root.
 func (b *builder) chainReduce() {
 	n := b.n
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, 1) {
 			var prev []msggraph.ID
 			for h := 0; h < n-1; h++ {
@@ -417,10 +418,10 @@ func (b *builder) chainReduce() {
 func (b *builder) directAllToAll() {
 	n, c := b.n, b.s.channels()
 	for r := 0; r < n; r++ {
-		blocks := split(int64(b.s.Bytes), n)
+		blocks := Split(int64(b.s.Bytes), n)
 		for i := 1; i < n; i++ {
 			d := mod(r+i, n)
-			for ch, x := range split(blocks[d], c) {
+			for ch, x := range Split(blocks[d], c) {
 				for k, l := range b.loops(x, 1) {
 					b.add(r, d, l, b.conn(ch), nil, false, fmt.Sprintf("direct/c%d/k%d", ch, k))
 				}
@@ -433,7 +434,7 @@ func (b *builder) directAllToAll() {
 func (b *builder) sendRecv() {
 	n, c := b.n, b.s.channels()
 	for r := 0; r < n; r++ {
-		for ch, x := range split(int64(b.s.Bytes), c) {
+		for ch, x := range Split(int64(b.s.Bytes), c) {
 			for k, l := range b.loops(x, 1) {
 				b.add(r, mod(r+1, n), l, b.conn(ch), nil, false, fmt.Sprintf("p2p/c%d/k%d", ch, k))
 			}

@@ -56,7 +56,7 @@ func (b *builder) hierarchical() error {
 		return err
 	}
 	g, m := len(servers[0]), len(servers)
-	for ch, d := range split(int64(b.s.Bytes), b.s.channels()) {
+	for ch, d := range Split(int64(b.s.Bytes), b.s.channels()) {
 		for k, l := range b.loops(d, b.n) {
 			label := fmt.Sprintf("hier/c%d/k%d", ch, k)
 			switch b.s.Op {
@@ -93,7 +93,7 @@ func (b *builder) intraReduceScatter(servers [][]int, blocks []int64, g int, con
 // all-reduce of block j across servers on rail j, then an all-gather inside each server.
 // Each rank sends (g-1)/g S + 2(m-1)/m S/g + (g-1)/g S = 2(n-1)/n S, as the flat ring does.
 func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, label string) {
-	blocks := split(l, g)
+	blocks := Split(l, g)
 	ready := b.intraReduceScatter(servers, blocks, g, conn, label) // per rank: its own block is reduced within the server
 	if m > 1 {
 		for j := 0; j < g; j++ {
@@ -102,7 +102,7 @@ func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, 
 			for p, r := range members {
 				own[p] = ready[r]
 			}
-			msgs := b.run(ring{members: members, blocks: split(blocks[j], m), conn: conn, steps: 2 * (m - 1),
+			msgs := b.run(ring{members: members, blocks: Split(blocks[j], m), conn: conn, steps: 2 * (m - 1),
 				blockOf: arBlock(m), own: own, ownSteps: m,
 				reduce: func(s int) bool { return (s >= 1 && s <= m-1) || (s == 0 && g > 1) },
 				label:  label + "/rail-ar"})
@@ -126,7 +126,7 @@ func (b *builder) hierAllReduce(servers [][]int, g, m int, conn int32, l int64, 
 // hierAllGather: an all-gather of the per-rank pieces across servers on each rail, then an
 // all-gather inside each server of what each rail gathered.
 func (b *builder) hierAllGather(servers [][]int, g, m int, conn int32, l int64, label string) {
-	pieces := split(l, b.n) // pieces[r]: rank r's input in this loop
+	pieces := Split(l, b.n) // pieces[r]: rank r's input in this loop
 	ready := make([][]msggraph.ID, b.n)
 	railBytes := make([]int64, g)
 	for j := 0; j < g; j++ {
@@ -157,7 +157,7 @@ func (b *builder) hierAllGather(servers [][]int, g, m int, conn int32, l int64, 
 // hierReduceScatter: a reduce-scatter inside each server that leaves local rank j with the
 // server's partial sums of rail j's data, then a reduce-scatter across servers on each rail.
 func (b *builder) hierReduceScatter(servers [][]int, g, m int, conn int32, l int64, label string) {
-	pieces := split(l, b.n) // pieces[r]: rank r's output in this loop
+	pieces := Split(l, b.n) // pieces[r]: rank r's output in this loop
 	railBytes := make([]int64, g)
 	for j := 0; j < g; j++ {
 		for _, r := range rail(servers, j) {

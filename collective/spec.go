@@ -94,7 +94,7 @@ func (s Spec) Foldable(p int) bool {
 	default:
 		return false
 	}
-	for _, d := range split(int64(s.Bytes), s.channels()) {
+	for _, d := range Split(int64(s.Bytes), s.channels()) {
 		c := int64(s.ChunkBytes) * int64(n)
 		if c <= 0 || d <= c {
 			if d%int64(n) != 0 {

@@ -69,9 +69,9 @@ func (b *builder) treeAllReduce() {
 	slices.SortStableFunc(bottomUp, func(x, y int) int { return t.depth[y] - t.depth[x] })
 	topDown := slices.Clone(bottomUp)
 	slices.Reverse(topDown)
-	for which, half := range split(int64(b.s.Bytes), 2) {
+	for which, half := range Split(int64(b.s.Bytes), 2) {
 		rank := treeRanks(which, n)
-		for ch, d := range split(half, c) {
+		for ch, d := range Split(half, c) {
 			conn := b.conn(which*c + ch)
 			for k, l := range b.loops(d, 1) {
 				label := fmt.Sprintf("tree%d/c%d/k%d", which, ch, k)

@@ -81,9 +81,9 @@ func (s *Scenario) compileRingPrefix(g *msggraph.Graph, o *training.Op, tag stri
 	rp := &ringPrefix{steps: steps, k: k, n: n}
 	from := len(g.Msgs)
 	channels := max(1, sp.Channels)
-	for ch, d := range splitBytes(int64(sp.Bytes), channels) {
+	for ch, d := range collective.Split(int64(sp.Bytes), channels) {
 		for loop, l := range ringLoops(d, int64(sp.ChunkBytes)*int64(n)) {
-			blocks := splitBytes(l, n)
+			blocks := collective.Split(l, n)
 			ids := make([]msggraph.ID, k*n)
 			for st := 0; st < k; st++ {
 				for p := 0; p < n; p++ {
@@ -115,19 +115,6 @@ func ringBlock(op collective.Op, n, p, st int) int {
 		return mod(p - (st - (n - 1)))
 	}
 	return mod(p - 1 - st)
-}
-
-// splitBytes divides total into parts nearly equal pieces, the first total%parts one byte larger.
-func splitBytes(total int64, parts int) []int64 {
-	out := make([]int64, parts)
-	q, r := total/int64(parts), total%int64(parts)
-	for i := range out {
-		out[i] = q
-		if int64(i) < r {
-			out[i]++
-		}
-	}
-	return out
 }
 
 // ringLoops cuts d bytes into passes of at most unit bytes (one pass without a unit).

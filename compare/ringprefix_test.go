@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/backend"
@@ -104,22 +103,5 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
 		t.Error("the ring prefixes' compare differs between 1 and 4 workers")
 	}
-	for i, v := range whole.Variants {
-		p := pre.Variants[i]
-		for _, c := range []struct {
-			what      string
-			got, want float64
-			tol       float64
-		}{
-			{"step time", p.Steps[0].StepTime, v.Steps[0].StepTime, 0.02},
-			{"collective p50", p.CollP50, v.CollP50, 0.10},
-			{"collective p99", p.CollP99, v.CollP99, 0.10},
-		} {
-			if math.Abs(c.got-c.want) > c.tol*c.want {
-				t.Errorf("%s %s: prefix %.6g, whole rings %.6g: more than %g %% apart", v.Variant.Name, c.what, c.got, c.want, 100*c.tol)
-			} else {
-				t.Logf("%s %s: prefix %.6g, whole rings %.6g (%+.3f %%)", v.Variant.Name, c.what, c.got, c.want, 100*(c.got/c.want-1))
-			}
-		}
-	}
+	checkReducedMatchesWhole(t, "prefix", pre, whole)
 }

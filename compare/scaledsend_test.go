@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/backend"
@@ -39,22 +38,5 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 		return r
 	}
 	scaled, whole := run(false), run(true)
-	for i, v := range whole.Variants {
-		p := scaled.Variants[i]
-		for _, c := range []struct {
-			what      string
-			got, want float64
-			tol       float64
-		}{
-			{"step time", p.Steps[0].StepTime, v.Steps[0].StepTime, 0.02},
-			{"collective p50", p.CollP50, v.CollP50, 0.10},
-			{"collective p99", p.CollP99, v.CollP99, 0.10},
-		} {
-			if math.Abs(c.got-c.want) > c.tol*c.want {
-				t.Errorf("%s %s: scaled %.6g, whole sends %.6g: more than %g %% apart", v.Variant.Name, c.what, c.got, c.want, 100*c.tol)
-			} else {
-				t.Logf("%s %s: scaled %.6g, whole sends %.6g (%+.3f %%)", v.Variant.Name, c.what, c.got, c.want, 100*(c.got/c.want-1))
-			}
-		}
-	}
+	checkReducedMatchesWhole(t, "scaled", scaled, whole)
 }
