@@ -45,14 +45,7 @@ func TestFaultTimeLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range s.Variants {
-		v.Fabric.Check = true
-	}
-	r, err := Run(context.Background(), s, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkIdentity(t, r)
+	r := runChecked(t, s)
 	want := map[string]float64{"ib": 2e-3, "roce": 3*400e-6 + 200e-6}
 	for _, v := range r.Variants {
 		if len(v.Faults) != 1 {
@@ -142,14 +135,7 @@ func TestFaultTimeLostFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range s.Variants {
-		v.Fabric.Check = true
-	}
-	r, err := Run(context.Background(), s, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkIdentity(t, r)
+	r := runChecked(t, s)
 	want := map[string]float64{"ib": 2e-3, "roce": 3*400e-6 + 200e-6}
 	packet := map[string]float64{"ib": 2.030e-3, "roce": 1.407e-3}
 	for _, v := range r.Variants {
@@ -201,4 +187,19 @@ func TestFaultPFCStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(tab.String())
+}
+
+// runChecked runs a compare with every variant's run-time invariant checks on (--check: bytes
+// conserved, each message completed once) and checks the result's step identity.
+func runChecked(t *testing.T, s *Scenario) *Result {
+	t.Helper()
+	for _, v := range s.Variants {
+		v.Fabric.Check = true
+	}
+	r, err := Run(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, r)
+	return r
 }

@@ -190,12 +190,7 @@ func TestUETRandomLoss(t *testing.T) {
 // so the values that hashed onto the marked slow uplink drop out: the flows finish no sooner
 // than the 325 Gb/s of uplinks allow (1.23 T) and well before oblivious spraying's 3 T.
 func TestUETREPS(t *testing.T) {
-	mg := &msggraph.Graph{Endpoints: 8}
-	for i := 0; i < 4; i++ {
-		mg.Add(msggraph.Message{Src: int32(i), Dst: int32(4 + i), Bytes: 2 * units.MB})
-	}
-	pkts := int64(2*units.MB+4095) / 4096
-	T := (100 * units.Gbps).TransmitTime(units.Size(int64(2*units.MB) + pkts*(66+20)))
+	mg, T := fourAcross()
 	var last [2]units.Time
 	for i, lb := range []UETLoadBalance{UETOblivious, UETREPS} {
 		cfg := uetConfig()
