@@ -135,8 +135,8 @@ func TestFlowLinkFailureStall(t *testing.T) {
 // at 100 us for good, which one direction of the ring crosses (InfiniBand: ranks 0 and 2,
 // leaf0-spine0; RoCE: ranks 0 and 3, leaf0-spine1, RTO 2 % of the stall as in the packet
 // backend's test). The flow backend's completion must be within 2 % of the packet backend's.
-// (On RoCE, other rank pairs and links make the packet backend stop with "retransmissions that
-// never get through" after the reroute; the flow backend completes them.)
+// (The packet backend completes every rank pair and leaf-0 uplink since go-back-N receivers ACK
+// duplicates: fabric's TestRoCELinkFailureEveryRingPairRecovers.)
 func TestFlowLinkFailureDuringAllReduce(t *testing.T) {
 	ib, err := fabric.DefaultInfiniBand("edr")
 	if err != nil {

@@ -334,6 +334,9 @@ func (s *Sender) OnAck(p *Params, nak bool, seq, sack int64, now units.Time) (wa
 	if seq > s.una {
 		s.una = seq
 		s.rtoAt = now + p.RTO // the timer restarts with every advance
+		if s.nxt < seq {
+			s.nxt = seq // resending after a timeout: skip what the receiver already has
+		}
 	}
 	if nak && s.nxt > seq {
 		s.nxt = seq // go back N: resend everything from the gap
@@ -530,15 +533,13 @@ func (r *Receiver) outOfOrderGoBackN(seq int64) Recv {
 		r.unacked = 0
 		return Recv{Class: OutOfOrder, Reply: Nak}
 	}
-	// A duplicate (bytes resent after a NAK or timeout). Before completion the in-order
-	// packets that follow will ACK; after it, ACK every one, so that a sender whose final ACK
-	// was lost can finish. (A duplicate that reaches the QP's end can only arrive after
-	// completion: packets are MTU-aligned.)
-	if r.complete {
-		r.unacked = 0
-		return Recv{Class: Duplicate, Reply: Ack}
-	}
-	return Recv{Class: Duplicate}
+	// A duplicate (bytes resent after a NAK or timeout): ACK it with the cumulative
+	// acknowledgement, as a responder must (IBA Vol 1 C9-105; Linux rxe_resp.c
+	// duplicate_request: "Ack again"). Without it a sender whose ACKs were lost (a link that
+	// failed under them) resends only bytes the receiver has, and if it cannot resend them all
+	// within one timeout it rewinds again and never reaches new data.
+	r.unacked = 0
+	return Recv{Class: Duplicate, Reply: Ack}
 }
 
 // outOfOrderHolding is the answer of the receivers that hold packets (selective repeat,

@@ -103,8 +103,8 @@ func TestGoBackNGapOneNakRewind(t *testing.T) {
 	})
 }
 
-// TestGoBackNDuplicatesAndCompletion: duplicates are counted and, so that a sender whose final
-// ACK was lost can finish, ACKed at the end of the resent window and after completion; the QP
+// TestGoBackNDuplicatesAndCompletion: duplicates are counted and ACKed with the cumulative
+// acknowledgement (IBA Vol 1 C9-105), so that a sender whose ACKs were lost moves on; the QP
 // completes exactly once; AckEvery coalesces ACKs but never delays the last one.
 func TestGoBackNDuplicatesAndCompletion(t *testing.T) {
 	p := params(GoBackN)
@@ -114,7 +114,7 @@ func TestGoBackNDuplicatesAndCompletion(t *testing.T) {
 	receive(t, &r, p, []rx{
 		{"first: coalesced", 0, Recv{Class: InOrder, Delivered: 1000}, 1000},
 		{"second: ACK", 1000, Recv{Class: InOrder, Reply: Ack, Delivered: 1000}, 2000},
-		{"duplicate inside the window: no ACK", 1000, Recv{Class: Duplicate}, 2000},
+		{"duplicate inside the window: ACK", 1000, Recv{Class: Duplicate, Reply: Ack}, 2000},
 		{"third", 2000, Recv{Class: InOrder, Delivered: 1000}, 3000},
 		{"last (short): complete, ACK at once", 3000, Recv{Class: InOrder, Reply: Ack, Complete: true, Delivered: 500}, 3500},
 		{"resent last after completion: ACK, no second completion", 3000, Recv{Class: Duplicate, Reply: Ack}, 3500},
@@ -164,6 +164,41 @@ func TestGoBackNTimeout(t *testing.T) {
 	// The next send arms it again.
 	if _, _, armAt := send(t, &s, p, 300*us); armAt != 400*us {
 		t.Fatalf("send after the timer stopped arms at %v, want 400us", armAt)
+	}
+}
+
+// TestGoBackNLostACKsAfterTimeout: the receiver got every packet sent (0..5), but all their
+// ACKs were lost (a link that failed under them). The sender times out and goes back to 0; the
+// first resent packet is a duplicate, and its ACK carries the receiver's cumulative point, 6000,
+// so the sender skips the bytes the receiver holds and sends new data next. (Before, duplicates
+// were not ACKed until the resent window reached the receiver's point: a sender that could not
+// resend that window within one RTO rewound again for ever.)
+func TestGoBackNLostACKsAfterTimeout(t *testing.T) {
+	p := params(GoBackN)
+	var s Sender
+	var r Receiver
+	s.Init(p, 10*mtu)
+	r.Init(p, 10*mtu)
+	for i := int64(0); i < 6; i++ {
+		seq, _, _ := send(t, &s, p, units.Time(i)*us)
+		if got := r.OnData(p, seq, mtu); got.Class != InOrder {
+			t.Fatalf("packet %d: %+v", seq, got)
+		}
+	}
+	if _, out := s.OnTimer(p, 100*us, false); !out || s.nxt != 0 {
+		t.Fatalf("timeout: %v, next %d; want a rewind to 0", out, s.nxt)
+	}
+	seq, retx, _ := send(t, &s, p, 101*us)
+	got := r.OnData(p, seq, mtu)
+	if got != (Recv{Class: Duplicate, Reply: Ack}) || r.Next() != 6*mtu {
+		t.Fatalf("resent packet %d (retransmission %v): %+v, receiver at %d; want an ACK of 6000", seq, retx, got, r.Next())
+	}
+	s.OnAck(p, false, r.Next(), 0, 102*us)
+	if s.una != 6*mtu || s.nxt != 6*mtu {
+		t.Fatalf("after the ACK of 6000: unacked %d next %d, want 6000 and 6000", s.una, s.nxt)
+	}
+	if seq, retx, _ := send(t, &s, p, 103*us); seq != 6*mtu || retx {
+		t.Fatalf("next sent %d (retransmission %v), want new data at 6000", seq, retx)
 	}
 }
 
