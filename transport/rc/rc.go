@@ -46,6 +46,7 @@ package rc
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -453,9 +454,10 @@ func (s *Sender) OnTimer(p *Params, now units.Time, queued bool) (rearmAt units.
 
 // Receiver is the responder half of one QP. Its zero value is not ready: call Init.
 type Receiver struct {
-	complete bool  // every byte arrived (reported once)
-	nakSent  bool  // go-back-N: a NAK for the current gap was sent
-	unacked  int32 // in-order packets not yet acknowledged
+	complete bool   // every byte arrived (reported once)
+	nakSent  bool   // go-back-N: a NAK for the current gap was sent
+	dups     uint16 // go-back-N: duplicates before completion since the last one ACKed
+	unacked  int32  // in-order packets not yet acknowledged
 	size     int64
 	nxt      int64   // next expected byte: every byte before it has arrived
 	held     bitring // Selective and Reorder: packets held beyond nxt
@@ -484,7 +486,7 @@ func (r *Receiver) OnData(p *Params, seq, payload int64) Recv {
 	}
 	if seq != r.nxt || r.complete {
 		if p.Mode == GoBackN {
-			return r.outOfOrderGoBackN(seq)
+			return r.outOfOrderGoBackN(p, seq)
 		}
 		return r.outOfOrderHolding(p, seq)
 	}
@@ -520,7 +522,7 @@ func (r *Receiver) release(p *Params) (adv int64) {
 }
 
 // outOfOrderGoBackN is go-back-N's answer to a packet not at nxt.
-func (r *Receiver) outOfOrderGoBackN(seq int64) Recv {
+func (r *Receiver) outOfOrderGoBackN(p *Params, seq int64) Recv {
 	if seq > r.nxt && !r.complete {
 		// A gap: the packet at nxt was lost or overtaken. Discard, NAK once.
 		if r.nakSent {
@@ -530,12 +532,20 @@ func (r *Receiver) outOfOrderGoBackN(seq int64) Recv {
 		r.unacked = 0
 		return Recv{Class: OutOfOrder, Reply: Nak}
 	}
-	// A duplicate (bytes resent after a NAK or timeout). Before completion the in-order
-	// packets that follow will ACK; after it, ACK every one, so that a sender whose final ACK
-	// was lost can finish. (A duplicate that reaches the QP's end can only arrive after
-	// completion: packets are MTU-aligned.)
+	// A duplicate (bytes resent after a NAK or timeout). The responder answers duplicates
+	// (IBA vol. 1 §9.7.5): after completion every one, so that a sender whose final ACK was
+	// lost can finish; before it every AckEvery-th, as in-order packets are coalesced, since
+	// the in-order packets that would ACK may never come: a sender whose ACKs were lost (a
+	// PFC watchdog flush, a failed link) resends from its first unacknowledged byte, and when
+	// its timeout is shorter than the resend of what the receiver already holds it rewinds
+	// again before reaching a new byte, for ever. (A duplicate that reaches the QP's end can
+	// only arrive after completion: packets are MTU-aligned.)
 	if r.complete {
 		r.unacked = 0
+		return Recv{Class: Duplicate, Reply: Ack}
+	}
+	if r.dups++; int(r.dups) >= p.AckEvery || r.dups == math.MaxUint16 { // a 16-bit count keeps the receiver in one cache line
+		r.dups = 0
 		return Recv{Class: Duplicate, Reply: Ack}
 	}
 	return Recv{Class: Duplicate}

@@ -103,9 +103,11 @@ func TestGoBackNGapOneNakRewind(t *testing.T) {
 	})
 }
 
-// TestGoBackNDuplicatesAndCompletion: duplicates are counted and, so that a sender whose final
-// ACK was lost can finish, ACKed at the end of the resent window and after completion; the QP
-// completes exactly once; AckEvery coalesces ACKs but never delays the last one.
+// TestGoBackNDuplicatesAndCompletion: duplicates are counted and answered (IBA vol. 1 §9.7.5):
+// before completion every AckEvery-th, so that a sender whose ACKs were lost and that resends
+// only bytes the receiver holds learns the next byte; after completion every one, so that a
+// sender whose final ACK was lost can finish. The QP completes exactly once; AckEvery coalesces
+// ACKs but never delays the last one.
 func TestGoBackNDuplicatesAndCompletion(t *testing.T) {
 	p := params(GoBackN)
 	p.AckEvery = 2
@@ -114,7 +116,8 @@ func TestGoBackNDuplicatesAndCompletion(t *testing.T) {
 	receive(t, &r, p, []rx{
 		{"first: coalesced", 0, Recv{Class: InOrder, Delivered: 1000}, 1000},
 		{"second: ACK", 1000, Recv{Class: InOrder, Reply: Ack, Delivered: 1000}, 2000},
-		{"duplicate inside the window: no ACK", 1000, Recv{Class: Duplicate}, 2000},
+		{"duplicate inside the window: coalesced", 1000, Recv{Class: Duplicate}, 2000},
+		{"second duplicate: ACK, so that a sender whose ACKs were lost learns the next byte", 0, Recv{Class: Duplicate, Reply: Ack}, 2000},
 		{"third", 2000, Recv{Class: InOrder, Delivered: 1000}, 3000},
 		{"last (short): complete, ACK at once", 3000, Recv{Class: InOrder, Reply: Ack, Complete: true, Delivered: 500}, 3500},
 		{"resent last after completion: ACK, no second completion", 3000, Recv{Class: Duplicate, Reply: Ack}, 3500},
