@@ -487,7 +487,7 @@ func (r *Receiver) OnData(p *Params, seq, payload int64) Recv {
 	}
 	if seq != r.nxt || r.complete {
 		if p.Mode == GoBackN {
-			return r.outOfOrderGoBackN(seq)
+			return r.outOfOrderGoBackN(p, seq)
 		}
 		return r.outOfOrderHolding(p, seq)
 	}
@@ -523,7 +523,7 @@ func (r *Receiver) release(p *Params) (adv int64) {
 }
 
 // outOfOrderGoBackN is go-back-N's answer to a packet not at nxt.
-func (r *Receiver) outOfOrderGoBackN(seq int64) Recv {
+func (r *Receiver) outOfOrderGoBackN(p *Params, seq int64) Recv {
 	if seq > r.nxt && !r.complete {
 		// A gap: the packet at nxt was lost or overtaken. Discard, NAK once.
 		if r.nakSent {
