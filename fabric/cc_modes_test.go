@@ -333,11 +333,7 @@ func TestDCQCNNS3Incast(t *testing.T) {
 	for _, mode := range CNPModes {
 		cfg := DefaultRoCE()
 		cfg.RoCE.DCQCNModel, cfg.RoCE.DCQCNParams, cfg.RoCE.CNP = dcqcn.ModelNS3, dcqcn.NS3(), mode
-		n := newNet(t, star(3, 100*units.Gbps, units.Microsecond), cfg)
-		mg := &msggraph.Graph{Endpoints: 3}
-		mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 400 * units.MB})
-		mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 400 * units.MB})
-		s := &sampler{n: n, period: 100 * units.Microsecond, until: 10 * units.Millisecond, port: n.Switches[0].Ports[0], prio: 3}
+		n, mg, s := twoToOne(t, cfg, 100*units.Gbps, 100*units.Microsecond, 10*units.Millisecond)
 		n.sim.Schedule(0, s, 0, 0, nil)
 		res, err := n.Run(mg, 10*units.Millisecond)
 		if err != nil {

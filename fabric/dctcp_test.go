@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -22,12 +21,8 @@ func TestDCTCPIncastHeadline(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.DCTCP = false, true
 	cfg.RoCE.Kmin, cfg.RoCE.Kmax, cfg.RoCE.Pmax = units.Size(k), units.Size(k), 1
-	n := newNet(t, star(3, 100*units.Gbps, units.Microsecond), cfg)
-	mg := &msggraph.Graph{Endpoints: 3}
-	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 400 * units.MB})
-	mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 400 * units.MB})
 	until := 5 * units.Millisecond
-	s := &sampler{n: n, period: units.Microsecond, until: until, port: n.Switches[0].Ports[0], prio: 3}
+	n, mg, s := twoToOne(t, cfg, 100*units.Gbps, units.Microsecond, until)
 	n.sim.Schedule(0, s, 0, 0, nil)
 	res, err := n.Run(mg, until)
 	if err != nil {

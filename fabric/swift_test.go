@@ -44,12 +44,8 @@ func TestSwiftIncastHeadline(t *testing.T) {
 	const seg = 4096
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.Swift = false, true
-	n := newNet(t, star(3, 100*units.Gbps, units.Microsecond), cfg)
-	mg := &msggraph.Graph{Endpoints: 3}
-	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 400 * units.MB})
-	mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 400 * units.MB})
 	until := 5 * units.Millisecond
-	s := &sampler{n: n, period: units.Microsecond, until: until, port: n.Switches[0].Ports[0], prio: 3}
+	n, mg, s := twoToOne(t, cfg, 100*units.Gbps, units.Microsecond, until)
 	ds := &delaySampler{s: s}
 	n.sim.Schedule(0, ds, 0, 0, nil)
 	res, err := n.Run(mg, until)

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -24,14 +23,10 @@ func TestTimelyIncastHeadline(t *testing.T) {
 	cfg := DefaultRoCE()
 	cfg.RoCE.DCQCN, cfg.RoCE.Timely = false, true
 	const line = 10 * units.Gbps
-	n := newNet(t, star(3, line, units.Microsecond), cfg)
+	until := 200 * units.Millisecond
+	n, mg, s := twoToOne(t, cfg, line, units.Millisecond, until)
 	var rtts []units.Time
 	n.cc.(*timelyCC).trace = func(f *Flow, rtt units.Time) { rtts = append(rtts, rtt) }
-	mg := &msggraph.Graph{Endpoints: 3}
-	mg.Add(msggraph.Message{Src: 1, Dst: 0, Bytes: 400 * units.MB})
-	mg.Add(msggraph.Message{Src: 2, Dst: 0, Bytes: 400 * units.MB})
-	until := 200 * units.Millisecond
-	s := &sampler{n: n, period: units.Millisecond, until: until, port: n.Switches[0].Ports[0], prio: 3}
 	n.sim.Schedule(0, s, 0, 0, nil)
 	res, err := n.Run(mg, until)
 	if err != nil {
