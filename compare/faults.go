@@ -1,18 +1,24 @@
 package compare
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/report"
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/scenario"
+	"github.com/fabricsim/fabricsim/training"
+	"github.com/fabricsim/fabricsim/units"
 	"github.com/fabricsim/fabricsim/yamlstrict"
 )
 
@@ -112,8 +118,6 @@ func (s *Scenario) faultsCheck() error {
 	switch {
 	case s.Backend == backend.Analytic:
 		return s.d.At("backend", "%s: the scenario has faults, which the analytic backend does not model (valid: packet, flow, auto)", s.Backend)
-	case s.Fidelity == FidelityClasses:
-		return s.d.At("fidelity", "classes: faults hit whole steps at their times (valid with faults: auto, full)")
 	}
 	g, err := s.Topology()
 	if err != nil {
@@ -366,4 +370,298 @@ func (r *Result) faultsSection() report.Section {
 	}
 	return report.Section{Title: "Faults", Tables: []*report.Table{t}, Charts: []report.Chart{bars},
 		Text: []string{"Each faulted step is simulated twice, with its faults and without them (same seed, same compute noise); lost is the difference, averaged over the fault's steps. Recovery is the control plane's detection + reroute for a link or switch failure (InfiniBand: SM trap or sweep + reroute; RoCE: BFD detection + route convergence; docs/faults.md): the stall a collective crossing the failed link waits, before its transport resends what was lost. A PFC storm (a NIC that stops draining and pauses its switch port) applies to the RoCE variants with PFC; their PFC watchdog, when on, flushes the paused queue after its detection time and so bounds how long the storm's pauses spread to other flows."}}
+}
+
+// In class fidelity (fidelity: classes) a step is composed from one run per class, every group
+// of the class starting at time 0, and the step's schedule is the plan replayed with those
+// durations. A fault has no time in such a run, so a faulted step is composed anew: the clean
+// step's schedule says which collective instances the fault's window meets, and each class
+// they belong to runs again with the fault at its step time and its groups' messages held
+// until their instances' start times in the step (faultRound). The other classes, and the
+// instances outside the window, keep their clean durations.
+
+// faultRound runs class c once, its whole collectives (no ring prefixes: an extrapolated
+// stall would be scaled with the ring), group gi's messages held until off[gi]; with faults
+// the step's fault plan applies at its times, else none. Dur is measured from each group's
+// offset.
+type faultRound func(c int, off []units.Time, faults bool) (*classRun, error)
+
+// faultWindow is when a step's faults disturb the fabric: from the first fault's start t0 to
+// ts, after which the fabric is steady again: healthy, or (permanent) running without what
+// stays failed, its routes moved. A link's state change disturbs it until the control plane's
+// reroute (fabric.FaultRecovery.RerouteDelay).
+func faultWindow(p *fabric.FaultPlan, kind fabric.Kind) (t0, ts units.Time, permanent bool) {
+	t0 = units.MaxTime
+	r := &p.Recovery
+	for _, f := range p.Faults {
+		t0 = min(t0, f.At)
+		end := f.At
+		switch f.Kind {
+		case fabric.FaultLinkDown, fabric.FaultSwitchDown:
+			end = f.At + r.RerouteDelay(kind, f.At, false)
+			if f.For > 0 {
+				end = max(end, f.At+f.For+r.RerouteDelay(kind, f.At+f.For, true))
+			} else {
+				permanent = true
+			}
+		case fabric.FaultLinkFlap:
+			for c := range f.Count {
+				down := f.At + units.Time(c)*f.Period
+				end = max(end, down+r.RerouteDelay(kind, down, false), down+f.Down+r.RerouteDelay(kind, down+f.Down, true))
+			}
+		default: // degrade, slow receiver, PFC storm: no reroute
+			if f.For > 0 {
+				end = f.At + f.For
+			} else {
+				permanent = true
+			}
+		}
+		ts = max(ts, end)
+	}
+	return t0, ts, permanent
+}
+
+// steadyPad is how long after the window's end a steady round's collectives start, so that the
+// last reroute has been applied when they begin.
+const steadyPad = units.Microsecond
+
+// classFaultInput is faulted step k's input in class fidelity: clean is the step's input from
+// its clean class runs; plan the step's faults, idx their indices in the scenario (for errors
+// at their lines). An instance of a network collective (one of an op's Repeat) is
+//   - clean where it ends before the first fault begins, or starts after the window ends on a
+//     fabric that is healthy again;
+//   - in the window: its class runs with the faults, its group held until the instance's start
+//     (faultRound), other groups of the class with an instance in the window likewise (one
+//     round per instance rank), those without at the window's end;
+//   - after the window while something stays failed: its class runs with every group starting
+//     just after the window (the fabric rerouted, a steady round).
+//
+// The instance's duration is its clean class run's plus what the fault added: the faulted
+// round's minus the same round run without the faults (same offsets, same seed), so that the
+// time lost is the fault's alone. Instances' starts move when the faults lengthen what they
+// wait for, so the schedule is replayed with the new durations and the instances classified
+// again, until no instance moves into or within the window (at most faultPasses times).
+func (s *Scenario) classFaultInput(p *training.Plan, cls []*class, opClass, opGroup []int, clean stepInput, plan *fabric.FaultPlan, idx []int, kind fabric.Kind, run faultRound) (stepInput, error) {
+	t0, ts, permanent := faultWindow(plan, kind)
+	n := len(p.Ops)
+	reps := func(i int) int { return max(1, p.Ops[i].Repeat) }
+	one := make([]units.Time, n) // a network op's clean duration per instance
+	for i := range p.Ops {
+		if opClass[i] >= 0 {
+			one[i] = clean.dur[i] / units.Time(reps(i))
+		}
+	}
+	type inst struct{ op, rep int }
+	delta := map[inst]units.Time{} // what the faults add to an instance
+	type roundKey struct {
+		c   int
+		off string
+	}
+	rounds := map[roundKey]map[bool]*classRun{}
+	counters := map[string]float64{}
+	roundOf := func(c int, off []units.Time) (f, cl *classRun, err error) {
+		k := roundKey{c, fmt.Sprint(off)}
+		if r, ok := rounds[k]; ok {
+			return r[true], r[false], nil
+		}
+		if f, err = run(c, off, true); err != nil {
+			return nil, nil, err
+		}
+		if cl, err = run(c, off, false); err != nil {
+			return nil, nil, err
+		}
+		rounds[k] = map[bool]*classRun{true: f, false: cl}
+		for name, x := range f.Counters {
+			if result.AggregationOf(name) == result.Max {
+				counters[name] = max(counters[name], x)
+			} else {
+				counters[name] += x - cl.Counters[name] // what the faults added
+			}
+		}
+		return f, cl, nil
+	}
+	durOf := func(i, r int) units.Time { return max(0, one[i]+delta[inst{i, r}]) }
+	start := make([]units.Time, n)
+	fin := make([]units.Time, n)
+	for pass := 0; ; pass++ {
+		// The schedule with the durations so far.
+		for i := range p.Ops {
+			start[i] = 0
+			for _, d := range p.Ops[i].Deps {
+				start[i] = max(start[i], fin[d])
+			}
+			if opClass[i] < 0 {
+				fin[i] = start[i] + clean.dur[i]
+				continue
+			}
+			fin[i] = start[i]
+			for r := range reps(i) {
+				fin[i] += durOf(i, r)
+			}
+		}
+		if pass == 0 {
+			var end units.Time
+			for i := range fin {
+				end = max(end, fin[i])
+			}
+			for j, f := range plan.Faults {
+				if f.At >= end {
+					return stepInput{}, s.faultScen.FaultAfterEnd(idx[j], f.At, end)
+				}
+			}
+		}
+		// Classify every network instance; per class and group the window's instances in order.
+		type member struct {
+			in    inst
+			start units.Time
+		}
+		window := map[int][][]member{}
+		steady := map[int][]inst{}
+		for i := range p.Ops {
+			c := opClass[i]
+			if c < 0 {
+				continue
+			}
+			st := start[i]
+			for r := range reps(i) {
+				en := st + durOf(i, r)
+				switch {
+				case en <= t0 || st >= ts && !permanent:
+				case st >= ts:
+					steady[c] = append(steady[c], inst{i, r})
+				default:
+					if window[c] == nil {
+						window[c] = make([][]member, len(cls[c].Groups))
+					}
+					g := opGroup[i]
+					window[c][g] = append(window[c][g], member{inst{i, r}, st})
+				}
+				st = en
+			}
+		}
+		next := map[inst]units.Time{}
+		for _, c := range sortedKeys(window) {
+			groups := window[c]
+			rounds := 0
+			for _, m := range groups {
+				rounds = max(rounds, len(m))
+			}
+			for r := range rounds {
+				off := make([]units.Time, len(groups))
+				for g, m := range groups {
+					off[g] = ts + steadyPad
+					if r < len(m) {
+						off[g] = m[r].start
+					}
+				}
+				f, cl, err := roundOf(c, off)
+				if err != nil {
+					return stepInput{}, err
+				}
+				for g, m := range groups {
+					if r < len(m) {
+						next[m[r].in] = f.Dur[g] - cl.Dur[g]
+					}
+				}
+			}
+		}
+		for _, c := range sortedKeys(steady) {
+			off := make([]units.Time, len(cls[c].Groups))
+			for g := range off {
+				off[g] = ts + steadyPad
+			}
+			f, cl, err := roundOf(c, off)
+			if err != nil {
+				return stepInput{}, err
+			}
+			for _, in := range steady[c] {
+				g := opGroup[in.op]
+				next[in] = f.Dur[g] - cl.Dur[g]
+			}
+		}
+		if maps.Equal(next, delta) || pass+1 == faultPasses {
+			delta = next
+			break
+		}
+		delta = next
+	}
+	out := clean
+	out.dur = slices.Clone(clean.dur)
+	out.coll = nil
+	out.counters = map[string]float64{}
+	for k, x := range clean.counters {
+		out.counters[k] = x
+	}
+	for k, x := range counters {
+		if result.AggregationOf(k) == result.Max {
+			out.counters[k] = max(out.counters[k], x)
+		} else {
+			out.counters[k] += x
+		}
+	}
+	for i := range p.Ops {
+		if opClass[i] < 0 {
+			continue
+		}
+		out.dur[i] = 0
+		for r := range reps(i) {
+			d := durOf(i, r)
+			out.dur[i] += d
+			out.coll = append(out.coll, d.Seconds())
+		}
+	}
+	return out, nil
+}
+
+// faultPasses bounds classFaultInput's replays: each pass can only move instances later.
+const faultPasses = 4
+
+// sortedKeys are m's keys in order (deterministic runs).
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// classFaultStep is variant v's faulted step k in class fidelity (classFaultInput), its rounds
+// run on backend name with the step's network seed; their events and time go to vr.
+func (s *Scenario) classFaultStep(ctx context.Context, name backend.Name, p *training.Plan, cls []*class, opClass, opGroup []int,
+	fp *faultPlans, net *backend.Network, v *Variant, k, nseeds int, clean stepInput, vr *VariantResult) (stepInput, error) {
+	cfg := v.Fabric
+	plan, idx := fp.planFor(net, k, &cfg)
+	whole := map[int]*msggraph.Graph{}
+	ranges := map[int][][2]int{}
+	run := func(c int, off []units.Time, faults bool) (*classRun, error) {
+		g, ok := whole[c]
+		if !ok {
+			g = &msggraph.Graph{Endpoints: p.GPUs}
+			for gi, o := range cls[c].example {
+				from := len(g.Msgs)
+				if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", cls[c].Key, gi), false); err != nil {
+					return nil, fmt.Errorf("compiling %s: %w", cls[c].Key, err)
+				}
+				ranges[c] = append(ranges[c], [2]int{from, len(g.Msgs)})
+			}
+			whole[c] = g
+		}
+		rc := v.Fabric
+		if faults {
+			rc.Faults = plan
+			rc.Faults.AfterEndOK = true // a round's collectives may all end before a later fault
+		}
+		r, err := runClass(ctx, name, net, rc, s.Seed+uint64(k%nseeds)*7919, s.drawSeed(k), skewedClass(g, ranges[c], off), ranges[c], false, nil)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s, step %d, %s with its faults: %w", v.Name, k+1, cls[c].Key, err)
+		}
+		for gi := range r.Dur {
+			r.Dur[gi] -= off[gi]
+		}
+		vr.Events += r.Events
+		vr.SimWall += r.Wall
+		return r, nil
+	}
+	return s.classFaultInput(p, cls, opClass, opGroup, clean, &plan, idx, cfg.Kind, run)
 }

@@ -203,3 +203,35 @@ func runChecked(t *testing.T, s *Scenario) *Result {
 	checkIdentity(t, r)
 	return r
 }
+
+// TestFaultClassesVsWhole: in class fidelity a fault applies to the class runs its window
+// meets (classFaultInput): the leaf uplink failure of faultCompare, on the flow backend, costs
+// the class-composed step what it costs the whole step run as one graph, within 5 %, and both
+// are the derived detection + reroute within 5 %. The steps without the fault are the class
+// runs' own (the same on both modes here: one network class, the gradient all-reduce).
+func TestFaultClassesVsWhole(t *testing.T) {
+	want := map[string]float64{"ib": 2e-3, "roce": 3*400e-6 + 200e-6}
+	lost := map[FidelityMode]map[string]float64{}
+	for _, mode := range []FidelityMode{FidelityFull, FidelityClasses} {
+		s, err := Parse([]byte(strings.Replace(faultCompare, "backend: packet", "backend: flow\nfidelity: "+string(mode), 1)), "test.yaml", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runChecked(t, s)
+		lost[mode] = map[string]float64{}
+		for _, v := range r.Variants {
+			l := v.Faults[0]
+			lost[mode][v.Variant.Name] = l.Lost
+			t.Logf("%s %s: lost %.4g ms (%.4g -> %.4g ms), recovery %.4g ms", mode, v.Variant.Name, l.Lost*1e3, l.Clean*1e3, l.Faulted*1e3, l.Recovery*1e3)
+		}
+	}
+	for n, w := range want {
+		c, f := lost[FidelityClasses][n], lost[FidelityFull][n]
+		if math.Abs(c-f) > 0.05*f {
+			t.Errorf("%s: classes lost %g s, the whole step %g s: want within 5 %%", n, c, f)
+		}
+		if math.Abs(c-w) > 0.05*w {
+			t.Errorf("%s: classes lost %g s, want detection + reroute %g s within 5 %%", n, c, w)
+		}
+	}
+}

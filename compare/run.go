@@ -154,9 +154,6 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if err := s.faultSteps(); err != nil { // faults.go: --steps may have cut the steps
 		return nil, err
 	}
-	if len(s.Faults) > 0 && opt.Fidelity == FidelityClasses {
-		return nil, &Error{File: s.File, Msg: "--fidelity classes: the scenario has faults, which hit whole steps (valid: auto, full)"}
-	}
 	if err := s.checkLIDs(variants); err != nil {
 		return nil, err
 	}
@@ -300,7 +297,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				jobs = append(jobs, job{v: v, k: k, c: c})
 			}
 		}
-		if fplans != nil {
+		if fplans != nil && full { // in class fidelity faulted steps run their classes below
 			for k := range s.Steps {
 				if _, ok := fplans.index[k]; ok {
 					jobs = append(jobs, job{v: v, k: k, c: 0, fault: true})
@@ -446,6 +443,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
 			_, needF := fplans.step(k)
+			needF = needF && full
 			if !slices.Contains(runs[vi][runOf(k)], nil) && (!needF || faulted[vi][k] != nil) && (!skewSteps || !slices.Contains(skewed[vi][k], nil)) {
 				finished = append(finished, k)
 			}
@@ -459,7 +457,24 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			if nz != nil && nz.slow > 0 {
 				vr.SlowGPUSteps++
 			}
-			if fr := faulted[vi][k]; fr != nil {
+			if _, ok := fplans.step(k); ok && !full {
+				clean := runs[vi][runOf(k)]
+				if skewSteps {
+					clean = skewed[vi][k]
+				}
+				cleanIn := s.classInput(plan, cls, opClass, opGroup, clean, nz)
+				fin, err := s.classFaultStep(ctx, backendName, plan, cls, opClass, opGroup, fplans, vnet[vi], v, k, nseeds, cleanIn, vr)
+				if err != nil {
+					if ctx.Err() != nil {
+						res.Interrupted = true
+						break
+					}
+					return nil, err
+				}
+				cleanT[k] = s.replay(plan, cleanIn, false).StepTime
+				faultedT[k] = s.replay(plan, fin, false).StepTime
+				in = fin
+			} else if fr := faulted[vi][k]; fr != nil {
 				faultedT[k] = s.replay(plan, s.fullInput(plan, opDone, fr), false).StepTime
 				cleanT[k] = s.replay(plan, s.fullInput(plan, opDone, runs[vi][runOf(k)][0]), false).StepTime
 				in = s.fullInput(plan, opDone, fr) // the step as it ran, with its faults
