@@ -114,6 +114,72 @@ type FaultRecovery struct {
 	// RouteConvergence is the time from the BFD verdict to every switch forwarding on the
 	// surviving paths: BGP withdrawal propagation and FIB updates (est. 50 ms).
 	RouteConvergence units.Time `yaml:"route_convergence"`
+	// IBTimeout and IBRetryCnt are the QPs' local ACK timeout exponent and retry count as NCCL
+	// sets them (NCCL_IB_TIMEOUT, default 20; NCCL_IB_RETRY_CNT, default 7: NVIDIA NCCL User
+	// Guide, "Environment Variables"): a requester that gets no ACK for 4.096 us x 2^IBTimeout
+	// retries, and after IBRetryCnt retries the QP goes to the error state (IBA vol. 1
+	// §9.7.6.1, C9-140), which fails the NCCL communicator. IBTimeout 0 is IBA's infinite
+	// timeout: no limit. Applies to RoCE's RC QPs as to InfiniBand's (NCCL's IB transport).
+	IBTimeout  int `yaml:"ib_timeout"`
+	IBRetryCnt int `yaml:"ib_retry_cnt"`
+}
+
+// RetryLimit is how long a QP may go without an ACK before it exhausts its retries:
+// 4.096 us x 2^IBTimeout per try, IBRetryCnt + 1 tries (the first and its retries); 0: no
+// limit (IBTimeout 0).
+func (r *FaultRecovery) RetryLimit() units.Time {
+	if r.IBTimeout <= 0 {
+		return 0
+	}
+	return 4096 * units.Nanosecond << r.IBTimeout * units.Time(r.IBRetryCnt+1)
+}
+
+// QPRetryError is a run stopped because a QP went without an ACK for longer than its retry
+// limit (FaultRecovery.RetryLimit): the QP is in the error state and the collective (and, in
+// NCCL, the job) fails.
+type QPRetryError struct {
+	Src, Dst int        // hosts
+	Since    units.Time // the last ACK progress (within one retransmission timeout)
+	At       units.Time // the timeout that exhausted the retries
+	Limit    units.Time
+	Timeout  int // IBTimeout, IBRetryCnt
+	RetryCnt int
+}
+
+func (e *QPRetryError) Error() string {
+	return fmt.Sprintf("QP host%d->host%d got no ACK from %v to %v, longer than its retry limit %v (ib_timeout %d: 4.096us x 2^%d per try, ib_retry_cnt %d + 1 tries): the QP went to the error state and the collective failed, as NCCL's job would",
+		e.Src, e.Dst, e.Since, e.At, e.Limit, e.Timeout, e.Timeout, e.RetryCnt)
+}
+
+// retryProgress is a QP's last ACK progress seen at a retransmission timeout.
+type retryProgress struct {
+	una int64
+	at  units.Time
+}
+
+// retryExceeded is called at flow f's retransmission timeouts (nic.go): it records the QP's
+// progress and returns the QPRetryError once it has gone without an ACK for longer than the
+// retry limit. The stall is counted from one RTO before the first timeout that saw no progress
+// (the timer was armed then).
+func (fs *faultState) retryExceeded(f *Flow, now units.Time) error {
+	r := &fs.plan.Recovery
+	lim := r.RetryLimit()
+	if lim == 0 {
+		return nil
+	}
+	una := f.snd.Unacked()
+	p, ok := fs.progress[f.id]
+	if !ok || una > p.una {
+		if fs.progress == nil {
+			fs.progress = map[int32]retryProgress{}
+		}
+		fs.progress[f.id] = retryProgress{una: una, at: max(0, now-fs.n.cfg.RTO)}
+		return nil
+	}
+	if now-p.at <= lim {
+		return nil
+	}
+	return &QPRetryError{Src: int(f.src), Dst: int(f.dst), Since: p.at, At: now, Limit: lim, Timeout: r.IBTimeout, RetryCnt: r.IBRetryCnt}
 }
 
 // DefaultFaultRecovery returns the recovery timers' defaults (see FaultRecovery).
@@ -121,6 +187,7 @@ func DefaultFaultRecovery() FaultRecovery {
 	return FaultRecovery{
 		SMTraps: true, SMSweepInterval: 10 * units.Second, SMReroute: 100 * units.Millisecond,
 		BFDInterval: 300 * units.Millisecond, BFDMultiplier: 3, RouteConvergence: 50 * units.Millisecond,
+		IBTimeout: 20, IBRetryCnt: 7,
 	}
 }
 
@@ -256,6 +323,8 @@ type faultState struct {
 	// AfterEnd is the index of a fault whose first action came after every message was done
 	// (-1: none); Run reports it as an error.
 	afterEnd int
+	// progress is each QP's last ACK progress seen at a timeout (retryExceeded).
+	progress map[int32]retryProgress
 }
 
 // installFaults expands the plan into actions and schedules them (New calls it after the

@@ -362,6 +362,12 @@ func (c *NIC) timer(f *Flow) {
 	at, timedOut := f.snd.OnTimer(&n.rc, n.sim.Now(), f.active)
 	if timedOut {
 		n.stats.Timeouts++
+		if n.faults != nil { // a fault may stall the QP past its retry limit (faults.go)
+			if err := n.faults.retryExceeded(f, n.sim.Now()); err != nil {
+				n.sim.Stop(err)
+				return
+			}
+		}
 	}
 	if at != 0 {
 		n.sim.Schedule(at, c, opTimer, f.id, nil)

@@ -562,6 +562,9 @@ func (e *engine) run() error {
 			e.stationary = e.stepTo(tEnd)
 		}
 		e.now = tEnd
+		if e.loss != nil && e.loss.failed != nil { // a QP past its retry limit (loss.go)
+			return e.loss.failed
+		}
 		if e.opt.Check {
 			if err := e.check(); err != nil {
 				return err

@@ -35,6 +35,11 @@ type lossModel struct {
 	// touched lists the switches that took arrivals this step (admit).
 	touched []topo.NodeID
 
+	// retryLimit is how long a QP may go without an ACK under a fault plan (0: no limit);
+	// failed is the QP that went longer, which stops the run.
+	retryLimit units.Time
+	failed     error
+
 	naks, timeouts                  int64
 	retransmitted                   float64
 	drops, randomDrops, bufferDrops float64
@@ -57,11 +62,19 @@ type lossFlow struct {
 	// bytes it sent again.
 	hadLoss bool
 	resent  float64
+	// progDeliv and progAt are the delivered bytes at the last timeout that saw progress and
+	// when the stall began (fabric.FaultRecovery.RetryLimit); progSet once recorded.
+	progDeliv float64
+	progAt    units.Time
+	progSet   bool
 }
 
 func newLossModel(e *engine) *lossModel {
 	c := &e.cfg
 	l := &lossModel{e: e, irn: c.Transport == fabric.TransportIRN, rto: c.RTO}
+	if len(c.Faults.Faults) > 0 {
+		l.retryLimit = c.Faults.Recovery.RetryLimit()
+	}
 	if l.irn {
 		l.rto = c.IRNRTOLow
 		l.bdpCap = float64(c.IRNBDPCap)
@@ -299,6 +312,16 @@ func (l *lossModel) rewind(t units.Time) bool {
 		}
 		if s.timeout {
 			l.timeouts++
+			if l.retryLimit > 0 && l.failed == nil {
+				if !s.progSet || f.deliv > s.progDeliv {
+					s.progSet, s.progDeliv, s.progAt = true, f.deliv, max(0, s.rewindAt-l.rto)
+				} else if s.rewindAt-s.progAt > l.retryLimit {
+					r := &e.cfg.Faults.Recovery
+					m := &e.mg.Msgs[f.msg]
+					l.failed = &fabric.QPRetryError{Src: int(m.Src), Dst: int(m.Dst),
+						Since: s.progAt, At: s.rewindAt, Limit: l.retryLimit, Timeout: r.IBTimeout, RetryCnt: r.IBRetryCnt}
+				}
+			}
 		} else {
 			l.naks++
 		}

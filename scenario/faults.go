@@ -97,6 +97,10 @@ func (s *Scenario) validateFaults() error {
 		return s.errf("fault_recovery.bfd_multiplier", "%d outside 1..255 (RFC 5880 Detect Mult; FRR's default: 3)", r.BFDMultiplier)
 	case r.RouteConvergence < 0:
 		return s.errf("fault_recovery.route_convergence", "must not be negative")
+	case r.IBTimeout < 0 || r.IBTimeout > 31:
+		return s.errf("fault_recovery.ib_timeout", "%d outside 0..31 (the QP's 5-bit local ACK timeout exponent, 4.096us x 2^ib_timeout, 0 infinite; NCCL_IB_TIMEOUT's default: 20)", r.IBTimeout)
+	case r.IBRetryCnt < 0 || r.IBRetryCnt > 7:
+		return s.errf("fault_recovery.ib_retry_cnt", "%d outside 0..7 (the QP's 3-bit retry count; NCCL_IB_RETRY_CNT's default: 7)", r.IBRetryCnt)
 	}
 	if len(s.Faults) > 0 && s.Backend == "analytic" {
 		return s.errf("faults", "the analytic backend does not model faults (valid with faults: packet, flow, auto)")
