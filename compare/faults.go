@@ -90,6 +90,12 @@ type FaultLoss struct {
 	// NotApplied says why the fault did not hit the variant (a pfc_storm on a fabric without
 	// PFC); the times are then absent.
 	NotApplied string `json:"not_applied,omitempty"`
+	// Failed says how a step it hit failed: a QP went without an ACK past its retry limit
+	// (fault_recovery.ib_timeout, ib_retry_cnt; fabric.QPRetryError), so the collective and the
+	// job fail. FailedSteps (1-based) are left out of the times above, and shown clean in the
+	// step figures.
+	Failed      string `json:"failed,omitempty"`
+	FailedSteps []int  `json:"failed_steps,omitempty"`
 }
 
 // faultsCheck gives the faults a run scenario's defaults and checks, resolves them on the
@@ -253,7 +259,7 @@ func (s *Scenario) faultName(i int) string {
 
 // faultLosses sums a variant's per-step clean and faulted step times into one FaultLoss per
 // fault. clean and faulted are indexed by step; steps without a faulted run are skipped.
-func (s *Scenario) faultLosses(cfg *fabric.Config, clean, faulted map[int]float64) []FaultLoss {
+func (s *Scenario) faultLosses(cfg *fabric.Config, clean, faulted map[int]float64, failed map[int]string) []FaultLoss {
 	kind := cfg.Kind
 	var out []FaultLoss
 	for i, f := range s.Faults {
@@ -264,6 +270,11 @@ func (s *Scenario) faultLosses(cfg *fabric.Config, clean, faulted map[int]float6
 			continue
 		}
 		for k := range s.Steps {
+			if msg := failed[k]; msg != "" && slices.Contains(s.faultsOf(k), i) {
+				l.Failed = msg
+				l.FailedSteps = append(l.FailedSteps, k+1)
+				continue
+			}
 			fx, ok := faulted[k]
 			if !ok || !slices.Contains(s.faultsOf(k), i) {
 				continue
@@ -308,8 +319,13 @@ func (r *Result) writeFaults(w io.Writer) {
 				fmt.Fprintf(w, "      %-16s not applied: %s\n", v.Variant.Name, v.Faults[i].NotApplied)
 				continue
 			}
+			if i < len(v.Faults) && v.Faults[i].Failed != "" {
+				fmt.Fprintf(w, "      %-16s FAILED in step %v: %s\n", v.Variant.Name, v.Faults[i].FailedSteps, v.Faults[i].Failed)
+			}
 			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
-				fmt.Fprintf(w, "      %-16s unfinished\n", v.Variant.Name)
+				if i >= len(v.Faults) || v.Faults[i].Failed == "" {
+					fmt.Fprintf(w, "      %-16s unfinished\n", v.Variant.Name)
+				}
 				continue
 			}
 			l := v.Faults[i]
@@ -349,8 +365,13 @@ func (r *Result) faultsSection() report.Section {
 				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "not applied", "-", "-", "-", "-"})
 				continue
 			}
+			if i < len(v.Faults) && v.Faults[i].Failed != "" {
+				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, fmt.Sprintf("failed %v", v.Faults[i].FailedSteps), "-", "-", "job failed", v.Faults[i].Failed})
+			}
 			if i >= len(v.Faults) || len(v.Faults[i].Steps) == 0 {
-				t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "unfinished", "-", "-", "-", "-"})
+				if i >= len(v.Faults) || v.Faults[i].Failed == "" {
+					t.Rows = append(t.Rows, []string{r.Scenario.faultName(i), v.Variant.Name, "unfinished", "-", "-", "-", "-"})
+				}
 				continue
 			}
 			l := v.Faults[i]

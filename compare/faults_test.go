@@ -116,7 +116,7 @@ func TestFaultLossesBySteps(t *testing.T) {
 	if got := fmt.Sprint(s.faultsOf(0), s.faultsOf(1)); got != "[0] [0 1]" {
 		t.Errorf("faults of steps 1 and 2: %s, want [0] [0 1]", got)
 	}
-	ls := s.faultLosses(&fabric.Config{Kind: fabric.KindRoCE}, map[int]float64{0: 1, 1: 1}, map[int]float64{0: 1.5, 1: 2})
+	ls := s.faultLosses(&fabric.Config{Kind: fabric.KindRoCE}, map[int]float64{0: 1, 1: 1}, map[int]float64{0: 1.5, 1: 2}, nil)
 	if got := fmt.Sprintf("%v %v %g %v %v %g", ls[0].Steps, ls[0].With, ls[0].Lost, ls[1].Steps, ls[1].With, ls[1].Lost); got != "[1 2] [1] 0.75 [2] [0] 1" {
 		t.Errorf("losses: %s, want [1 2] [1] 0.75 [2] [0] 1", got)
 	}
@@ -232,6 +232,39 @@ func TestFaultClassesVsWhole(t *testing.T) {
 		}
 		if math.Abs(c-w) > 0.05*w {
 			t.Errorf("%s: classes lost %g s, want detection + reroute %g s within 5 %%", n, c, w)
+		}
+	}
+}
+
+// TestFaultRetryLimitFailsStep: with the QPs' retry limit between the two fabrics' stalls,
+// 4.096 us x 2^7 x (2 + 1) = 1.573 ms (fault_recovery.ib_timeout 7, ib_retry_cnt 2), the leaf
+// uplink failure of faultCompare fails InfiniBand's step (2 ms until the SM's reroute: its QP
+// goes to the error state) and costs RoCE its 1.4 ms stall as without a limit; on the packet
+// backend with whole steps and on the flow backend in class fidelity.
+func TestFaultRetryLimitFailsStep(t *testing.T) {
+	for _, c := range []struct{ backend, fidelity string }{{"packet", "full"}, {"flow", "classes"}} {
+		src := strings.Replace(faultCompare, "backend: packet", "backend: "+c.backend+"\nfidelity: "+c.fidelity, 1)
+		src = strings.Replace(src, "route_convergence: 200us}", "route_convergence: 200us, ib_timeout: 7, ib_retry_cnt: 2}", 1)
+		s, err := Parse([]byte(src), "test.yaml", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runChecked(t, s)
+		var tab strings.Builder
+		r.writeFaults(&tab)
+		t.Logf("%s/%s:%s", c.backend, c.fidelity, tab.String())
+		for _, v := range r.Variants {
+			l := v.Faults[0]
+			switch v.Variant.Name {
+			case "ib":
+				if !strings.Contains(l.Failed, "retry limit 1.572864ms") || len(l.FailedSteps) != 1 || l.FailedSteps[0] != 2 || len(l.Steps) != 0 {
+					t.Errorf("%s/%s ib: %+v, want step 2 failed by the 1.573 ms retry limit", c.backend, c.fidelity, l)
+				}
+			case "roce":
+				if l.Failed != "" || math.Abs(l.Lost-1.4e-3) > 0.05*1.4e-3 {
+					t.Errorf("%s/%s roce: %+v, want the 1.4 ms stall lost within 5 %% and no failure", c.backend, c.fidelity, l)
+				}
+			}
 		}
 	}
 }

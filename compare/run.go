@@ -279,6 +279,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	// of its clean run: the step's time, and the clean run's the time lost.
 	var fplans *faultPlans
 	faulted := make([]map[int]*classRun, len(variants))
+	failedF := make([]map[int]string, len(variants)) // faulted steps whose QPs ran out of retries
 	if len(s.Faults) > 0 {
 		if fplans, err = s.resolveFaultPlans(vnet); err != nil {
 			return nil, err
@@ -292,6 +293,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	var jobs []job
 	for v := range variants {
 		faulted[v] = map[int]*classRun{}
+		failedF[v] = map[int]string{}
 		for k := 0; k < nruns; k++ {
 			for c := range graphs {
 				jobs = append(jobs, job{v: v, k: k, c: c})
@@ -381,6 +383,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if err != nil && ctx.Err() != nil {
 						continue // cut short by the interrupt: the job stays unfinished
 					}
+					var qe *fabric.QPRetryError
+					if j.fault && errors.As(err, &qe) { // faults.go: the step failed, reported
+						mu.Lock()
+						failedF[j.v][j.k] = qe.Error()
+						mu.Unlock()
+						r, err = &classRun{}, nil
+					}
 					if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
 						err = ferr // bad input: a fault after the step ended, at its line
 					} else if err != nil {
@@ -464,6 +473,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				}
 				cleanIn := s.classInput(plan, cls, opClass, opGroup, clean, nz)
 				fin, err := s.classFaultStep(ctx, backendName, plan, cls, opClass, opGroup, fplans, vnet[vi], v, k, nseeds, cleanIn, vr)
+				var qe *fabric.QPRetryError
+				if errors.As(err, &qe) {
+					failedF[vi][k], fin, err = qe.Error(), cleanIn, nil
+				}
 				if err != nil {
 					if ctx.Err() != nil {
 						res.Interrupted = true
@@ -472,8 +485,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					return nil, err
 				}
 				cleanT[k] = s.replay(plan, cleanIn, false).StepTime
-				faultedT[k] = s.replay(plan, fin, false).StepTime
+				if failedF[vi][k] == "" {
+					faultedT[k] = s.replay(plan, fin, false).StepTime
+				}
 				in = fin
+			} else if failedF[vi][k] != "" {
+				in = s.fullInput(plan, opDone, runs[vi][runOf(k)][0]) // the step failed: shown clean
 			} else if fr := faulted[vi][k]; fr != nil {
 				faultedT[k] = s.replay(plan, s.fullInput(plan, opDone, fr), false).StepTime
 				cleanT[k] = s.replay(plan, s.fullInput(plan, opDone, runs[vi][runOf(k)][0]), false).StepTime
@@ -504,7 +521,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			}
 		}
 		if len(s.Faults) > 0 {
-			vr.Faults = s.faultLosses(&v.Fabric, cleanT, faultedT)
+			vr.Faults = s.faultLosses(&v.Fabric, cleanT, faultedT, failedF[vi])
 		}
 		for _, r := range faulted[vi] {
 			vr.Events += r.Events
