@@ -205,14 +205,17 @@ func (s *Scenario) compileClass(c *class) (*msggraph.Graph, [][]msggraph.ID, err
 // plan op, the node that completes with it; an op's duration in the run is that node's
 // completion minus the latest completion among its dependencies.
 func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID, error) {
-	return s.compileStep(p, false)
+	g, done, _, err := s.compileStep(p, false)
+	return g, done, err
 }
 
 // compileStep is CompileStep; with fold (the analytic backend) flat rings are folded
 // (compileOp).
-func (s *Scenario) compileStep(p *training.Plan, fold bool) (*msggraph.Graph, []msggraph.ID, error) {
-	g := &msggraph.Graph{Endpoints: p.GPUs}
-	opDone := make([]msggraph.ID, len(p.Ops))
+//
+// folds lists the folded rings' message ranges (fct.go's weights).
+func (s *Scenario) compileStep(p *training.Plan, fold bool) (g *msggraph.Graph, opDone []msggraph.ID, folds []foldRange, err error) {
+	g = &msggraph.Graph{Endpoints: p.GPUs}
+	opDone = make([]msggraph.ID, len(p.Ops))
 	for i := range p.Ops {
 		o := &p.Ops[i]
 		deps := make([]msggraph.ID, 0, len(o.Deps))
@@ -229,9 +232,13 @@ func (s *Scenario) compileStep(p *training.Plan, fold bool) (*msggraph.Graph, []
 		default:
 			after := deps
 			for rep := 0; rep < max(1, o.Repeat); rep++ {
+				from := len(g.Msgs)
 				d, err := s.compileOp(g, o, after, o.Tag, fold)
 				if err != nil {
-					return nil, nil, fmt.Errorf("op %d (%s): %w", i, o.Tag, err)
+					return nil, nil, nil, fmt.Errorf("op %d (%s): %w", i, o.Tag, err)
+				}
+				if fold && s.foldsRing(o, s.collSpec(o)) {
+					folds = append(folds, foldRange{from, len(g.Msgs), len(o.Ranks)})
 				}
 				after = d
 			}
@@ -239,9 +246,9 @@ func (s *Scenario) compileStep(p *training.Plan, fold bool) (*msggraph.Graph, []
 		}
 	}
 	if err := g.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return g, opDone, nil
+	return g, opDone, folds, nil
 }
 
 // compileOp appends one collective of network op o to g after the nodes in after, lowered to
@@ -263,7 +270,7 @@ func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph
 	} else {
 		sp := s.collSpec(o)
 		sp.After, sp.Tag = after, tag
-		if fold && sp.Algo != collective.Hierarchical && s.onDistinctServers(o.Ranks) && sp.Foldable(1) {
+		if fold && s.foldsRing(o, sp) {
 			sp.Fold = 1
 		}
 		var err error
@@ -274,6 +281,12 @@ func (s *Scenario) compileOp(g *msggraph.Graph, o *training.Op, after []msggraph
 	s.lowerToCluster(g, from)
 	s.setClass(g, from, o) // jobs.go: the job's traffic class
 	return done, nil
+}
+
+// foldsRing says whether compileOp folds op o (collective sp) when asked to: a flat ring over
+// ranks on distinct servers; its messages then stand for len(o.Ranks) positions' (fct.go).
+func (s *Scenario) foldsRing(o *training.Op, sp collective.Spec) bool {
+	return o.Kind != training.SendRecv && sp.Algo != collective.Hierarchical && s.onDistinctServers(o.Ranks) && sp.Foldable(1)
 }
 
 // onDistinctServers says whether no two ranks share a server.

@@ -54,7 +54,7 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	for _, c := range Columns {
 		cols.Rows = append(cols.Rows, []string{c[0], c[1]})
 	}
-	summary := report.Section{Title: "Summary", Tables: []*report.Table{t, verdicts, cols}}
+	summary := report.Section{Title: "Summary", Tables: []*report.Table{t, verdicts, cols, r.messagesTable()}}
 	if r.Interrupted {
 		msg := "Interrupted: every figure is over the finished steps only. Unfinished:"
 		sep := " "

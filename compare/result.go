@@ -124,6 +124,9 @@ type VariantResult struct {
 	CollP50 float64   `json:"coll_p50_s"`
 	CollP99 float64   `json:"coll_p99_s"`
 	CollCDF []float64 `json:"coll_cdf_s"` // sorted, at most 200 points
+	// Messages: the completion times of every point-to-point network message of the step's
+	// collectives, and their slowdowns (fct.go); nil when no step finished.
+	Messages *MessageStats `json:"messages"`
 	// Per step (mean over steps): drops, PFC pause frames, credit-stall time, ECN marks, and every
 	// counter of the fabric.
 	Drops       float64            `json:"drops_per_step"`

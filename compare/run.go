@@ -107,7 +107,8 @@ type classRun struct {
 	Bins     *fabric.Bins // the packet run's events per time bin (timeline.go); nil on analytic
 	Events   uint64
 	Wall     float64
-	Omitted  []string // what of the fabric the backend left out (result.Run.Omitted)
+	Omitted  []string  // what of the fabric the backend left out (result.Run.Omitted)
+	Msgs     *msgStats // the network messages' completion times (fct.go)
 }
 
 // ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
@@ -194,13 +195,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	graphs := make([]*msggraph.Graph, len(cls))
 	ranges := make([][][2]int, len(cls))
 	var opDone []msggraph.ID
+	folds := make([][]foldRange, len(cls)) // the analytic backend's folded rings (fct.go)
 	if full {
 		// The whole step as one graph, one run per variant and step.
-		g, done, err := s.compileStep(plan, backendName == backend.Analytic)
+		g, done, f, err := s.compileStep(plan, backendName == backend.Analytic)
 		if err != nil {
 			return nil, err
 		}
-		graphs, ranges, opDone = []*msggraph.Graph{g}, [][][2]int{{{0, len(g.Msgs)}}}, done
+		graphs, ranges, opDone, folds = []*msggraph.Graph{g}, [][][2]int{{{0, len(g.Msgs)}}}, done, [][]foldRange{f}
 	}
 	// The flow backend runs long flat rings as prefixes (ringprefix.go) and long pipeline sends
 	// scaled down (scaledsend.go), and extrapolates their groups' completions.
@@ -211,7 +213,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			if full {
 				break
 			}
-			ranges[ci], extraps[ci] = nil, nil
+			ranges[ci], extraps[ci], folds[ci] = nil, nil, nil
 			g := &msggraph.Graph{Endpoints: plan.GPUs}
 			var rep []int
 			if backendName == backend.Analytic {
@@ -239,6 +241,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				}
 				if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
 					return fmt.Errorf("compiling %s: %w", c.Key, err)
+				}
+				if backendName == backend.Analytic && s.foldsRing(o, s.collSpec(o)) {
+					folds[ci] = append(folds[ci], foldRange{from, len(g.Msgs), len(o.Ranks)})
 				}
 				ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
 			}
@@ -374,7 +379,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if !full {
 						pre = extraps[j.c]
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full, pre)
+					mw := msgWeights{folds: folds[j.c]} // fct.go
+					if !full {
+						mw.group = cls[j.c].Instances
+					}
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full, pre, mw)
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -460,6 +469,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		vr.StepsFinished = len(finished)
 		vr.Unfinished = len(finished) < s.Steps
 		cleanT, faultedT := map[int]float64{}, map[int]float64{}
+		msgs := &msgStats{}
 		for _, k := range finished {
 			var in stepInput
 			nz := s.drawNoise(plan, k) // nil without compute noise
@@ -501,6 +511,16 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				in = s.classInput(plan, cls, opClass, opGroup, skewed[vi][k], nz) // the step's own runs
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
+			}
+			stepRuns := runs[vi][runOf(k)] // the runs the step's figures come from
+			if fr := faulted[vi][k]; fr != nil {
+				stepRuns = []*classRun{fr}
+			} else if skewSteps && !full {
+				stepRuns = skewed[vi][k]
+			}
+			for _, r := range stepRuns {
+				msgs.fct.merge(&r.Msgs.fct, 1)
+				msgs.slow.merge(&r.Msgs.slow, 1)
 			}
 			first := k == finished[0]
 			st := s.replay(plan, in, first)
@@ -545,6 +565,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		if backendName == backend.Analytic && railSpansLeaves(vnet[vi].Graph) {
 			vr.Omitted = append(slices.Clone(vr.Omitted), "contention on leaf uplinks and spines (one uniform network)")
 		}
+		vr.Messages = msgs.summary(len(finished))
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
 	}
@@ -569,7 +590,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // A group run reduced (pre[group] != nil, the flow backend: a ring prefix, a scaled-down send)
 // has its whole completion extrapolated, and the run's counters are scaled to the whole
 // collectives' (by the largest factor of the class's groups).
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap) (*classRun, error) {
+//
+// mw weighs the messages in the run's message statistics (fct.go).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed},
@@ -602,6 +625,7 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 		}
 	}
 	out.Events, out.Omitted = res.Events, res.Omitted
+	out.Msgs = messageStats(res.Messages, ranges, pre, mw)
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
 		for i := range out.Finish {
