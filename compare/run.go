@@ -14,6 +14,7 @@ import (
 	"github.com/fabricsim/fabricsim/analytic"
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
@@ -108,6 +109,12 @@ type classRun struct {
 	Events   uint64
 	Wall     float64
 	Omitted  []string // what of the fabric the backend left out (result.Run.Omitted)
+	// NoDraws: the flow backend drew no random number (result.Run.NoDraws); with routes the same
+	// up to renaming (flow.SameRoutes), another seed's run is this one.
+	NoDraws bool
+	// NoQueues: no switch buffer held a byte (result.Run.NoQueues): the links' sharing alone
+	// decides whether another seed's routes give this run.
+	NoQueues bool
 }
 
 // ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
@@ -292,11 +299,35 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		fault   bool
 		skew    bool // a step's own run of class c with its groups' start offsets (skewSteps)
 	}
+	// A class's run with another network seed is its run with an earlier seed where the flow
+	// backend drew no random number and the seeds route the class's flows alike (flow.SameRoutes:
+	// always on InfiniBand, whose forwarding tables ignore the seed; on ECMP where the flows
+	// share links in the same pattern, as when they share none): the runs go seed by seed, and
+	// a later seed's is taken from an earlier one instead of run where that holds
+	// (TestSeedReuseMatchesEverySeed). seedOf[v][c][k] is the earliest seed whose routes seed k's
+	// are (nil: not computed, every seed runs).
+	reuseSeeds := backendName == backend.Flow && !full && !opt.RunEveryStep && nruns > 1
+	var seedOf [][][]int
+	if reuseSeeds {
+		seedOf = make([][][]int, len(variants))
+		for v := range seedOf {
+			seedOf[v] = make([][]int, len(graphs))
+		}
+	}
+	netSeed := func(k int) uint64 { return s.Seed + uint64(k%nseeds)*7919 }
 	var jobs []job
+	var later [][]job // reuseSeeds: the jobs of seeds 1, 2 ..., run after seed 0's
+	if reuseSeeds {
+		later = make([][]job, nruns-1)
+	}
 	for v := range variants {
 		faulted[v] = map[int]*classRun{}
 		for k := 0; k < nruns; k++ {
 			for c := range graphs {
+				if k > 0 && reuseSeeds {
+					later[k-1] = append(later[k-1], job{v: v, k: k, c: c})
+					continue
+				}
 				jobs = append(jobs, job{v: v, k: k, c: c})
 			}
 		}
@@ -318,6 +349,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	var skewed [][][]*classRun // per variant, step and class: the skewSteps runs
 	var offsets [][][][]units.Time
 	total := len(jobs)
+	for _, js := range later {
+		total += len(js)
+	}
 	if skewSteps {
 		total += len(variants) * s.Steps * len(graphs)
 		skewed = make([][][]*classRun, len(variants))
@@ -375,7 +409,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if !full {
 						pre = extraps[j.c]
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full, pre)
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre)
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -383,6 +417,16 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					}
 					if err != nil && ctx.Err() != nil {
 						continue // cut short by the interrupt: the job stays unfinished
+					}
+					var same []int
+					if r != nil && j.k == 0 {
+					}
+					if err == nil && reuseSeeds && j.k == 0 && !j.skew && r.NoDraws {
+						seeds := make([]uint64, nruns)
+						for k := range seeds {
+							seeds[k] = netSeed(k)
+						}
+						same, err = sameRoutes(vnet[j.v], cfg, g, seeds, !r.NoQueues)
 					}
 					if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
 						err = ferr // bad input: a fault after the step ended, at its line
@@ -405,6 +449,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						skewed[j.v][j.k][j.c] = r
 					} else {
 						runs[j.v][j.k][j.c] = r
+						if same != nil {
+							seedOf[j.v][j.c] = same
+						}
 					}
 					done++
 					if opt.Progress != nil {
@@ -421,6 +468,28 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		wg.Wait()
 	}
 	runJobs(jobs)
+	for _, js := range later {
+		// Seed k's jobs: taken from an earlier seed's run where it stands for them, run otherwise.
+		var torun []job
+		mu.Lock()
+		for _, j := range js {
+			if same := seedOf[j.v][j.c]; same != nil && same[j.k] < j.k {
+				if r := runs[j.v][same[j.k]][j.c]; r != nil && r.NoDraws {
+					cp := *r
+					cp.Wall = 0 // run once
+					runs[j.v][j.k][j.c] = &cp
+					total--
+					continue
+				}
+			}
+			torun = append(torun, j)
+		}
+		if opt.Progress != nil {
+			opt.Progress(done, total)
+		}
+		mu.Unlock()
+		runJobs(torun)
+	}
 	if skewSteps && firstErr == nil && ctx.Err() == nil {
 		jobs = jobs[:0]
 		for v := range variants {
@@ -569,7 +638,7 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 			}
 		}
 	}
-	out.Events, out.Omitted = res.Events, res.Omitted
+	out.Events, out.Omitted, out.NoDraws, out.NoQueues = res.Events, res.Omitted, res.NoDraws, res.NoQueues
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
 		for i := range out.Finish {
@@ -589,6 +658,21 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	}
 	out.Wall = time.Since(w).Seconds()
 	return out, nil
+}
+
+// sameRoutes is flow.SameRoutes for graph mg on network net with fabric cfg, routed as the flow
+// backend routes it (backend/flow.go: the network's routes, the subnet manager's tables on
+// InfiniBand).
+func sameRoutes(net *backend.Network, cfg fabric.Config, mg *msggraph.Graph, seeds []uint64, switches bool) ([]int, error) {
+	var nh flow.NextHopper
+	if cfg.Kind != fabric.KindInfiniBand {
+		r, err := net.Routes()
+		if err != nil {
+			return nil, err
+		}
+		nh = r
+	}
+	return flow.SameRoutes(net.Graph, nh, cfg, mg, seeds, switches)
 }
 
 // railSpansLeaves says whether the NICs of some rail sit on more than one leaf, so that traffic
