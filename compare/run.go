@@ -14,6 +14,7 @@ import (
 	"github.com/fabricsim/fabricsim/analytic"
 	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
@@ -109,6 +110,12 @@ type classRun struct {
 	Wall     float64
 	Omitted  []string  // what of the fabric the backend left out (result.Run.Omitted)
 	Msgs     *msgStats // the network messages' completion times (fct.go)
+	// NoDraws: the flow backend drew no random number (result.Run.NoDraws); with routes the same
+	// up to renaming (flow.SameRoutes), another seed's run is this one.
+	NoDraws bool
+	// NoQueues: no switch buffer held a byte (result.Run.NoQueues): the links' sharing alone
+	// decides whether another seed's routes give this run.
+	NoQueues bool
 }
 
 // ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
@@ -295,12 +302,36 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		fault   bool
 		skew    bool // a step's own run of class c with its groups' start offsets (skewSteps)
 	}
+	// A class's run with another network seed is its run with an earlier seed where the flow
+	// backend drew no random number and the seeds route the class's flows alike (flow.SameRoutes:
+	// always on InfiniBand, whose forwarding tables ignore the seed; on ECMP where the flows
+	// share links in the same pattern, as when they share none): the runs go seed by seed, and
+	// a later seed's is taken from an earlier one instead of run where that holds
+	// (TestSeedReuseMatchesEverySeed). seedOf[v][c][k] is the earliest seed whose routes seed k's
+	// are (nil: not computed, every seed runs).
+	reuseSeeds := backendName == backend.Flow && !full && !opt.RunEveryStep && nruns > 1
+	var seedOf [][][]int
+	if reuseSeeds {
+		seedOf = make([][][]int, len(variants))
+		for v := range seedOf {
+			seedOf[v] = make([][]int, len(graphs))
+		}
+	}
+	netSeed := func(k int) uint64 { return s.Seed + uint64(k%nseeds)*7919 }
 	var jobs []job
+	var later [][]job // reuseSeeds: the jobs of seeds 1, 2 ..., run after seed 0's
+	if reuseSeeds {
+		later = make([][]job, nruns-1)
+	}
 	for v := range variants {
 		faulted[v] = map[int]*classRun{}
 		failedF[v] = map[int]string{}
 		for k := 0; k < nruns; k++ {
 			for c := range graphs {
+				if k > 0 && reuseSeeds {
+					later[k-1] = append(later[k-1], job{v: v, k: k, c: c})
+					continue
+				}
 				jobs = append(jobs, job{v: v, k: k, c: c})
 			}
 		}
@@ -322,6 +353,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	var skewed [][][]*classRun // per variant, step and class: the skewSteps runs
 	var offsets [][][][]units.Time
 	total := len(jobs)
+	for _, js := range later {
+		total += len(js)
+	}
 	if skewSteps {
 		total += len(variants) * s.Steps * len(graphs)
 		skewed = make([][][]*classRun, len(variants))
@@ -383,7 +417,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if !full {
 						mw.group = cls[j.c].Instances
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, s.Seed+uint64(j.k%nseeds)*7919, s.drawSeed(j.k), g, ranges[j.c], full, pre, mw)
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw)
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -398,6 +432,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						failedF[j.v][j.k] = qe.Error()
 						mu.Unlock()
 						r, err = &classRun{}, nil
+					}
+					var same []int
+					if err == nil && reuseSeeds && j.k == 0 && !j.skew && r.NoDraws {
+						seeds := make([]uint64, nruns)
+						for k := range seeds {
+							seeds[k] = netSeed(k)
+						}
+						same, err = sameRoutes(vnet[j.v], cfg, g, seeds, !r.NoQueues)
 					}
 					if ferr := s.faultError(fidx, err); j.fault && ferr != nil {
 						err = ferr // bad input: a fault after the step ended, at its line
@@ -420,6 +462,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						skewed[j.v][j.k][j.c] = r
 					} else {
 						runs[j.v][j.k][j.c] = r
+						if same != nil {
+							seedOf[j.v][j.c] = same
+						}
 					}
 					done++
 					if opt.Progress != nil {
@@ -436,6 +481,28 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		wg.Wait()
 	}
 	runJobs(jobs)
+	for _, js := range later {
+		// Seed k's jobs: taken from an earlier seed's run where it stands for them, run otherwise.
+		var torun []job
+		mu.Lock()
+		for _, j := range js {
+			if same := seedOf[j.v][j.c]; same != nil && same[j.k] < j.k {
+				if r := runs[j.v][same[j.k]][j.c]; r != nil && r.NoDraws {
+					cp := *r
+					cp.Wall = 0 // run once
+					runs[j.v][j.k][j.c] = &cp
+					total--
+					continue
+				}
+			}
+			torun = append(torun, j)
+		}
+		if opt.Progress != nil {
+			opt.Progress(done, total)
+		}
+		mu.Unlock()
+		runJobs(torun)
+	}
 	if skewSteps && firstErr == nil && ctx.Err() == nil {
 		jobs = jobs[:0]
 		for v := range variants {
@@ -624,7 +691,7 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 			}
 		}
 	}
-	out.Events, out.Omitted = res.Events, res.Omitted
+	out.Events, out.Omitted, out.NoDraws, out.NoQueues = res.Events, res.Omitted, res.NoDraws, res.NoQueues
 	out.Msgs = messageStats(res.Messages, ranges, pre, mw)
 	if keep {
 		out.Finish = make([]units.Time, len(mg.Msgs))
@@ -645,6 +712,21 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	}
 	out.Wall = time.Since(w).Seconds()
 	return out, nil
+}
+
+// sameRoutes is flow.SameRoutes for graph mg on network net with fabric cfg, routed as the flow
+// backend routes it (backend/flow.go: the network's routes, the subnet manager's tables on
+// InfiniBand).
+func sameRoutes(net *backend.Network, cfg fabric.Config, mg *msggraph.Graph, seeds []uint64, switches bool) ([]int, error) {
+	var nh flow.NextHopper
+	if cfg.Kind != fabric.KindInfiniBand {
+		r, err := net.Routes()
+		if err != nil {
+			return nil, err
+		}
+		nh = r
+	}
+	return flow.SameRoutes(net.Graph, nh, cfg, mg, seeds, switches)
 }
 
 // railSpansLeaves says whether the NICs of some rail sit on more than one leaf, so that traffic

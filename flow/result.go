@@ -87,6 +87,12 @@ func (e *engine) collect() *result.Run {
 	if e.cc != nil {
 		e.cc.report(c)
 	}
+	// Random numbers are drawn by lossy runs and by DCQCN's marks, which only bytes joining a
+	// queue with a marking probability make (dcqcnModel.enqueued adds to marks whenever it could
+	// have drawn).
+	_, dcqcn := e.cc.(*dcqcnModel)
+	res.NoDraws = e.loss == nil && !(dcqcn && marks > 0)
+	res.NoQueues = maxBuf == 0
 	return res
 }
 

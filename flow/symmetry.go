@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
@@ -362,6 +363,11 @@ type canon struct {
 	resMark  []int32
 	resSeen  []int32
 	stamp    int32
+	// switches, when set, also writes each resource's switches by order of first use (SameRoutes:
+	// across whole runs, two resources at one switch share its buffer).
+	switches       bool
+	swMark, swSeen []int32
+	nSw            int32
 }
 
 func newCanon(e *engine) *canon {
@@ -427,6 +433,9 @@ func (c *canon) sequence(ids, local []int32, seq []uint64, res []int32) ([]uint6
 				res = append(res, r)
 				seq = append(seq, 1<<63|uint64(len(res)-1-base))
 				seq = e.net.signature(r, seq)
+				if c.switches {
+					seq = c.switchMarks(r, seq)
+				}
 				if mr := e.fc.minRate; mr != nil {
 					res := &e.net.res[r]
 					if res.to >= 0 {
@@ -440,6 +449,95 @@ func (c *canon) sequence(ids, local []int32, seq []uint64, res []int32) ([]uint6
 		}
 	}
 	return seq, res
+}
+
+// switchMarks appends the switches at resource r's ends, each as the order of its first use in
+// the sequence being written (hosts are named by hostMark; a switch is written once per stamp).
+func (c *canon) switchMarks(r int32, seq []uint64) []uint64 {
+	e := c.e
+	if c.swMark == nil {
+		c.swMark = make([]int32, len(e.g.Nodes))
+		c.swSeen = make([]int32, len(e.g.Nodes))
+	}
+	res := &e.net.res[r]
+	mark := func(n topo.NodeID) {
+		if e.g.Nodes[n].Kind != topo.Switch {
+			seq = append(seq, 1<<61)
+			return
+		}
+		if c.swSeen[n] != c.stamp {
+			c.swSeen[n] = c.stamp
+			c.swMark[n] = c.nSw
+			c.nSw++
+		}
+		seq = append(seq, uint64(c.swMark[n]))
+	}
+	mark(res.from)
+	if res.to >= 0 {
+		mark(res.to)
+	}
+	for _, s := range res.toSwitches {
+		mark(s)
+	}
+	return seq
+}
+
+// SameRoutes groups seeds by how they route message graph mg on topology g with fabric cfg
+// (nh as for Run): out[i] is the first seed index j <= i under which every flow's path is seed
+// i's up to renaming links and switches of the same properties, shared by the same flows in the
+// same pattern (the canonical sequence of the symmetry reduction, written over the whole graph
+// as one component, with the switches at every link's ends unless switches is false). The
+// switches matter where bytes are held in their shared buffers (PFC's dynamic threshold, the
+// reported high-water mark); a run that held none (result.Run.NoQueues) is another seed's run
+// when the links alone are shared alike. The engine's results do not read
+// resource or switch identities, so two runs of mg that differ only in such seeds take the same
+// steps to the picosecond when neither draws a random number (result.Run.NoDraws): compare runs
+// a class once per group of seeds (TestSeedReuseMatchesEverySeed). InfiniBand's forwarding
+// tables and adaptive routing, and packet spraying, do not read the seed: every seed is seed 0's
+// without routing anything.
+func SameRoutes(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, seeds []uint64, switches bool) ([]int, error) {
+	out := make([]int, len(seeds))
+	if len(seeds) < 2 || cfg.Kind == fabric.KindInfiniBand || cfg.Routing == fabric.RoutingSpray {
+		return out, nil
+	}
+	if nh == nil {
+		lr, err := NewLeafRoutes(g)
+		if err != nil {
+			return nil, err
+		}
+		nh = lr
+	}
+	e, err := newEngine(g, nh, cfg, mg, Options{})
+	if err != nil {
+		return nil, err
+	}
+	M := int32(len(mg.Msgs))
+	ids := make([]int32, M)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	cs := newCanon(e)
+	cs.comp = make([]int32, M) // one component
+	cs.switches = switches
+	seqs := make([][]uint64, len(seeds))
+	for i, sd := range seeds {
+		e.cfg.Seed, e.rt.seed = sd, sd
+		clear(e.pathCache)
+		cs.conns = newConnIndex(len(g.Hosts))
+		cs.nSw = 0
+		seq, _ := cs.sequence(ids, ids, nil, nil)
+		out[i] = i
+		for j := range i {
+			if seqs[j] != nil && slices.Equal(seq, seqs[j]) {
+				out[i] = j
+				break
+			}
+		}
+		if out[i] == i {
+			seqs[i] = seq
+		}
+	}
+	return out, nil
 }
 
 // signature appends what the model reads of resource r, beyond its identity: rates, delays, its

@@ -72,6 +72,13 @@ type Run struct {
 	// no queues, so a fabric's congestion control, PFC and credits make no difference there.
 	// Empty when the backend modelled everything the configuration turns on.
 	Omitted []string
+	// NoDraws is set by the flow backend when the run drew no random number (no ECN mark reached
+	// DCQCN's notification point, no loss was modelled): its result then depends on the seed
+	// only through the routes (flow.SameRoutes). Not written out.
+	NoDraws bool `json:"-"`
+	// NoQueues is set by the flow backend when no switch buffer held a byte during the run: which
+	// links met at which switch made no difference to it. Not written out.
+	NoQueues bool `json:"-"`
 }
 
 // Dist summarizes a distribution.
