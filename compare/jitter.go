@@ -1,15 +1,18 @@
 package compare
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/report"
 	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/training"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -220,4 +223,75 @@ func skewedClass(g *msggraph.Graph, ranges [][2]int, off []units.Time) *msggraph
 		}
 	}
 	return &c
+}
+
+// drawFree says whether a flow run of fabric cfg on graph g makes no random draw, so that its
+// draw seed (Scenario.drawSeed) cannot change it. The flow backend draws for two things only:
+// an ECN mark reaching DCQCN's notification point (RoCE with DCQCN, flow/dcqcn.go) and a loss
+// (flow/loss.go: lossy classes, RoCE's random loss, a link with an error rate, a fault that
+// drops). InfiniBand's credits are lossless and its congestion control marks without drawing,
+// so a healthy InfiniBand fabric draws nothing (TestPerStepReuse: its steps, reused across draw
+// seeds, equal running each).
+func drawFree(cfg *fabric.Config, g *topo.Graph) bool {
+	if cfg.Kind != fabric.KindInfiniBand || len(cfg.Faults.Faults) > 0 {
+		return false
+	}
+	for i := range g.Links {
+		if g.Links[i].ErrorRate > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// runMemo finds a variant's per-step class runs (network_per_step) whose inputs repeat an
+// earlier run's: the same class, routing seed and start offset of every group, and the same
+// random draws, or draws that cannot matter (drawFree). The flow backend is deterministic, so a
+// repeated input is the same simulation and the earlier run is the step's result byte for
+// byte (TestPerStepReuse compares with running every step). Offsets repeat where the steps'
+// compute does not move the groups apart (no compute noise, a class of one group), draws on a
+// draw-free fabric; with compute noise at cv > 0 they differ from step to step and every
+// step's runs are simulated.
+type runMemo struct {
+	free bool // the variant's runs draw nothing
+	seen map[string]runRef
+	buf  []byte
+}
+
+// runRef names the run that serves an input: the seed run of network run k (seed), or the
+// per-step run of step k.
+type runRef struct {
+	k    int
+	seed bool
+}
+
+func newRunMemo(free bool) *runMemo { return &runMemo{free: free, seen: map[string]runRef{}} }
+
+// key is the input of a run of class c with routing seed index si, draw seed draw and group
+// offsets off (nil: all zero, as in the seed runs).
+func (m *runMemo) key(c, si int, draw uint64, off []units.Time, groups int) string {
+	if m.free {
+		draw = 0
+	}
+	b := binary.AppendUvarint(m.buf[:0], uint64(c))
+	b = binary.AppendUvarint(b, uint64(si))
+	b = binary.AppendUvarint(b, draw)
+	for gi := range groups {
+		var o units.Time
+		if off != nil {
+			o = off[gi]
+		}
+		b = binary.AppendVarint(b, int64(o))
+	}
+	m.buf = b
+	return string(b)
+}
+
+// lookup returns the run that already serves this input, or records ref as its run.
+func (m *runMemo) lookup(key string, ref runRef) (runRef, bool) {
+	if r, ok := m.seen[key]; ok {
+		return r, true
+	}
+	m.seen[key] = ref
+	return ref, false
 }

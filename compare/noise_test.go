@@ -374,3 +374,100 @@ func TestStepOffsets(t *testing.T) {
 		t.Errorf("offsets %v, want [[30 0]]", got)
 	}
 }
+
+// TestPerStepReuse: with network_per_step, a step's class run whose inputs repeat an earlier
+// run's (runMemo) is taken from it, and the result is the same bytes as simulating every step's
+// runs (Options.RunEveryStep). On the congested 24-GPU MoE of examples/compare-moe-3to1.yaml,
+// 4 steps, InfiniBand and vendor-default RoCEv2:
+//   - without compute noise every step's groups start as planned: InfiniBand, which draws
+//     nothing (drawFree), has the same inputs in every step, so its per-step runs are the
+//     first pass's (no run of its own); RoCEv2 draws its ECN marks per step, so each of its
+//     steps is simulated;
+//   - with compute noise (cv 0.02) the offsets differ from step to step: nothing is reused
+//     but the classes of one group (their offset is always 0), and the bytes still agree.
+func TestPerStepReuse(t *testing.T) {
+	data, err := examples.Read("compare-moe-3to1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer("steps: 2", "steps: 4\nfidelity: classes",
+		"variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]", "variants: [ib-ndr, roce-default]").Replace(string(data))
+	for _, c := range []struct{ name, noise string }{
+		{"no compute noise", "noise: {dist: none, network_seeds: 1, network_per_step: true}"},
+		{"compute noise", "noise: {cv: 0.02, network_seeds: 1, network_per_step: true}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out [2][]byte
+			var sims [2]int
+			var res [2]*Result
+			for i, every := range []bool{false, true} {
+				s, err := Parse([]byte(src+c.noise+"\n"), "test.yaml", "../examples")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
+					Progress: func(done, total int) { sims[i] = total }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkIdentity(t, r)
+				for _, v := range r.Variants {
+					v.SimWall = 0
+				}
+				res[i] = r
+				out[i], _ = json.Marshal(r.Variants)
+			}
+			if !bytes.Equal(out[0], out[1]) {
+				t.Errorf("reused per-step runs differ from running every step")
+				for vi := range res[0].Variants {
+					for k := range res[0].Variants[vi].Steps {
+						a, b := res[0].Variants[vi].Steps[k], res[1].Variants[vi].Steps[k]
+						t.Logf("%s step %d: %v / %v s", res[0].Variants[vi].Variant.Name, k, a.StepTime, b.StepTime)
+					}
+				}
+			}
+			// Plain: per variant, the first pass's classes plus 4 steps of them.
+			classes := sims[1] / (2 * 5)
+			if sims[1] != 2*5*classes || classes == 0 {
+				t.Fatalf("every step: %d simulations, not 2 variants x 5 x classes", sims[1])
+			}
+			if c.name == "compute noise" {
+				// Only the u classes of one group repeat their inputs: on InfiniBand in all 4 steps,
+				// on RoCEv2 in step 1 (its draw seed is the first pass's): 5 u runs fewer.
+				if d := sims[1] - sims[0]; d%5 != 0 || d > 5*classes {
+					t.Errorf("%d simulations with compute noise, want 5 u fewer than every step's %d", sims[0], sims[1])
+				}
+				t.Logf("compute noise: %d of %d simulations (%d classes)", sims[0], sims[1], classes)
+				return
+			}
+			// Without compute noise a class's offsets are the same in every step. InfiniBand draws
+			// nothing, so its 4 steps repeat one input per class: the first pass's where every group
+			// starts at 0, else step 1's run; at most 2 classes simulations. RoCEv2 draws its marks
+			// per step: steps 2-4 are simulated (step 1 shares the first pass's draw seed, and is
+			// reused for a class whose groups all start at 0): 4..5 classes.
+			count := func(variant string) int {
+				s, err := Parse([]byte(src+c.noise+"\n"), "test.yaml", "../examples")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				if _, err := Run(context.Background(), s, Options{Backend: backend.Flow, Variants: []string{variant},
+					Progress: func(done, total int) { n = total }}); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			ib, roce := count("ib-ndr"), count("roce-default")
+			if ib < classes || ib > 2*classes {
+				t.Errorf("InfiniBand: %d simulations, want %d..%d (every step: %d)", ib, classes, 2*classes, 5*classes)
+			}
+			if roce < 4*classes || roce > 5*classes {
+				t.Errorf("RoCEv2: %d simulations, want %d..%d (every step: %d)", roce, 4*classes, 5*classes, 5*classes)
+			}
+			if sims[0] != ib+roce {
+				t.Errorf("%d simulations, want InfiniBand's %d + RoCEv2's %d", sims[0], ib, roce)
+			}
+			t.Logf("no compute noise: InfiniBand %d, RoCEv2 %d simulations; every step %d each", ib, roce, 5*classes)
+		})
+	}
+}

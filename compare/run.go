@@ -266,15 +266,16 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	// seed k mod nseeds; its runs are its own where they depend on its compute noise (whole
 	// steps) or where asked, else those of the first step with its seed (noise.go).
 	nseeds := s.networkSeeds()
-	perStep := full && (s.computeNoise() || s.perStepNetwork()) || opt.RunEveryStep
+	// noise.network_per_step in class fidelity: after the runs above, every step runs each class
+	// again with its groups starting as the step's compute draws make them ready (jitter.go);
+	// RunEveryStep then runs every step's own runs, the first pass stays the seeds'.
+	skewSteps := !full && s.perStepNetwork() && backendName != backend.Analytic // analytic groups share runs
+	perStep := full && (s.computeNoise() || s.perStepNetwork()) || opt.RunEveryStep && !skewSteps
 	nruns := nseeds
 	if perStep {
 		nruns = s.Steps
 	}
 	runOf := func(k int) int { return k % nruns }
-	// noise.network_per_step in class fidelity: after the runs above, every step runs each class
-	// again with its groups starting as the step's compute draws make them ready (jitter.go).
-	skewSteps := !full && s.perStepNetwork() && backendName != backend.Analytic // analytic groups share runs
 
 	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
@@ -505,16 +506,48 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	if skewSteps && firstErr == nil && ctx.Err() == nil {
 		jobs = jobs[:0]
+		// A step's class run whose inputs repeat an earlier run's is that run (runMemo, jitter.go).
+		type alias struct {
+			v, k, c int
+			from    runRef
+		}
+		var aliases []alias
 		for v := range variants {
+			memo := newRunMemo(backendName == backend.Flow && drawFree(&variants[v].Fabric, vnet[v].Graph))
+			for k := range nruns {
+				for c := range graphs {
+					memo.lookup(memo.key(c, k%nseeds, s.drawSeed(k), nil, len(ranges[c])), runRef{k: k, seed: true})
+				}
+			}
 			for k := range s.Steps {
 				in := s.classInput(plan, cls, opClass, opGroup, runs[v][k%nruns], s.drawNoise(plan, k))
 				offsets[v][k] = stepOffsets(plan, cls, opClass, opGroup, in.dur)
 				for c := range graphs {
+					if !opt.RunEveryStep {
+						key := memo.key(c, k%nseeds, s.drawSeed(k), offsets[v][k][c], len(ranges[c]))
+						if from, ok := memo.lookup(key, runRef{k: k}); ok {
+							aliases = append(aliases, alias{v, k, c, from})
+							continue
+						}
+					}
 					jobs = append(jobs, job{v: v, k: k, c: c, skew: true})
 				}
 			}
 		}
+		mu.Lock()
+		total -= len(aliases)
+		if opt.Progress != nil && len(aliases) > 0 {
+			opt.Progress(done, total)
+		}
+		mu.Unlock()
 		runJobs(jobs)
+		for _, a := range aliases {
+			if a.from.seed {
+				skewed[a.v][a.k][a.c] = runs[a.v][a.from.k][a.c]
+			} else {
+				skewed[a.v][a.k][a.c] = skewed[a.v][a.from.k][a.c]
+			}
+		}
 	}
 	if firstErr != nil {
 		return nil, firstErr
