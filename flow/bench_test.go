@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/collective"
@@ -69,6 +70,63 @@ func BenchmarkRing1024(b *testing.B) {
 			if red != nil && !red.broken {
 				b.ReportMetric(float64(red.copies), "copies")
 			}
+		})
+	}
+}
+
+// pipelineClass is one pipeline class of the 70B three-tier compare (examples/compare-70b-16k.yaml
+// with servers and DP scaled): Llama-3-70B with TP 8 and PP 8 on a three-tier rail-optimized Clos
+// of 64-port switches, scalable units of 32 servers, one pipeline stage per SU from 2,048 GPUs
+// (servers/8 per stage). Stage s's GPUs each send a 16 MiB scaled-down pipeline send (compare's
+// scaledsend: 128 MiB / 8) to the GPU of the same rail in stage s+1 and one to stage s-1, all at
+// once, every send crossing the core: ECMP collisions there congest it. The NIC links run at
+// the GPUDirect path's wire rate (47.8 GB/s of payload), as compare simulates them.
+func pipelineClass(tb testing.TB, servers, stage int) (*topo.Graph, *msggraph.Graph, fabric.Config) {
+	cfg := fabric.Defaults(fabric.KindRoCE, "", "connectx")
+	cfg.RoCE.Kmin, cfg.RoCE.Kmax = 150*units.KB, 1500*units.KB
+	cfg.Seed = 1                           // the network seed of compare's first step: ECMP hashes
+	payload := units.Rate(0.92 * 52e9 * 8) // GPUDirect: 0.92 of the H100's 52 GB/s PCIe P2P rate
+	nic := units.Rate(float64(payload) * float64(int(cfg.MTU)+cfg.HeaderBytes+cfg.L1Overhead) / float64(cfg.MTU))
+	nic = min(nic, 400*units.Gbps)
+	g, err := topo.Clos(topo.ClosSpec{Servers: servers, NICsPerServer: 8, RailOptimized: true, Tiers: 3, Radix: 64, ServersPerSU: 32,
+		Oversubscription: []float64{0, 0},
+		NIC:              topo.LinkSpec{Rate: nic, Latency: 100 * units.Nanosecond},
+		LeafSpine:        topo.LinkSpec{Rate: 400 * units.Gbps, Latency: 150 * units.Nanosecond},
+		SpineCore:        topo.LinkSpec{Rate: 400 * units.Gbps, Latency: 150 * units.Nanosecond}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	per := servers // GPUs per stage: servers x 8 GPUs / 8 stages
+	mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+	for _, to := range []int{stage + 1, stage - 1} {
+		for i := range per {
+			mg.Add(msggraph.Message{Src: int32(stage*per + i), Dst: int32(to*per + i), Bytes: 16 * units.MiB})
+		}
+	}
+	return g, mg, cfg
+}
+
+// BenchmarkPipelineClass runs one congested pipeline class of the 70B three-tier compare on
+// roce-default (stage 3: sends to stages 2 and 4), at 2,048 GPUs (512 sends) and 16,384 GPUs
+// (4,096 sends, the class the 16k compare runs 8 x 3 seeds x 4 variants of):
+// go test ./flow -run '^$' -bench PipelineClass -benchtime 1x -count 3.
+func BenchmarkPipelineClass(b *testing.B) {
+	for _, servers := range []int{256, 2048} {
+		b.Run(fmt.Sprintf("%dGPUs", servers*8), func(b *testing.B) {
+			g, mg, cfg := pipelineClass(b, servers, 3)
+			rt, err := topo.ComputeRoutes(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuSeconds()
+			for b.Loop() {
+				if _, err := Run(g, rt, cfg, mg, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
 		})
 	}
 }
