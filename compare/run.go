@@ -534,6 +534,8 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 				}
 			}
 		}
+		// Step by step across the variants, so that an interrupted run has as many steps of each.
+		slices.SortStableFunc(jobs, func(a, b job) int { return a.k - b.k })
 		mu.Lock()
 		total -= len(aliases)
 		if opt.Progress != nil && len(aliases) > 0 {
@@ -654,11 +656,15 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		if skewSteps {
 			all = append(slices.Clone(all), skewed[vi]...)
 		}
+		timed := map[*classRun]bool{} // a reused run (runMemo) took its host time once
 		for k := range all {
 			for _, r := range all[k] {
 				if r != nil {
 					vr.Events += r.Events
-					vr.SimWall += r.Wall
+					if !timed[r] {
+						timed[r] = true
+						vr.SimWall += r.Wall
+					}
 					if vr.Omitted == nil {
 						vr.Omitted = r.Omitted
 					}
