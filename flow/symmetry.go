@@ -590,3 +590,25 @@ func (r *reduction) hold(res *resource) {
 		r.broken = r.broken || r.coupled[s]
 	}
 }
+
+// Copies is how many messages of graph mg on g with fabric cfg (nh as for Run) the symmetry
+// reduction finds to be copies of another component's, before running (they are not run unless
+// the reduction breaks). For measurements (docs/flow.md, "Figures").
+func Copies(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph) (int, error) {
+	if nh == nil && cfg.Kind != fabric.KindInfiniBand {
+		lr, err := NewLeafRoutes(g)
+		if err != nil {
+			return 0, err
+		}
+		nh = lr
+	}
+	e, err := newEngine(g, nh, cfg, mg, Options{})
+	if err != nil {
+		return 0, err
+	}
+	red, err := e.reduce()
+	if err != nil || red == nil {
+		return 0, err
+	}
+	return red.copies, nil
+}
