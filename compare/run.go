@@ -421,8 +421,6 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						continue // cut short by the interrupt: the job stays unfinished
 					}
 					var same []int
-					if r != nil && j.k == 0 {
-					}
 					if err == nil && reuseSeeds && j.k == 0 && !j.skew && r.NoDraws && (r.NoQueues || cfg.Kind == fabric.KindInfiniBand) {
 						seeds := make([]uint64, nruns)
 						for k := range seeds {
