@@ -2,10 +2,14 @@ package compare
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/flow"
+	"github.com/fabricsim/fabricsim/msggraph"
 )
 
 // BenchmarkCompare16k runs the two 16,384-GPU examples (a Llama-3-70B-class dense model and
@@ -79,3 +83,67 @@ cluster: {servers: 16384, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tie
 workload: {kind: training, model: llama3-70b, gpu: h100, tp: 8, pp: 8, dp: 2048, zero: 1, micro_batch: 1, global_batch: 16384, seq_len: 8192}
 variants: [roce-default]
 `
+
+// BenchmarkClassCopies16k counts what the flow backend's symmetry reduction finds in each class
+// graph of the 16,384-GPU 70B compare (ring prefixes and scaled-down sends as compare builds
+// them; network seed 1), without running: messages, and messages that are copies of another
+// component's (flow.Copies), per class in the log and in all as metrics.
+// go test ./compare -run '^$' -bench ClassCopies16k -benchtime 1x -v; docs/flow.md ("Figures").
+func BenchmarkClassCopies16k(b *testing.B) {
+	for _, variant := range []string{"ib-ndr", "roce-default"} {
+		b.Run(variant, func(b *testing.B) {
+			data, err := os.ReadFile("../examples/compare-70b-16k.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := Parse(append(data, "\nvariants: ["+variant+"]\n"...), "70b-16k.yaml", "../examples")
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := s.Plan()
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := s.Variants[0]
+			g, err := s.simTopology(s.simRate(v.Fabric))
+			if err != nil {
+				b.Fatal(err)
+			}
+			net := backend.NewNetwork(g, nil)
+			cfg := v.Fabric
+			cfg.Seed = s.Seed
+			var nh flow.NextHopper
+			if cfg.Kind != fabric.KindInfiniBand {
+				if nh, err = net.Routes(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cls, _, _ := s.classes(plan)
+			for b.Loop() {
+				var msgs, copies int
+				for _, c := range cls {
+					mg := &msggraph.Graph{Endpoints: plan.GPUs}
+					for gi, o := range c.example {
+						tag := fmt.Sprintf("%s g%d", c.Key, gi)
+						x, err := s.compileExtrap(mg, o, tag)
+						if err == nil && x == nil {
+							_, err = s.compileOp(mg, o, nil, tag, false)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					n, err := flow.Copies(g, nh, cfg, mg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Logf("%s: %d groups, %d messages, %d copies", c.Key, len(c.Groups), len(mg.Msgs), n)
+					msgs += len(mg.Msgs)
+					copies += n
+				}
+				b.ReportMetric(float64(msgs), "messages")
+				b.ReportMetric(float64(copies), "copies")
+			}
+		})
+	}
+}

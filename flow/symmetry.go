@@ -368,6 +368,10 @@ type canon struct {
 	switches       bool
 	swMark, swSeen []int32
 	nSw            int32
+	// want, when set, is a sequence to compare with while writing: sequence stops at the first
+	// message whose words differ from it (differs set; SameRoutes' seeds mostly differ early).
+	want    []uint64
+	differs bool
 }
 
 func newCanon(e *engine) *canon {
@@ -394,7 +398,15 @@ func (c *canon) sequence(ids, local []int32, seq []uint64, res []int32) ([]uint6
 		}
 		return uint64(c.hostMark[h])
 	}
+	checked := len(seq)
 	for _, i := range ids {
+		if c.want != nil {
+			if len(seq) > len(c.want) || !slices.Equal(seq[checked:], c.want[checked:len(seq)]) {
+				c.differs = true
+				return seq, res
+			}
+			checked = len(seq)
+		}
 		m := &e.mg.Msgs[i]
 		seq = append(seq, uint64(m.Bytes), uint64(m.Prio), uint64(m.Start), uint64(m.Delay), uint64(len(m.Deps)))
 		for _, d := range m.Deps {
@@ -523,18 +535,30 @@ func SameRoutes(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gr
 	for i, sd := range seeds {
 		e.cfg.Seed, e.rt.seed = sd, sd
 		clear(e.pathCache)
-		cs.conns = newConnIndex(len(g.Hosts))
-		cs.nSw = 0
-		seq, _ := cs.sequence(ids, ids, nil, nil)
 		out[i] = i
+		var first []uint64 // seed i's whole sequence, when another seed's stopped short
 		for j := range i {
-			if seqs[j] != nil && slices.Equal(seq, seqs[j]) {
+			if seqs[j] == nil {
+				continue
+			}
+			cs.want, cs.differs = seqs[j], false
+			cs.conns, cs.nSw = newConnIndex(len(g.Hosts)), 0
+			seq, _ := cs.sequence(ids, ids, nil, nil)
+			if !cs.differs && slices.Equal(seq, seqs[j]) {
 				out[i] = j
 				break
 			}
+			if !cs.differs {
+				first = seq
+			}
 		}
-		if out[i] == i {
-			seqs[i] = seq
+		if out[i] == i && i < len(seeds)-1 { // a later seed may route like it
+			if first == nil {
+				cs.want = nil
+				cs.conns, cs.nSw = newConnIndex(len(g.Hosts)), 0
+				first, _ = cs.sequence(ids, ids, nil, nil)
+			}
+			seqs[i] = first
 		}
 	}
 	return out, nil
@@ -589,4 +613,26 @@ func (r *reduction) hold(res *resource) {
 	for _, s := range res.toSwitches {
 		r.broken = r.broken || r.coupled[s]
 	}
+}
+
+// Copies is how many messages of graph mg on g with fabric cfg (nh as for Run) the symmetry
+// reduction finds to be copies of another component's, before running (they are not run unless
+// the reduction breaks). For measurements (docs/flow.md, "Figures").
+func Copies(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph) (int, error) {
+	if nh == nil && cfg.Kind != fabric.KindInfiniBand {
+		lr, err := NewLeafRoutes(g)
+		if err != nil {
+			return 0, err
+		}
+		nh = lr
+	}
+	e, err := newEngine(g, nh, cfg, mg, Options{})
+	if err != nil {
+		return 0, err
+	}
+	red, err := e.reduce()
+	if err != nil || red == nil {
+		return 0, err
+	}
+	return red.copies, nil
 }
