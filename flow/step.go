@@ -346,6 +346,10 @@ func (e *engine) serve(r int32, tau float64) {
 	}
 	nc := e.nc
 	old := res.q
+	if nc == 1 {
+		e.serveOne(r, res, tau)
+		return
+	}
 	var q float64
 	var qc [16]float64
 	for c := 0; c < nc; c++ {
@@ -376,6 +380,31 @@ func (e *engine) serve(r int32, tau float64) {
 		}
 		served += fq.serve(lim[c], e, &serveAt{r: r, c: int32(c), before: served, tau: tau, rate: rate})
 		// What the queue holds after its link has sent (serving r enqueues only downstream).
+		fq.setLeft(&res.ecn)
+	}
+	res.q = q - served
+	if math.Abs(res.q-old) > relTol*budget {
+		e.changed = true
+	}
+}
+
+// serveOne is serve for a network of one class (the common case; serve's per-class arrays cost
+// as much as the rest of it): the same arithmetic in the same order.
+func (e *engine) serveOne(r int32, res *resource, tau float64) {
+	old := res.q
+	fq := &e.queues[r]
+	q := fq.bytes
+	if q <= 0 {
+		res.q = 0
+		if old != 0 {
+			e.changed = true
+		}
+		return
+	}
+	budget := max(0, res.rate-res.quietLoad) * tau
+	var served float64
+	if lim := min(budget, e.rc[r].allow, e.fc.window(r, 0)*tau); lim > 0 {
+		served = fq.serve(lim, e, &serveAt{r: r, tau: tau, rate: budget / tau})
 		fq.setLeft(&res.ecn)
 	}
 	res.q = q - served
