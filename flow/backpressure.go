@@ -94,15 +94,13 @@ func (b *backpressure) grow(n int) {
 // growState sizes the per resource and class arrays after bundles were created.
 func (e *engine) growState() {
 	n := len(e.net.res) * e.nc
-	if k := n - len(e.ing); k > 0 {
-		from := len(e.allow)
-		e.ing = append(e.ing, make([]float64, k)...)
-		e.allow = append(e.allow, make([]float64, k)...)
+	if k := n - len(e.rc); k > 0 {
+		from := len(e.rc)
+		e.rc = append(e.rc, make([]classState, k)...)
 		for i := from; i < n; i++ {
-			e.allow[i] = math.Inf(1)
+			e.rc[i].allow = math.Inf(1)
 		}
-		e.drain = append(e.drain, make([]float64, k)...)
-		e.queues = append(e.queues, make([]*fifo, k)...)
+		e.queues = append(e.queues, make([]fifo, k)...)
 	}
 	if e.fc != nil {
 		e.fc.grow(n)
@@ -205,16 +203,16 @@ func (b *backpressure) update(tau float64) bool {
 			res := &e.net.res[r]
 			for c := 0; c < nc; c++ {
 				idx := int(r)*nc + c
-				drained := e.drain[idx]
-				e.drain[idx] = 0
+				drained := e.rc[idx].drain
+				e.rc[idx].drain = 0
 				if b.kind == bpNone || res.toHost || !b.lossless[c] {
 					continue
 				}
 				bound := b.bound(r)
-				ing := e.ing[idx]
+				ing := e.rc[idx].ing
 				b.maxOver = max(b.maxOver, ing-bound)
 				a := max(0, bound-ing+drained)
-				e.allow[idx] = a
+				e.rc[idx].allow = a
 				full := res.rate * tau
 				bind := a < full*(1-1e-9)
 				if bind {
@@ -258,7 +256,7 @@ func (b *backpressure) jump(T float64) {
 				if !b.binding[idx] {
 					continue
 				}
-				b.stalled[idx] += T * max(0, 1-e.allow[idx]/(res.rate*b.tau))
+				b.stalled[idx] += T * max(0, 1-e.rc[idx].allow/(res.rate*b.tau))
 				if b.kind == bpPFC {
 					b.sinceFrame[idx] += T
 					every := b.refreshEvery(r)
@@ -278,7 +276,7 @@ func (b *backpressure) explainStall() string {
 	first := ""
 	for r := range e.net.res {
 		for c := 0; c < e.nc; c++ {
-			if idx := r*e.nc + c; idx < len(b.binding) && b.binding[idx] && e.allow[idx] == 0 {
+			if idx := r*e.nc + c; idx < len(b.binding) && b.binding[idx] && e.rc[idx].allow == 0 {
 				if n == 0 {
 					first = e.net.name(int32(r))
 				}

@@ -30,8 +30,8 @@ func (e *engine) check() error {
 			return fmt.Errorf("invariant violated at %v: message %d has %g B left to send and %g of %g B delivered", e.now, f.msg, f.rem, f.deliv, f.total)
 		}
 	}
-	for i, x := range e.ing {
-		if x < -1e-3 {
+	for i := range e.rc {
+		if x := e.rc[i].ing; x < -1e-3 {
 			return fmt.Errorf("invariant violated at %v: ingress counter of %s went negative (%g B)", e.now, e.net.name(int32(i/e.nc)), x)
 		}
 	}

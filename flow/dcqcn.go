@@ -87,15 +87,11 @@ type congestionControl interface {
 // enqueued marks the bytes with RED's probability at the depth the queue had when the step began
 // (the link serves while packets arrive; this step's arrivals are not all ahead of them).
 func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
-	e := d.e
-	res := &e.net.res[r]
-	if res.ecn.pmax == 0 {
-		return
-	}
-	p := res.ecn.prob(q.left)
+	p := q.markP // RED's probability at q.left (fifo.setLeft)
 	if p <= 0 {
 		return
 	}
+	e := d.e
 	// k packets, each marked with probability p; less than one packet is one packet present
 	// with probability k (a flow at a low rate sends rarely).
 	f := &e.flows[fid]
@@ -106,9 +102,9 @@ func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
 	case p >= 1:
 		f.noMark = math.Inf(-1)
 	default:
-		f.noMark += k * math.Log1p(-p)
+		f.noMark += k * q.markLog
 	}
-	res.marks += k * p
+	e.net.res[r].marks += k * p
 }
 
 func (d *dcqcnModel) report(c map[string]float64) {

@@ -151,28 +151,32 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 // flowState is one QP of a message in flight: its path, the bytes still to inject, the bytes
 // waiting at each hop's queue (back), the bytes out of its last queue. Amounts are wire bytes.
 type flowState struct {
-	msg   int32
-	qp    int32 // the QP of the message it carries (its hash, its share of the bytes)
-	src   int32 // host index
-	cls   int32 // class index (e.classOf)
-	hops  int32
-	off   int32 // path and backlog at e.path[off:off+hops], e.back[off:off+hops]
-	hidx  int32 // index in its host's injecting list, -1 when done injecting
+	// The fields a step reads for every hop of a hot flow come first, in its first cache line
+	// (a congested step is bound by memory: BenchmarkPipelineClass).
+	cls  int32 // class index (e.classOf)
+	hops int32
+	off  int32 // path and backlog at e.path[off:off+hops], e.back[off:off+hops]
+	src  int32 // host index
+	// total, rem and deliv are the flow's bytes, those still to inject and those delivered.
 	total float64
 	rem   float64
 	deliv float64
 	// inj and out are the bytes injected and delivered in the current step; rate the injection
 	// rate of the last step (bytes/s), for the stationarity test.
-	inj, out, rate float64
+	inj, out float64
+	// noMark is the log of the probability that none of the packets of the current step was
+	// ECN-marked (0: none could be).
+	noMark float64
+	rate   float64
+	msg    int32
+	qp     int32 // the QP of the message it carries (its hash, its share of the bytes)
+	hidx   int32 // index in its host's injecting list, -1 when done injecting
 	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
 	// it did in an earlier step); tOut when it left the last queue.
 	tInj, tOut float64
 	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
 	// in the path pool).
 	ackOff, ackHops int32
-	// noMark is the log of the probability that none of the packets of the current step was
-	// ECN-marked (0: none could be).
-	noMark float64
 	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
 	// switch latencies, the last packet's store and forward); ideal the flow's FCT alone.
 	lat   units.Time
@@ -192,6 +196,20 @@ type flowState struct {
 	// flow started or was heated if that fell within the step (it sends for the rest of it), or
 	// before the step when a dependency completed within the step that just ran (it catches up).
 	from units.Time
+	_    [16]byte // to 192 bytes: the first line of every flow aligned
+}
+
+// classState is what a step reads and writes per resource and class, together (one cache line
+// instead of three): the ingress counter, the allowance and the drain of the last step.
+type classState struct {
+	ing, allow, drain float64
+	_                 float64 // to 32 bytes: aligned
+}
+
+// slotOwner is the flow and hop a path slot belongs to, and the slot's generation.
+type slotOwner struct {
+	flow, hop int32
+	gen       uint32
 }
 
 // hostState is a host NIC: the flows it injects, served round robin at line rate.
@@ -235,12 +253,12 @@ type engine struct {
 	path      []int32
 	back      []float64
 	pos       []int32 // index of (flow, hop) in its resource's members
-	// gen counts each path slot's reuses; slotFlow and slotHop say whose it is (fifo entries).
-	gen      []uint32
-	slotFlow []int32
-	slotHop  []int32
-	// queues are the FIFOs of every resource and class (nil until used).
-	queues    []*fifo
+	// owner says whose each path slot is (fifo entries): the flow, the hop, and the slot's
+	// generation (its reuses), together (one cache line per entry served instead of three).
+	owner []slotOwner
+	// queues are the FIFOs of every resource and class, by value (one pointer less to chase per
+	// hop and step; an unused one is empty).
+	queues    []fifo
 	freeSlots map[int32][]int32 // hops -> free offsets
 	live      int
 	cc        congestionControl
@@ -254,16 +272,14 @@ type engine struct {
 	// act lists, per rank, the resources with members.
 	act [][]int32
 
-	// Per resource and class (index r*nc+c): bytes held downstream that came through r (the
+	// Per resource and class (rc, index r*nc+c): bytes held downstream that came through r (the
 	// ingress counter PFC and credits watch), what may pass r in the next step, and how much of
 	// the ingress drained in the last step.
 	nc      int
 	classOf map[uint8]int32
 	msgCls  []uint8 // each message's class index
 	classes []uint8
-	ing     []float64
-	allow   []float64
-	drain   []float64
+	rc      []classState
 	fc      *backpressure
 	// sched splits an egress among its classes (classes.go); schedBuf is its scratch.
 	sched    *classSched
@@ -726,13 +742,13 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	}
 	p := pc.p
 	hops, ackHops := pc.hops, int32(len(p))-pc.hops
-	if len(e.ing) < len(e.net.res)*e.nc {
+	if len(e.rc) < len(e.net.res)*e.nc {
 		e.growState() // the path created a bundle
 	}
 	off := e.alloc(hops + ackHops)
 	copy(e.path[off:off+hops+ackHops], p)
 	for h := int32(0); h < hops; h++ {
-		e.slotFlow[off+h], e.slotHop[off+h] = fid, h
+		e.owner[off+h].flow, e.owner[off+h].hop = fid, h
 	}
 	p = p[:hops]
 	wire := e.wireBytes(payload)
@@ -784,7 +800,7 @@ func (e *engine) alloc(hops int32) int32 {
 		e.freeSlots[hops] = l[:len(l)-1]
 		clear(e.back[off : off+hops])
 		for i := off; i < off+hops; i++ {
-			e.gen[i]++
+			e.owner[i].gen++
 		}
 		return off
 	}
@@ -793,9 +809,7 @@ func (e *engine) alloc(hops int32) int32 {
 		e.path = append(e.path, 0)
 		e.back = append(e.back, 0)
 		e.pos = append(e.pos, 0)
-		e.gen = append(e.gen, 0)
-		e.slotFlow = append(e.slotFlow, 0)
-		e.slotHop = append(e.slotHop, 0)
+		e.owner = append(e.owner, slotOwner{})
 	}
 	return off
 }

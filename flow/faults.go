@@ -326,7 +326,7 @@ func (fs *faultState) flush(ch int32) {
 			continue
 		}
 		e.addIng(e.path[slot-1], f.cls, -b)
-		e.queue(ch, f.cls).drop(slot, e.gen[slot])
+		e.queue(ch, f.cls).drop(slot, e.owner[slot].gen)
 		e.back[slot] = 0
 		fs.lose(m.f, m.h, b)
 	}
@@ -559,7 +559,7 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 		slot := f.off + h
 		if b := e.back[slot]; b != 0 {
 			e.addIng(e.path[slot-1], f.cls, -b)
-			e.queue(e.path[slot], f.cls).drop(slot, e.gen[slot])
+			e.queue(e.path[slot], f.cls).drop(slot, e.owner[slot].gen)
 			e.back[slot] = 0
 			q += b
 		}
@@ -583,11 +583,11 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	off := e.alloc(n)
 	copy(e.path[off:off+n], p)
 	for h := int32(0); h < hops; h++ {
-		e.slotFlow[off+h], e.slotHop[off+h] = fid, h
+		e.owner[off+h].flow, e.owner[off+h].hop = fid, h
 	}
 	f = &e.flows[fid]
 	f.off, f.hops, f.ackOff, f.ackHops = off, hops, off+hops, n-hops
-	if len(e.ing) < len(e.net.res)*e.nc {
+	if len(e.rc) < len(e.net.res)*e.nc {
 		e.growState() // the path created a bundle
 	}
 	m := &e.mg.Msgs[f.msg]

@@ -1,5 +1,7 @@
 package flow
 
+import "math"
+
 // fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
 // bytes that arrived in one step form a segment (each flow's share of it), and the link serves
 // segments in order, the head one in proportion to its flows' amounts. A flow that joins a long
@@ -14,7 +16,20 @@ type fifo struct {
 	// left is what the queue held after its last service (what a packet arriving in the next
 	// step finds, ECN marking).
 	left float64
-	step int64 // the step the tail segment was opened in
+	// markP is RED's marking probability at depth left, markLog log(1 - markP): computed once
+	// per queue and step (setLeft) instead of once per flow arriving.
+	markP, markLog float64
+	step           int64 // the step the tail segment was opened in
+}
+
+// setLeft records what the queue holds after its link has sent, and the marking probability
+// of ecn at that depth.
+func (q *fifo) setLeft(ecn *ecnThresholds) {
+	q.left = q.bytes
+	q.markP = ecn.prob(q.left)
+	if q.markP > 0 && q.markP < 1 {
+		q.markLog = math.Log1p(-q.markP)
+	}
 }
 
 // segment is what arrived in one step: entries ents[from:to], rem bytes of them left.
@@ -67,17 +82,17 @@ func (q *fifo) compact() {
 	}
 }
 
-// serve takes up to limit bytes from the head, calling take for every entry with the bytes it
-// gives; it returns the bytes served.
-func (q *fifo) serve(limit float64, take func(slot int32, gen uint32, s float64)) float64 {
+// serve takes up to limit bytes from the head, handing every entry's bytes to e.take at a; it
+// returns the bytes served.
+func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 	var served float64
 	for q.sh < len(q.segs) && limit > 0 {
 		s := &q.segs[q.sh]
 		if s.rem <= limit*(1+1e-12) {
 			for i := max(s.from, q.eh); i < s.to; i++ {
-				if e := &q.ents[i]; e.amt > 0 {
-					take(e.slot, e.gen, e.amt)
-					e.amt = 0
+				if x := &q.ents[i]; x.amt > 0 {
+					e.take(a, x.slot, x.gen, x.amt)
+					x.amt = 0
 				}
 			}
 			limit -= s.rem
@@ -89,10 +104,10 @@ func (q *fifo) serve(limit float64, take func(slot int32, gen uint32, s float64)
 		}
 		phi := limit / s.rem
 		for i := max(s.from, q.eh); i < s.to; i++ {
-			if e := &q.ents[i]; e.amt > 0 {
-				x := e.amt * phi
-				e.amt -= x
-				take(e.slot, e.gen, x)
+			if x := &q.ents[i]; x.amt > 0 {
+				y := x.amt * phi
+				x.amt -= y
+				e.take(a, x.slot, x.gen, y)
 			}
 		}
 		s.rem -= limit

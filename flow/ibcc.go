@@ -89,7 +89,7 @@ func (m *ibCCModel) enqueued(fid, r int32, q *fifo, amt float64) {
 		// joining its queue is marked only if the port has credits then, which a port throttled
 		// to a fraction of its rate has for that fraction of the time.
 		if tau := e.fc.tau; tau > 0 {
-			k *= min(1, e.allow[int(r)*e.nc+int(e.flows[fid].cls)]/(e.net.res[r].rate*tau))
+			k *= min(1, e.rc[int(r)*e.nc+int(e.flows[fid].cls)].allow/(e.net.res[r].rate*tau))
 		}
 	}
 	m.st[fid].fecn += k

@@ -16,53 +16,57 @@ import (
 // and the wire behind it), or a bundle of channels that a per-packet choice (adaptive routing,
 // spraying) pools. Its queue holds the bytes of its member flows waiting at the upstream node.
 type resource struct {
+	// The fields a step reads and writes for every active resource come first, in one cache
+	// line (the struct is padded to 256 bytes, so that line is aligned): a step of a congested
+	// network is bound by memory, not arithmetic (BenchmarkPipelineClass).
+
 	// rate is the wire rate in bytes per second (a bundle: the sum of its links).
 	rate float64
-	// prop is a member link's propagation delay alone.
-	prop units.Time
-	// linkRate and delay are one member link's rate and its propagation delay plus the receiving
-	// switch's port-to-port latency (the packet backend's Port.delay): what a packet alone sees.
-	linkRate units.Rate
-	delay    units.Time
-	// rank orders resources so that every path visits increasing ranks (ascending levels, then
-	// descending): one step moves bytes through a whole uncongested path (see levels).
-	rank int32
+	// q is the bytes its queue held after the last step. hotN of its members are hot; quietN
+	// quiet, sending quietLoad bytes per second through it (they pass: a quiet flow's path has no
+	// queue).
+	q         float64
+	quietLoad float64
+	// credWin is the rate a VL's credit loop allows (backpressure.window; +Inf without credits), 0
+	// until computed.
+	credWin float64
 	// from is the upstream node (a bundle's first); to the downstream node, or -1 for a bundle
 	// that ends on several switches (toSwitches then lists them).
-	from, to   topo.NodeID
-	toSwitches []topo.NodeID
-	// chans are a bundle's channels (nil for a channel).
-	chans []int32
-	// rev is 1 + the resource of the opposite direction, 0 until computed (reverse).
-	rev int32
-	// links is the number of channels pooled (1 for a channel); first the first (itself for a
-	// channel).
-	links int
-	first int32
+	to     topo.NodeID
+	hotN   int32
+	quietN int32
 	// toHost: the resource delivers to a host NIC, which drains at line rate (never back-pressures).
 	toHost bool
 	// fromHost: the resource is a host's NIC link; its bytes are injected, never queued.
 	fromHost bool
+	marks    float64
+	// links is the number of channels pooled (1 for a channel); first the first (itself for a
+	// channel).
+	links int32
+	// rank orders resources so that every path visits increasing ranks (ascending levels, then
+	// descending): one step moves bytes through a whole uncongested path (see levels).
+	rank int32
 
-	// members are the flows crossing the resource and at which hop of their path; q the bytes
-	// its queue held after the last step. hotN of them are hot; quietN quiet, sending quietLoad
-	// bytes per second through it (they pass: a quiet flow's path has no queue).
-	members   []member
-	q         float64
-	hotN      int32
-	quietN    int32
-	quietLoad float64
+	ecn     ecnThresholds
+	txBytes float64
+	// members are the flows crossing the resource and at which hop of their path.
+	members []member
+	// prop is a member link's propagation delay alone.
+	prop units.Time
+	// linkRate and delay are one member link's rate and its propagation delay plus the receiving
+	// switch's port-to-port latency (the packet backend's Port.delay): what a packet alone sees.
+	linkRate   units.Rate
+	delay      units.Time
+	from       topo.NodeID
+	toSwitches []topo.NodeID
+	// chans are a bundle's channels (nil for a channel).
+	chans []int32
+	// rev is 1 + the resource of the opposite direction, 0 until computed (reverse).
+	rev   int32
+	first int32
 	// active is the resource's index in its rank's active list, -1 while it has no members.
 	active int32
-
-	ecn ecnThresholds
-	// credWin is the rate a VL's credit loop allows (backpressure.window; +Inf without credits), 0
-	// until computed.
-	credWin float64
-
-	// Counters.
-	txBytes float64
-	marks   float64
+	_      [44]byte
 }
 
 // member is one flow crossing a resource: the flow and the index of the resource in its path.
@@ -252,7 +256,7 @@ func (n *network) bundle(chans []int32) int32 {
 	}
 	first := &n.res[chans[0]]
 	b := resource{linkRate: first.linkRate, delay: first.delay, prop: first.prop, rank: first.rank, from: first.from, to: first.to,
-		links: len(chans), first: chans[0], toHost: first.toHost, ecn: first.ecn, active: -1, chans: slices.Clone(chans)}
+		links: int32(len(chans)), first: chans[0], toHost: first.toHost, ecn: first.ecn, active: -1, chans: slices.Clone(chans)}
 	var tos []topo.NodeID
 	for _, c := range chans {
 		r := &n.res[c]

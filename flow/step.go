@@ -132,7 +132,7 @@ func (e *engine) retire(fid int32, tLast units.Time) {
 		if b := e.back[f.off+h]; b != 0 {
 			e.addIng(e.path[f.off+h-1], f.cls, -b)
 			e.back[f.off+h] = 0
-			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.gen[f.off+h])
+			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.owner[f.off+h].gen)
 		}
 	}
 	e.endFlow(fid, tLast)
@@ -168,7 +168,7 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 		}
 		capB := hs.rate * wmax
 		if nc == 1 {
-			capB = min(capB, e.allow[hs.link])
+			capB = min(capB, e.rc[hs.link].allow)
 			waterFill(capB, d)
 		} else {
 			waterFill(capB, d)
@@ -233,7 +233,7 @@ func (e *engine) classCap(link int32, flows []int32, d []fill) {
 	}
 	for k := range d {
 		c := e.flows[flows[d[k].i]].cls
-		if a := e.allow[int(link)*nc+int(c)]; sum[c] > a {
+		if a := e.rc[int(link)*nc+int(c)].allow; sum[c] > a {
 			d[k].d *= a / sum[c]
 		}
 	}
@@ -242,15 +242,18 @@ func (e *engine) classCap(link int32, flows []int32, d []fill) {
 // addIng records amt bytes entering (or, negative, leaving) the queues downstream of resource r
 // on class c: r's ingress counter and the downstream switches' buffers.
 func (e *engine) addIng(r, c int32, amt float64) {
-	e.ing[int(r)*e.nc+int(c)] += amt
+	e.rc[int(r)*e.nc+int(c)].ing += amt
 	res := &e.net.res[r]
-	if e.red != nil && e.red.coupled != nil && amt > 0 {
+	if amt > 0 && e.red != nil && e.red.coupled != nil {
 		e.red.hold(res)
 	}
-	if res.to >= 0 {
-		b := &e.net.bufs[res.to]
-		b.used += amt
-		b.maxUse = max(b.maxUse, b.used)
+	if to := res.to; to >= 0 {
+		b := &e.net.bufs[to]
+		u := b.used + amt
+		b.used = u
+		if u > b.maxUse { // max, without its NaN and signed-zero cases (neither occurs)
+			b.maxUse = u
+		}
 		return
 	}
 	per := amt / float64(len(res.toSwitches))
@@ -281,7 +284,7 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	if e.cc != nil {
 		e.cc.enqueued(fid, r, q, amt)
 	}
-	q.push(idx, e.gen[idx], amt, e.steps)
+	q.push(idx, e.owner[idx].gen, amt, e.steps)
 	return amt
 }
 
@@ -331,11 +334,7 @@ func (e *engine) finished(fid int32) bool {
 
 // queue is the FIFO of resource r and class c.
 func (e *engine) queue(r, c int32) *fifo {
-	k := int(r)*e.nc + int(c)
-	if e.queues[k] == nil {
-		e.queues[k] = &fifo{}
-	}
-	return e.queues[k]
+	return &e.queues[int(r)*e.nc+int(c)]
 }
 
 // serve is step 2 at one resource: each class's queue sends, first in first out, what the link
@@ -347,13 +346,16 @@ func (e *engine) serve(r int32, tau float64) {
 	}
 	nc := e.nc
 	old := res.q
+	if nc == 1 {
+		e.serveOne(r, res, tau)
+		return
+	}
 	var q float64
 	var qc [16]float64
 	for c := 0; c < nc; c++ {
-		if fq := e.queues[int(r)*nc+c]; fq != nil {
-			qc[c] = fq.bytes
-			q += fq.bytes
-		}
+		b := e.queues[int(r)*nc+c].bytes
+		qc[c] = b
+		q += b
 	}
 	if q <= 0 {
 		res.q = 0
@@ -365,43 +367,80 @@ func (e *engine) serve(r int32, tau float64) {
 	budget := max(0, res.rate-res.quietLoad) * tau
 	var lim [16]float64
 	if nc == 1 {
-		lim[0] = min(budget, e.allow[r], e.fc.window(r, 0)*tau)
+		lim[0] = min(budget, e.rc[r].allow, e.fc.window(r, 0)*tau)
 	} else {
 		e.classShares(r, tau, budget, &qc, &lim)
 	}
 	var served float64
 	rate := budget / tau
 	for c := 0; c < nc; c++ {
-		fq := e.queues[int(r)*nc+c]
-		if fq == nil || fq.bytes <= 0 || lim[c] <= 0 {
+		fq := &e.queues[int(r)*nc+c]
+		if fq.bytes <= 0 || lim[c] <= 0 {
 			continue
 		}
-		cls := int32(c)
-		served += fq.serve(lim[c], func(slot int32, gen uint32, s float64) {
-			if e.gen[slot] != gen {
-				return // the residue of a flow that has ended
-			}
-			fid, h := e.slotFlow[slot], e.slotHop[slot]
-			f := &e.flows[fid]
-			e.back[slot] -= s
-			prev := e.path[slot-1]
-			e.addIng(prev, cls, -s)
-			e.drain[int(prev)*nc+c] += s
-			e.forward(r, fid, h, s)
-			if h == f.hops-1 && e.finished(fid) {
-				f.done = true // retired after the sweep
-				e.ended = append(e.ended, fid)
-				// Its last byte left when the link had sent what came before it, not before it
-				// left the NIC.
-				f.tOut = max(f.tInj, min(tau, (served+s)/rate))
-			}
-		})
+		served += fq.serve(lim[c], e, &serveAt{r: r, c: int32(c), before: served, tau: tau, rate: rate})
 		// What the queue holds after its link has sent (serving r enqueues only downstream).
-		fq.left = fq.bytes
+		fq.setLeft(&res.ecn)
 	}
 	res.q = q - served
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
+	}
+}
+
+// serveOne is serve for a network of one class (the common case; serve's per-class arrays cost
+// as much as the rest of it): the same arithmetic in the same order.
+func (e *engine) serveOne(r int32, res *resource, tau float64) {
+	old := res.q
+	fq := &e.queues[r]
+	q := fq.bytes
+	if q <= 0 {
+		res.q = 0
+		if old != 0 {
+			e.changed = true
+		}
+		return
+	}
+	budget := max(0, res.rate-res.quietLoad) * tau
+	var served float64
+	if lim := min(budget, e.rc[r].allow, e.fc.window(r, 0)*tau); lim > 0 {
+		served = fq.serve(lim, e, &serveAt{r: r, tau: tau, rate: budget / tau})
+		fq.setLeft(&res.ecn)
+	}
+	res.q = q - served
+	if math.Abs(res.q-old) > relTol*budget {
+		e.changed = true
+	}
+}
+
+// serveAt is the link a queue's bytes leave by (resource r, class c) and what take needs to time
+// a flow's last byte: the bytes the link served before this queue in the step, the step's length
+// and the link's rate.
+type serveAt struct {
+	r, c              int32
+	before, tau, rate float64
+}
+
+// take hands s bytes of path slot (at generation gen) that the queue at a served to the next hop
+// (a direct call from fifo.serve: a closure here cost a tenth of a congested step).
+func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
+	o := e.owner[slot]
+	if o.gen != gen {
+		return // the residue of a flow that has ended
+	}
+	fid, h := o.flow, o.hop
+	f := &e.flows[fid]
+	e.back[slot] -= s
+	prev := e.path[slot-1]
+	e.addIng(prev, a.c, -s)
+	e.rc[int(prev)*e.nc+int(a.c)].drain += s
+	e.forward(a.r, fid, h, s)
+	if h == f.hops-1 && e.finished(fid) {
+		f.done = true // retired after the sweep
+		e.ended = append(e.ended, fid)
+		// Its last byte left when the link had sent what came before it, not before it
+		// left the NIC.
+		f.tOut = max(f.tInj, min(a.tau, (a.before+s)/a.rate))
 	}
 }
 
@@ -413,7 +452,7 @@ func (e *engine) classShares(r int32, tau, budget float64, qc, lim *[16]float64)
 	d := e.scratch[:0]
 	for c := 0; c < nc; c++ {
 		if qc[c] > 0 {
-			lim := min(qc[c], e.allow[int(r)*nc+c], e.fc.window(r, int32(c))*tau)
+			lim := min(qc[c], e.rc[int(r)*nc+c].allow, e.fc.window(r, int32(c))*tau)
 			d = append(d, fill{d: lim, i: int32(c)})
 		}
 	}
