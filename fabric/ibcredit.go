@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
@@ -412,6 +413,7 @@ func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time 
 // partitioning.
 func (n *Network) exchangeFC(bound units.Time) {
 	par := n.par
+	start := time.Now()
 	touched := par.fcTouched[:0]
 	for d, dn := range par.nets {
 		df := dn.ibfc
@@ -421,6 +423,7 @@ func (n *Network) exchangeFC(bound units.Time) {
 				continue
 			}
 			l := sf.out[d]
+			par.fcHanded += uint64(len(l))
 			for _, e := range l {
 				st := &df.ports[e.port]
 				st.push(e.at, uint8(e.lv&15), e.lv>>4)
@@ -450,6 +453,7 @@ func (n *Network) exchangeFC(bound units.Time) {
 		}
 	}
 	par.fcTouched = touched[:0]
+	par.exchangeTime += time.Since(start)
 }
 
 // Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the

@@ -3,6 +3,7 @@ package fabric
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/sim"
@@ -51,6 +52,11 @@ type ParallelInfo struct {
 	// Balance is the events over the sum, window by window, of the busiest partition's: the
 	// speedup the partitioning allows before synchronization costs (1 when sequential).
 	Balance float64
+	// CreditsHanded counts the InfiniBand credit updates delivered at window ends (exchangeFC),
+	// and ExchangeTime the wall time that took (serial, between windows: a synchronization
+	// cost; the only figure here that is not exact).
+	CreditsHanded uint64
+	ExchangeTime  time.Duration
 }
 
 // Parallel returns how the last Run was split.
@@ -60,6 +66,7 @@ func (n *Network) Parallel() ParallelInfo {
 	if n.par != nil {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		i.CreditsHanded, i.ExchangeTime = n.par.fcHanded, n.par.exchangeTime
 		if g.CriticalEvents > 0 {
 			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
 		}
@@ -72,8 +79,11 @@ type parRun struct {
 	g      *sim.Group
 	partOf []int32 // node ID -> partition
 	nets   []*Network
-	// fcTouched is exchangeFC's scratch list of ports handed credit updates.
-	fcTouched []int32
+	// fcTouched is exchangeFC's scratch list of ports handed credit updates; fcHanded and
+	// exchangeTime its totals (ParallelInfo).
+	fcTouched    []int32
+	fcHanded     uint64
+	exchangeTime time.Duration
 }
 
 // globalEntity is the kernel entity of events that belong to no node: the watchdog, the fault
