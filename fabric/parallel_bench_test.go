@@ -27,12 +27,18 @@ func BenchmarkParallelK16(b *testing.B) {
 	}
 }
 
-// BenchmarkParallelK8 is the same on k=8 (128 hosts), where a window holds about 3,100 events.
+// BenchmarkParallelK8 is the same on k=8 (128 hosts), where a window holds about 3,100 events
+// on Ethernet, on Ethernet and InfiniBand.
 func BenchmarkParallelK8(b *testing.B) {
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("ethernet/threads=%d", threads), func(b *testing.B) {
-			benchThreads(b, 8, DefaultEthernet(), threads)
-		})
+	for _, fab := range []struct {
+		name string
+		cfg  Config
+	}{{"ethernet", DefaultEthernet()}, {"infiniband", ibEDR(b)}} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", fab.name, threads), func(b *testing.B) {
+				benchThreads(b, 8, fab.cfg, threads)
+			})
+		}
 	}
 }
 
