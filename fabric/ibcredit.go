@@ -3,7 +3,9 @@ package fabric
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
@@ -74,7 +76,13 @@ type ibPort struct {
 	fcWire    int64      // its wire bytes
 	fcN       int32
 	fcOrder   [IBMaxVLs]uint8
-	_         [13]byte
+	// deferFC: this port's updates reach the peer's ring at the end of the window they were
+	// sent in (exchangeFC), not at once: the link is one a parallel run may cut (parallel.go,
+	// planIB).
+	deferFC bool
+	// fcTouched marks the port while exchangeFC has handed it updates to look at.
+	fcTouched bool
+	_         [11]byte
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.
@@ -125,6 +133,16 @@ type ibCredits struct {
 	// packetFC sends every update as a packet (the lossy-link path) even on clean links; for
 	// tests comparing the two paths.
 	packetFC bool
+	// out holds, per destination partition, the updates of deferFC ports sent during the
+	// window, in the order they were sent (exchangeFC delivers them).
+	out [][]fcHanded
+}
+
+// fcHanded is an inline credit update of a deferFC port, on its way to the peer port's ring.
+type fcHanded struct {
+	at   units.Time
+	lv   int64 // as fcArrival.lv
+	port int32 // the receiving port (index in ibCredits.ports)
 }
 
 // Opcodes of ibCredits.Handle.
@@ -300,6 +318,15 @@ func (st *ibPort) push(at units.Time, vl uint8, lim int64) {
 // waits) need no event, as the port could do nothing at them. A wake already scheduled no
 // later stands.
 func (f *ibCredits) wake(st *ibPort) {
+	if at, ok := f.wakeTime(st); ok && (st.wakeAt == 0 || at < st.wakeAt) {
+		st.wakeAt = at
+		f.n.sim.Schedule(at, f, opCreditsWake, st.idx, nil)
+	}
+}
+
+// wakeTime returns the arrival of the first pending update that lets a waiting VL of port st
+// start its packet, if any.
+func (f *ibCredits) wakeTime(st *ibPort) (units.Time, bool) {
 	var lim [16]int64 // read only for the VLs that wait
 	for m := st.stalls; m != 0; m &= m - 1 {
 		vl := bits.TrailingZeros16(m)
@@ -314,13 +341,10 @@ func (f *ibCredits) wake(st *ibPort) {
 		}
 		lim[vl] = max(lim[vl], e.lv>>4)
 		if lim[vl]-st.v[vl].fctbs >= st.v[vl].stallNeed {
-			if st.wakeAt == 0 || e.at < st.wakeAt {
-				st.wakeAt = e.at
-				f.n.sim.Schedule(e.at, f, opCreditsWake, st.idx, nil)
-			}
-			return
+			return e.at, true
 		}
 	}
+	return 0, false
 }
 
 // flushFC sends the inline updates pending on port p from time t, back to back in the order
@@ -330,6 +354,9 @@ func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
 	st := f.state(p)
 	up := st.peer
 	k := int64(st.fcN)
+	if st.deferFC {
+		return f.flushDeferred(p, st, t)
+	}
 	for _, vl := range st.fcOrder[:st.fcN] {
 		t += st.fcSer
 		up.push(t+p.delay, vl, st.v[vl].fcVal)
@@ -350,6 +377,83 @@ func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
 		}
 	}
 	return t
+}
+
+// flushDeferred is flushFC for a deferFC port: the updates, with the same wire timing, wait in
+// the partition's outbox for the window's end (each arrives at least the lookahead after it is
+// sent, so after the window: parallel.go, planIB), where exchangeFC puts them in the peer's
+// ring and wakes the peer if it waits for them.
+func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time {
+	k := int64(st.fcN)
+	par := f.n.par
+	d := par.partOf[f.n.peerNode[p.gidx]]
+	if len(f.out) == 0 {
+		f.out = make([][]fcHanded, len(par.nets))
+	}
+	for _, vl := range st.fcOrder[:st.fcN] {
+		t += st.fcSer
+		f.out[d] = append(f.out[d], fcHanded{at: t + p.delay, lv: st.v[vl].fcVal<<4 | int64(vl), port: st.peer.idx})
+	}
+	st.fcN = 0
+	p.inlineFC = 0
+	f.fcSent += k
+	p.TxPackets += k
+	p.TxBytes += k * st.fcWire
+	p.BusyTime += units.Time(k) * st.fcSer
+	f.n.packetHops += uint64(k)
+	return t
+}
+
+// exchangeFC delivers, after a window ending at bound, the updates deferFC ports sent during it
+// (parallel.go, planIB): into each receiving port's ring, from every partition's outbox in
+// partition order (a port has one sender, so its updates keep their order), then, port by
+// port in index order, what flushFC does for an update on an undeferred link: a port that
+// waits for credits with nothing on the wire is woken when one that lets it send arrives, the
+// wake-up scheduled as the port's own node's event, so that it orders the same for every
+// partitioning.
+func (n *Network) exchangeFC(bound units.Time) {
+	par := n.par
+	start := time.Now()
+	touched := par.fcTouched[:0]
+	for d, dn := range par.nets {
+		df := dn.ibfc
+		for _, sn := range par.nets {
+			sf := sn.ibfc
+			if len(sf.out) == 0 {
+				continue
+			}
+			l := sf.out[d]
+			par.fcHanded += uint64(len(l))
+			for _, e := range l {
+				st := &df.ports[e.port]
+				st.push(e.at, uint8(e.lv&15), e.lv>>4)
+				if !st.fcTouched {
+					st.fcTouched = true
+					touched = append(touched, e.port)
+				}
+			}
+			sf.out[d] = l[:0]
+		}
+	}
+	slices.Sort(touched)
+	for _, i := range touched {
+		df := par.nets[par.partOf[n.ibfc.ports[i].port.Owner]].ibfc
+		st := &df.ports[i]
+		st.fcTouched = false
+		if st.stalls == 0 || st.wakeAt != 0 || st.port.busy {
+			continue
+		}
+		df.sync(st, bound)
+		if st.stalls == 0 {
+			continue
+		}
+		if at, ok := df.wakeTime(st); ok {
+			st.wakeAt = at
+			df.n.sim.ScheduleAs(int32(st.port.Owner), at, df, opCreditsWake, st.idx, nil)
+		}
+	}
+	par.fcTouched = touched[:0]
+	par.exchangeTime += time.Since(start)
 }
 
 // Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the
@@ -512,7 +616,7 @@ func (f *ibCredits) Report(res *result.Run) {
 	// Updates still on the wire when the event queue ran dry would have arrived as packets
 	// before the run ended: apply them all then; after a stop, only those due.
 	due := now
-	if f.n.sim.Pending() == 0 {
+	if f.n.pending() == 0 {
 		due = units.MaxTime
 	}
 	for i := range f.ports {

@@ -3,6 +3,7 @@ package fabric
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/sim"
@@ -51,6 +52,11 @@ type ParallelInfo struct {
 	// Balance is the events over the sum, window by window, of the busiest partition's: the
 	// speedup the partitioning allows before synchronization costs (1 when sequential).
 	Balance float64
+	// CreditsHanded counts the InfiniBand credit updates delivered at window ends (exchangeFC),
+	// and ExchangeTime the wall time that took (serial, between windows: a synchronization
+	// cost; the only figure here that is not exact).
+	CreditsHanded uint64
+	ExchangeTime  time.Duration
 }
 
 // Parallel returns how the last Run was split.
@@ -60,6 +66,7 @@ func (n *Network) Parallel() ParallelInfo {
 	if n.par != nil {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		i.CreditsHanded, i.ExchangeTime = n.par.fcHanded, n.par.exchangeTime
 		if g.CriticalEvents > 0 {
 			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
 		}
@@ -72,6 +79,11 @@ type parRun struct {
 	g      *sim.Group
 	partOf []int32 // node ID -> partition
 	nets   []*Network
+	// fcTouched is exchangeFC's scratch list of ports handed credit updates; fcHanded and
+	// exchangeTime its totals (ParallelInfo).
+	fcTouched    []int32
+	fcHanded     uint64
+	exchangeTime time.Duration
 }
 
 // globalEntity is the kernel entity of events that belong to no node: the watchdog, the fault
@@ -101,11 +113,13 @@ func (n *Network) pending() int {
 // parallel.
 func (n *Network) sequentialReason() string {
 	switch {
-	case n.ibfc != nil || n.ibArb != nil || n.ibRouter != nil:
-		return "InfiniBand's credits, arbiter and subnet-manager routing run sequentially"
+	case n.ibfc != nil && n.ibfc.packetFC:
+		return "InfiniBand credit updates as packets run sequentially"
+	case n.ibfc != nil && n.lossyPorts():
+		return "InfiniBand links that lose frames (their credit refresh) run sequentially"
 	case n.acker != nil || n.ints != nil:
 		return "congestion control reading every ACK (HPCC, DCTCP, Swift) runs sequentially"
-	case n.router != nil:
+	case n.router != nil && n.ibRouter == nil:
 		return "a router policy runs sequentially"
 	case n.spray:
 		return "per-packet spraying reads a global counter"
@@ -124,8 +138,19 @@ func (n *Network) sequentialReason() string {
 	return ""
 }
 
+// lossyPorts reports whether a port loses frames (bit errors, random loss).
+func (n *Network) lossyPorts() bool {
+	for g := range n.ports {
+		if n.ports[g].flags&portLossy != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // planParallel decides the run's partitions (after makeFlows and eng.init, before the first
-// event is scheduled) and, for more than one, sets the parallel run up.
+// event is scheduled) and, for more than one, sets the parallel run up. An InfiniBand run that
+// can be partitioned runs in windows for every thread count, one partition included (ibWindowed).
 func (n *Network) planParallel(mg *msggraph.Graph) {
 	threads := n.threads
 	if !n.threadsSet {
@@ -138,12 +163,17 @@ func (n *Network) planParallel(mg *msggraph.Graph) {
 		}
 	}
 	n.parInfo = ParallelInfo{Threads: threads, Partitions: 1}
-	if threads < 2 {
+	ib := n.ibfc != nil
+	if threads < 2 && !ib {
 		n.parInfo.Reason = "one thread"
 		return
 	}
 	if why := n.sequentialReason(); why != "" {
 		n.parInfo.Reason = why
+		return
+	}
+	if ib {
+		n.planIB(mg, threads)
 		return
 	}
 	partOf, k := partitionNodes(n.g, threads)
@@ -165,85 +195,119 @@ func (n *Network) planParallel(mg *msggraph.Graph) {
 	n.parInfo.Reason = fmt.Sprintf("%d partitions cut below the top switch tier, lookahead %v", k, look)
 }
 
-// partitionNodes splits g into at most parts partitions, balanced by port count: the groups
-// that remain connected when the top tier of switches is removed (a fat tree's pods, a
-// leaf-spine's leaves with their hosts), in order, then the top-tier switches, cut into
+// planIB sets up an InfiniBand run in windows. Credit updates cross a cut link without an
+// event (ibcredit.go), so which updates a receiver knows of during a window must not depend on
+// the cut: every link that some thread count cuts (those of the top switch tier, between the
+// partitioner's units) hands its updates over at the window's end (ibCredits.flushFC,
+// exchangeFC), with the lookahead and the checks of dependencies taken over those links, so
+// that the windows and what each receiver knows are the same for 1, 2, 3 or 4 threads.
+func (n *Network) planIB(mg *msggraph.Graph, threads int) {
+	unitOf, groups, _ := partitionUnits(n.g)
+	if groups < 2 {
+		n.parInfo.Reason = "the topology has no tier to cut (pods, leaves) into partitions"
+		return
+	}
+	look := n.lookahead(unitOf)
+	if look <= 0 {
+		n.parInfo.Reason = "a link to the top switch tier has no delay (no lookahead)"
+		return
+	}
+	if d := n.crossingDependency(mg, unitOf); d >= 0 {
+		n.parInfo.Reason = fmt.Sprintf("message %d depends on a message that completes below another top-tier group", d)
+		return
+	}
+	partOf, k := partitionNodes(n.g, threads)
+	n.startParallel(partOf, k, look)
+	f := n.ibfc
+	for g := range f.ports {
+		f.ports[g].deferFC = unitOf[f.ports[g].port.Owner] != unitOf[n.peerNode[g]]
+	}
+	n.par.g.Exchange = n.exchangeFC
+	n.parInfo.Partitions, n.parInfo.Lookahead = k, look
+	n.parInfo.Reason = fmt.Sprintf("%d partitions cut below the top switch tier, lookahead %v, InfiniBand credits of top-tier links at window ends", k, look)
+}
+
+// partitionNodes splits g into at most parts partitions, balanced by port count: the units of
+// partitionUnits (the groups below the top tier, then the top-tier switches) cut into
 // contiguous runs. It returns each node's partition and the number of partitions (1 when g has
 // no top tier to remove or a single group).
 func partitionNodes(g *topo.Graph, parts int) ([]int32, int) {
+	unitOf, groups, nunits := partitionUnits(g)
+	partOf := make([]int32, len(g.Nodes))
+	if groups < 2 {
+		return partOf, 1
+	}
+	weight := make([]int, nunits)
+	total := 0
+	for i := range g.Nodes {
+		weight[unitOf[i]] += len(g.Nodes[i].Ports)
+		total += len(g.Nodes[i].Ports)
+	}
+	parts = min(parts, groups)
+	// Contiguous runs: unit j goes to the partition its weight's midpoint falls in.
+	unitPart := make([]int32, nunits)
+	acc := 0
+	used := 0
+	for u, w := range weight {
+		p := int32(min((2*acc+w)*parts/(2*total), parts-1))
+		unitPart[u] = p
+		used = max(used, int(p)+1)
+		acc += w
+	}
+	for i := range partOf {
+		partOf[i] = unitPart[unitOf[i]]
+	}
+	return partOf, used
+}
+
+// partitionUnits returns the units the partitioner assigns whole: remove the top tier of
+// switches; the groups that stay connected (by their lowest node) are units 0..groups-1, then
+// each top-tier switch is one. Every link between two units has a top-tier switch at one end,
+// and every partitioning cuts only such links. groups is 0 when g has no top tier to remove.
+func partitionUnits(g *topo.Graph) (unitOf []int32, groups, nunits int) {
 	top := 0
 	for i := range g.Nodes {
 		if nd := &g.Nodes[i]; nd.Kind == topo.Switch && nd.Tier > top {
 			top = nd.Tier
 		}
 	}
-	partOf := make([]int32, len(g.Nodes))
+	unitOf = make([]int32, len(g.Nodes))
 	if top < 2 {
-		return partOf, 1
+		return unitOf, 0, 1
 	}
 	isTop := func(id topo.NodeID) bool {
 		nd := &g.Nodes[id]
 		return nd.Kind == topo.Switch && nd.Tier == top
 	}
-	// Units of assignment, in order: the groups below the top tier (by their lowest node),
-	// then each top-tier switch.
-	group := make([]int32, len(g.Nodes))
-	for i := range group {
-		group[i] = -1
+	for i := range unitOf {
+		unitOf[i] = -1
 	}
-	var units [][]topo.NodeID
 	for i := range g.Nodes {
 		id := topo.NodeID(i)
-		if group[i] >= 0 || isTop(id) {
+		if unitOf[i] >= 0 || isTop(id) {
 			continue
 		}
-		u := int32(len(units))
+		u := int32(groups)
 		members := []topo.NodeID{id}
-		group[i] = u
+		unitOf[i] = u
 		for k := 0; k < len(members); k++ {
 			for _, p := range g.Nodes[members[k]].Ports {
-				if q := p.Peer; group[q] < 0 && !isTop(q) {
-					group[q] = u
+				if q := p.Peer; unitOf[q] < 0 && !isTop(q) {
+					unitOf[q] = u
 					members = append(members, q)
 				}
 			}
 		}
-		units = append(units, members)
+		groups++
 	}
-	groups := len(units)
-	if groups < 2 {
-		return partOf, 1
-	}
+	nunits = groups
 	for i := range g.Nodes {
 		if isTop(topo.NodeID(i)) {
-			units = append(units, []topo.NodeID{topo.NodeID(i)})
+			unitOf[i] = int32(nunits)
+			nunits++
 		}
 	}
-	weight := func(u []topo.NodeID) int {
-		w := 0
-		for _, id := range u {
-			w += len(g.Nodes[id].Ports)
-		}
-		return w
-	}
-	total := 0
-	for _, u := range units {
-		total += weight(u)
-	}
-	parts = min(parts, groups)
-	// Contiguous runs: unit j goes to the partition its weight's midpoint falls in.
-	acc := 0
-	used := 0
-	for _, u := range units {
-		w := weight(u)
-		p := int32(min((2*acc+w)*parts/(2*total), parts-1))
-		for _, id := range u {
-			partOf[id] = p
-		}
-		used = max(used, int(p)+1)
-		acc += w
-	}
-	return partOf, used
+	return unitOf, groups, nunits
 }
 
 // lookahead is the least delay of a link between two partitions: its propagation plus the

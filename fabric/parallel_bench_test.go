@@ -10,14 +10,15 @@ import (
 
 // BenchmarkParallelK16 runs the reference k=16 permutation (1,024 hosts, 100 Gb/s, 1 us links,
 // 2 MB flows; the runs of BenchmarkFatTreePermutation and BenchmarkFatTreePermutationRoCE) with
-// 1 and 2 threads, on Ethernet and on RoCE with PFC, ECN and DCQCN: the speedup of the parallel
+// 1 and 2 threads, on Ethernet, on RoCE with PFC, ECN and DCQCN, and on InfiniBand (EDR
+// defaults, the run of BenchmarkFatTreePermutationIB, in windows with either count): the speedup of the parallel
 // engine is the ratio of the two ns/op (on two free cores; every thread count gives the same
 // result bytes, TestParallelMatchesSequential). windows/run and handed/run are exact.
 func BenchmarkParallelK16(b *testing.B) {
 	for _, fab := range []struct {
 		name string
 		cfg  Config
-	}{{"ethernet", DefaultEthernet()}, {"roce-dcqcn", DefaultRoCE()}} {
+	}{{"ethernet", DefaultEthernet()}, {"roce-dcqcn", DefaultRoCE()}, {"infiniband", ibEDR(b)}} {
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", fab.name, threads), func(b *testing.B) {
 				benchThreads(b, 16, fab.cfg, threads)
@@ -26,13 +27,28 @@ func BenchmarkParallelK16(b *testing.B) {
 	}
 }
 
-// BenchmarkParallelK8 is the same on k=8 (128 hosts), where a window holds about 3,100 events.
+// BenchmarkParallelK8 is the same on k=8 (128 hosts), where a window holds about 3,100 events
+// on Ethernet, on Ethernet and InfiniBand.
 func BenchmarkParallelK8(b *testing.B) {
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("ethernet/threads=%d", threads), func(b *testing.B) {
-			benchThreads(b, 8, DefaultEthernet(), threads)
-		})
+	for _, fab := range []struct {
+		name string
+		cfg  Config
+	}{{"ethernet", DefaultEthernet()}, {"infiniband", ibEDR(b)}} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", fab.name, threads), func(b *testing.B) {
+				benchThreads(b, 8, fab.cfg, threads)
+			})
+		}
 	}
+}
+
+// ibEDR is the InfiniBand fabric of the IB benchmarks.
+func ibEDR(b *testing.B) Config {
+	cfg, err := DefaultInfiniBand("edr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg
 }
 
 func benchThreads(b *testing.B, k int, cfg Config, threads int) {
@@ -46,8 +62,8 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 	}
 	mg := permutationGraph(len(g.Hosts), 2*units.MB, 1)
 	b.ReportAllocs()
-	var windows, handed, events uint64
-	var balance float64
+	var windows, handed, events, credits uint64
+	var balance, exchange float64
 	for i := 0; i < b.N; i++ {
 		n, err := New(g, r, cfg)
 		if err != nil {
@@ -67,9 +83,15 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 		handed += info.HandedOver
 		events += info.Events
 		balance += info.Balance
+		credits += info.CreditsHanded
+		exchange += info.ExchangeTime.Seconds()
 	}
 	b.ReportMetric(balance/float64(b.N), "balance")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")
 	b.ReportMetric(float64(windows)/float64(b.N), "windows/run")
 	b.ReportMetric(float64(handed)/float64(b.N), "handed/run")
+	if credits > 0 {
+		b.ReportMetric(float64(credits)/float64(b.N), "credits/run")
+		b.ReportMetric(exchange*1e9/float64(windows), "exchange-ns/window")
+	}
 }

@@ -19,6 +19,11 @@ func (n *Network) partitionPolicies(c *Network) bool {
 	}
 	switch fc := n.fc.(type) {
 	case nil:
+	case *ibCredits:
+		f := *fc
+		f.n = c
+		f.fcSent, f.maxUsed, f.out = 0, 0, nil
+		c.SetLinkFlowControl(&f)
 	case *pfc:
 		f := *fc
 		f.roce = rc(fc.roce)
@@ -64,6 +69,10 @@ func (n *Network) partitionPolicies(c *Network) bool {
 	}
 	switch s := n.sched.(type) {
 	case nil:
+	case *ibArbiter:
+		a := *s
+		a.fc = c.ibfc
+		c.SetScheduler(&a)
 	case *dwrr:
 		d := *s
 		d.roce = rc(s.roce)
@@ -71,12 +80,33 @@ func (n *Network) partitionPolicies(c *Network) bool {
 	default:
 		return false
 	}
-	return n.router == nil && n.acker == nil && n.ints == nil
+	switch r := n.router.(type) {
+	case nil:
+	case *ibRouter:
+		r2 := *r
+		r2.n, r2.fc = c, c.ibfc
+		r2.decisions, r2.deviations = 0, 0
+		c.SetRouter(&r2)
+	default:
+		return false
+	}
+	return n.acker == nil && n.ints == nil
 }
 
 // mergePolicies adds the partitions' policy counters into n's policies.
 func (n *Network) mergePolicies() {
 	for _, c := range n.par.nets {
+		if f := c.ibfc; f != nil {
+			m := n.ibfc
+			m.fcSent += f.fcSent
+			m.maxUsed = max(m.maxUsed, f.maxUsed)
+			f.fcSent, f.maxUsed = 0, 0
+		}
+		if r := c.ibRouter; r != nil {
+			n.ibRouter.decisions += r.decisions
+			n.ibRouter.deviations += r.deviations
+			r.decisions, r.deviations = 0, 0
+		}
 		if f, ok := c.fc.(*pfc); ok {
 			m := n.fc.(*pfc)
 			m.maxHdr = max(m.maxHdr, f.maxHdr)

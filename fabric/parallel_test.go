@@ -48,15 +48,23 @@ func incastGraph(hosts, senders int, size units.Size) *msggraph.Graph {
 }
 
 // TestParallelMatchesSequential runs k=8 fat tree workloads with 1 to 4 threads: a permutation
-// on Ethernet (tail drop) and on RoCE (PFC, ECN, DCQCN, DWRR), and a 32-to-1 RoCE incast whose
-// PAUSE frames cross partitions. Every result must be byte-identical to the sequential one, and
-// the runs with more than one thread must really have been partitioned.
+// on Ethernet (tail drop) and on RoCE (PFC, ECN, DCQCN, DWRR), a 32-to-1 RoCE incast whose
+// PAUSE frames cross partitions, and on InfiniBand a permutation (static and adaptive routing)
+// and a 32-to-1 incast whose credit stalls end with updates that cross partitions at window
+// ends. Every result must be byte-identical to the one-thread run, and the runs with more than
+// one thread must really have been partitioned.
 func TestParallelMatchesSequential(t *testing.T) {
 	g, err := topo.FatTree(8, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	roce := DefaultRoCE()
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ibAR := ib
+	ibAR.IB.Adaptive = true
 	pfcOnly := DefaultRoCE() // PFC alone: the incast's queues grow until it pauses
 	pfcOnly.RoCE.DCQCN, pfcOnly.RoCE.ECN = false, false
 	for _, tc := range []struct {
@@ -75,6 +83,19 @@ func TestParallelMatchesSequential(t *testing.T) {
 		{"roce pfc incast", pfcOnly, incastGraph(len(g.Hosts), 32, 512*units.KB), func(r *result.Run) string {
 			if r.Counters["pfc_pause_frames_sent"] == 0 {
 				return "no PAUSE sent: PFC not exercised"
+			}
+			return ""
+		}},
+		{"infiniband permutation", ib, permutationGraph(len(g.Hosts), 256*units.KB, 1), nil},
+		{"infiniband adaptive permutation", ibAR, permutationGraph(len(g.Hosts), 256*units.KB, 1), func(r *result.Run) string {
+			if r.Counters["ib_ar_deviations"] == 0 {
+				return "no adaptive deviation: adaptive routing not exercised"
+			}
+			return ""
+		}},
+		{"infiniband incast", ib, incastGraph(len(g.Hosts), 32, 512*units.KB), func(r *result.Run) string {
+			if r.Counters["ib_credit_stall_ns"] == 0 {
+				return "no credit stall: the wake-up of a waiting port not exercised"
 			}
 			return ""
 		}},

@@ -81,7 +81,10 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl {
 			in := p.sw.Ports[pkt.InPort] // its first line: the update is queued there
 			st := &f.ports[in.gidx]
-			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used) + uintptr(st.peer.arrN)
+			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used)
+			if !st.deferFC { // (a deferred update goes to the partition's outbox)
+				sum += uintptr(st.peer.arrN)
+			}
 			// This port's own state: the arbiter and credits choose what it sends next.
 			own := &f.ports[p.gidx]
 			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)

@@ -18,7 +18,7 @@ func TestExamplesParallelGolden(t *testing.T) {
 		t.Skip("-short: the examples take about a minute with 2, 3 and 4 threads")
 	}
 	want := goldenHashes(t)
-	mustSplit := map[string]bool{"permutation-k8.yaml": true, "permutation-k16.yaml": true, "leaf-spine-2to1.yaml": true}
+	mustSplit := map[string]bool{"permutation-k8.yaml": true, "permutation-k16.yaml": true, "leaf-spine-2to1.yaml": true, "ib-permutation-k16.yaml": true, "ib-permutation-ar.yaml": true, "ib-incast-32.yaml": true}
 	parallel := map[string]bool{}
 	for _, threads := range []int{2, 3, 4} {
 		var cur string

@@ -41,7 +41,13 @@ type Group struct {
 	// partitions' counters for global events or progress.
 	BeforeMain  func()
 	AfterWindow func()
-	started     bool
+	// Exchange, when set, is called after every window with the partitions idle and the
+	// window's last instant, before the next window is chosen: the owner hands over what its
+	// partitions wrote for each other during the window without events (state that takes
+	// effect at least the lookahead later), and may schedule events from then on (ScheduleAs
+	// on a partition's Sim), which the next window then takes into account.
+	Exchange func(bound Time)
+	started  bool
 }
 
 // partition is one worker's share: its own Sim (queue and clock) and the events it hands to
@@ -264,6 +270,9 @@ func (g *Group) Run(until Time) error {
 			}
 		}
 		g.Windows++
+		if g.Exchange != nil {
+			g.Exchange(bound)
+		}
 		var most uint64
 		for _, p := range g.parts {
 			most = max(most, p.s.events-p.seen)

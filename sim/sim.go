@@ -157,6 +157,33 @@ func (s *Sim) ScheduleTo(ent int32, at Time, h Handler, op, i int32, p unsafe.Po
 	s.q.push(at, s.ord(), ent, h, op, i, p)
 }
 
+// ScheduleAs runs h.Handle at time at as an event that entity ent schedules for itself: its
+// ordering word comes from ent's own count, whatever event is being handled. It serves events
+// whose scheduling no entity's handler decides alone, such as what a Group's owner files
+// between windows (Group.Exchange), which must order the same however the run is split. On a
+// partition it files into the partition's own queue (ent must be one of its entities).
+func (s *Sim) ScheduleAs(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer) {
+	if at < s.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
+	}
+	cur := s.cur
+	if s.counts != nil {
+		s.cur = ent
+	} else {
+		ent = 0
+	}
+	ord := s.ord()
+	s.cur = cur
+	if s.par != nil {
+		if s.par.g.partOf[ent] != s.par.id {
+			panic(fmt.Sprintf("sim: ScheduleAs for entity %d on partition %d, which does not run it", ent, s.par.id))
+		}
+		s.q.rewind(at)
+		s.par.next = min(s.par.next, at)
+	}
+	s.q.push(at, ord, ent, h, op, i, p)
+}
+
 // After runs h.Handle d after now.
 func (s *Sim) After(d Time, h Handler, op, i int32, p unsafe.Pointer) {
 	s.Schedule(s.now+d, h, op, i, p)
