@@ -31,9 +31,6 @@ type queue struct {
 	n     int
 	spare [][]key // drained bucket slices, reused so that steady state allocates nothing
 	tmp   []key   // scratch for sorting a bucket
-	// entShift, when not 0, is the shift that leaves the top 6 bits of an ordering word's
-	// entity (Sim.SetEntities): sortDesc's coarse entity digit.
-	entShift uint
 	// lastEnt is the entity of the key popUntil returned last.
 	lastEnt int32
 	// touchSink keeps touch's loads from being optimized away (per queue: a Group's
@@ -262,79 +259,52 @@ func (h *farHeap) pop() key {
 // sortDesc sorts a drained bucket's keys into descending (at, ord) order and returns them (in a
 // or in the queue's scratch slice, which then takes a's place). Every key lies in [start,
 // start+bucketWidth). Small buckets use insertion sort. Larger ones are first distributed by
-// stable counting passes of 6 bits (least significant digit first): with entities and more than
-// 32 keys, the top 6 bits of the scheduling entity (ord's top bits, Sim.SetEntities); then the
-// time offset within the bucket, its top 6 bits for up to 255 keys, all 12 above, the last pass
-// writing from the end (descending, equal digits last-appended first). A final insertion pass
-// puts right what the digits left unordered; on sorted runs it costs one comparison a key.
-//
-// Why the entity digit: most keys of a large bucket share their time with others (a fat tree's
-// ports finish same-size frames in lockstep), and equal times run in ord order, (entity, count).
-// Each entity's keys join a bucket in the order of its count (the count grows as the entity
-// schedules, and a key is appended when scheduled), so among keys of equal time and entity the
-// reverse append order is already descending ord; keys of different entities, appended by events
-// that ran at different times, are not, and with the offset alone as the radix key the insertion
-// pass moved a key 2.8 places on average (32.7 M moves, 17 % of the k=16 RoCE/PFC run's
-// instructions in this function). With the entity digit only entities within one 64th of the
-// range are left to it (2.3 M moves), and keys that break the append rule (from the far heap,
-// refiled by a partition's rewind) are still put right by it. Buckets of 13-32 keys (most of a
-// k=8 run's) skip the entity pass: their keys seldom tie and the pass cost more than it saved.
-// (The generic slices.SortFunc, which calls its comparison through a function value, was the
-// largest item of the kernel's profile before the radix passes.)
+// their time offset within the bucket, 6 bits a pass, largest digit first (a stable counting
+// sort): buckets of up to 255 keys by the top 6 bits only, larger ones by all 12. A final
+// insertion pass then puts right what the digits left unordered: keys closer than the last digit's
+// resolution, and keys of equal time, which come out in reverse order of appending (without
+// entities, ord order, descending) except those that came from the far heap. On sorted runs it
+// costs one comparison a key. (The generic slices.SortFunc, which calls its comparison through
+// a function value, was the largest item of the kernel's profile; insertion alone on the
+// typical 20-40 keys a bucket was next.)
 func (q *queue) sortDesc(a []key, start Time) []key {
-	n := len(a)
-	if n <= 12 {
+	if len(a) <= 12 {
 		insertionDesc(a)
 		return a
 	}
-	if cap(q.tmp) < n {
-		q.tmp = make([]key, 0, 2*n)
+	if cap(q.tmp) < len(a) {
+		q.tmp = make([]key, 0, 2*len(a))
 	}
-	src, dst := a, q.tmp[:n]
-	last := n - 1
-	const timeBits = widthBits / 2
-	timeShift := uint(timeBits) // one time pass, the top digit
-	if n > 255 {
-		timeShift = 0 // two, all 12 bits
+	const radixBits = widthBits / 2
+	const radix = 1 << radixBits
+	src, dst := a, q.tmp[:len(a)]
+	shift := uint(radixBits) // one pass: the top digit
+	if len(a) > 255 {
+		shift = 0 // two passes: all 12 bits, low digit first
 	}
-	if q.entShift != 0 && n > 32 {
-		// The scheduling entity's top 6 bits (entShift: the entities' range in up to 64
-		// groups). Small buckets skip it: their keys seldom share a time.
-		var count [1 << timeBits]int32
+	for first := true; shift < widthBits; shift, first = shift+radixBits, false {
+		var count [radix + 1]int32
 		for _, k := range src {
-			count[k.ord>>q.entShift&(1<<timeBits-1)]++
+			// Descending: the largest digit goes first.
+			d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+			count[d+1]++
 		}
-		sum := int32(0)
-		for d := range count {
-			sum, count[d] = sum+count[d], sum
+		for d := 1; d <= radix; d++ {
+			count[d] += count[d-1]
 		}
-		for _, k := range src {
-			d := k.ord >> q.entShift & (1<<timeBits - 1)
-			dst[count[d]] = k
-			count[d]++
-		}
-		src, dst = dst, src
-	}
-	for ; timeShift < widthBits; timeShift += timeBits {
-		var count [1 << timeBits]int32
-		for _, k := range src {
-			count[uint64(k.at-start)>>timeShift&(1<<timeBits-1)]++
-		}
-		sum := int32(0)
-		for d := range count {
-			sum, count[d] = sum+count[d], sum
-		}
-		if timeShift+timeBits < widthBits {
-			for _, k := range src {
-				d := uint64(k.at-start) >> timeShift & (1<<timeBits - 1)
+		// Taken from the end, so that keys of equal digit come out last-appended (highest
+		// sequence) first; the second pass keeps the first pass's order (from the start).
+		if first {
+			for i := len(src) - 1; i >= 0; i-- {
+				k := src[i]
+				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
 				dst[count[d]] = k
 				count[d]++
 			}
 		} else {
-			// The last pass writes from the end: descending, equal digits last-appended first.
 			for _, k := range src {
-				d := uint64(k.at-start) >> timeShift & (1<<timeBits - 1)
-				dst[last-int(count[d])] = k
+				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				dst[count[d]] = k
 				count[d]++
 			}
 		}

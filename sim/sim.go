@@ -14,7 +14,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -109,9 +108,6 @@ func (s *Sim) SetEntities(n int, cur int32) {
 	}
 	s.counts = make([]uint64, n)
 	s.cur = cur
-	if n > 1 {
-		s.q.entShift = EntityBits + uint(max(0, bits.Len(uint(n-1))-6))
-	}
 }
 
 // Current is the entity of the event being handled (or the setup's, before the run).

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -228,10 +227,6 @@ func TestSortDesc(t *testing.T) {
 			start := Time(rng.IntN(1000)) << widthBits
 			a := make([]key, n)
 			ents := []int{1, 3, 70, 5000, 1 << 23}[trial%5]
-			q.entShift = 0 // as without SetEntities
-			if trial%4 >= 2 && ents > 1 {
-				q.entShift = EntityBits + uint(max(0, bits.Len(uint(ents-1))-6)) // as SetEntities
-			}
 			counts := make(map[uint64]uint64)
 			for i := range a {
 				ss := uint64(i)
