@@ -164,6 +164,9 @@ func TestPortLayout(t *testing.T) {
 	if off := unsafe.Offsetof(Port{}.peer); off != 64 {
 		t.Errorf("Port.peer at byte %d, want 64 (the second line)", off)
 	}
+	if off := unsafe.Offsetof(Port{}.peerEnt); off+4 > 128 {
+		t.Errorf("Port.peerEnt at byte %d, want it in the second line", off)
+	}
 	if off := unsafe.Offsetof(Port{}.q); off != 128 {
 		t.Errorf("Port.q at byte %d, want 128 (the third line)", off)
 	}

@@ -141,6 +141,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 				net: n, Owner: node.ID, Index: int32(p), gidx: gidx, Link: l.ID, Rate: l.Rate,
 				nprio: uint8(cfg.Priorities),
 				delay: l.Latency, peerPort: node.Ports[p].PeerPort, errCause: DropCorrupt,
+				peerEnt: int32(node.Ports[p].Peer),
 			}
 			if ps := 8 * units.Second; l.Rate > 0 && ps%units.Time(l.Rate) == 0 {
 				port.psPerByte = ps / units.Time(l.Rate) // exact: TransmitTime(n) = n x this

@@ -72,6 +72,9 @@ type Port struct {
 	BusyTime  units.Time
 	// lastWire is the size of the last frame started (adaptive routing reads it).
 	lastWire int32
+	// peerEnt is the node at the other end of the link, the entity its arrivals belong to
+	// (sim.ScheduleTo): Network.peerNode[gidx], kept here, in the line Handle reads anyway.
+	peerEnt int32
 
 	// q holds the queues, one per priority, each with the frame bytes it holds.
 	q    [maxPrio]prioQueue
@@ -263,7 +266,7 @@ func (p *Port) Handle(ev *sim.Event) {
 		}
 		return
 	}
-	n.sim.AfterTo(n.peerNode[p.gidx], p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
+	n.sim.AfterTo(p.peerEnt, p.delay, p.peer, opArrive, p.peerPort, unsafe.Pointer(pkt))
 	p.kick()
 }
 

@@ -216,20 +216,35 @@ func TestCalendarQueueMatchesReference(t *testing.T) {
 
 // TestSortDesc checks the bucket sort against the standard library's on random keys with many
 // equal times, for sizes around the insertion-sort cutoff and far above it, with keys appended
-// in sequence order (as a bucket fills) or not (keys from the far heap).
+// in sequence order (as a bucket fills) or not (keys from the far heap), with ordering words
+// of a global sequence or of entities (each entity's count growing in append order, as when a
+// bucket fills, or not), entities few or many.
 func TestSortDesc(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var q queue
 	for _, n := range []int{0, 1, 2, 3, 12, 13, 31, 32, 33, 49, 100, 255, 256, 1000, 5000} {
-		for trial := 0; trial < 20; trial++ {
+		for trial := 0; trial < 40; trial++ {
 			start := Time(rng.IntN(1000)) << widthBits
 			a := make([]key, n)
+			ents := []int{1, 3, 70, 5000, 1 << 23}[trial%5]
+			counts := make(map[uint64]uint64)
 			for i := range a {
 				ss := uint64(i)
-				if trial%2 == 1 {
+				switch trial % 4 {
+				case 1:
 					ss = uint64(rng.IntN(4 * (n + 1)))
+				case 2:
+					e := uint64(rng.IntN(ents))
+					ss = e<<EntityBits | counts[e]
+					counts[e]++
+				case 3:
+					ss = uint64(rng.IntN(ents))<<EntityBits | uint64(rng.IntN(4*(n+1)))
 				}
-				a[i] = key{at: start + Time(rng.IntN(1+min(n/3, int(bucketWidth)-1))), ord: ss}
+				at := start + Time(rng.IntN(1+min(n/3, int(bucketWidth)-1)))
+				if trial%3 == 2 {
+					at = start + Time(rng.IntN(3)) // most times equal
+				}
+				a[i] = key{at: at, ord: ss}
 			}
 			want := slices.Clone(a)
 			slices.SortFunc(want, func(x, y key) int {
