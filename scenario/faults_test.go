@@ -103,6 +103,10 @@ faults:
 `, `faults[0].host: host 9 does not exist (valid: 0..3)`},
 		{"bad multiplier", `fault_recovery: {bfd_multiplier: 0}
 `, `fault_recovery.bfd_multiplier: 0 outside 1..255`},
+		{"ib_timeout out of range", `fault_recovery: {ib_timeout: 32}
+`, `fault_recovery.ib_timeout: 32 outside 0..31`},
+		{"ib_retry_cnt out of range", `fault_recovery: {ib_retry_cnt: 8}
+`, `fault_recovery.ib_retry_cnt: 8 outside 0..7`},
 		{"ber on roce", `faults:
   - {kind: link_degrade, link: leaf0-spine0, ber: 1e-5}
 `, `faults[0].ber: is an InfiniBand link's bit error rate before its RS-FEC (the fabric is roce; use error_rate)`},
