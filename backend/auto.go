@@ -29,10 +29,24 @@ const DefaultAutoBudget = 60 * time.Second
 // incast with drops) on the run examples.
 const EventsPerPacketHop = 4
 
-// PacketEventsPerSecond is what one core of the packet backend gets through: 11.5 M events per
-// CPU second on the 64-GPU dense compare, 6.3 M on the congested MoE one (DCQCN timers and PFC
-// state cost more per event), on the shared 2-core x86-64 host of this project, 2026.
-const PacketEventsPerSecond = 10e6
+// PacketEventsPerSecond is what one core of the packet backend gets through on a run whose
+// traffic touches hosts NICs: 2.5 M events per CPU second at 1,024, growing as 1/sqrt(hosts)
+// below (the engine's working set, flows and queues, misses the caches less), at most 10 M.
+// Fitted to the packet backend's measured rates on GPU-cluster runs (docs/architecture.md,
+// "Choosing a backend: auto"): 2.4-2.7 M at 1,024 GPUs (the default compare's variants, one of
+// its ring classes), 7.6 M on one rail of that class (128 NICs), 10.3 M on the 64-GPU dense
+// compare; a congested small run is slower than the fit (the 24-GPU MoE compare: 6.2 M, its
+// estimate 1.7x short). The flat 10 M used before was 4x short at 1,024 GPUs.
+func PacketEventsPerSecond(hosts int) float64 {
+	return min(PacketEventsPerSecondMax, packetEventsPerSecond1024*math.Sqrt(1024/float64(max(hosts, 1))))
+}
+
+const (
+	// PacketEventsPerSecondMax is the packet backend's rate on small runs (64 NICs or fewer).
+	PacketEventsPerSecondMax = 10e6
+	// packetEventsPerSecond1024 is its rate at 1,024 NICs.
+	packetEventsPerSecond1024 = 2.5e6
+)
 
 // AutoOptions are auto's own options.
 type AutoOptions struct {
@@ -50,19 +64,22 @@ type Estimate struct {
 	// PacketHops is the links those packets cross: each message's packets times the links on a
 	// shortest path between its endpoints.
 	PacketHops float64
+	// Seconds is one core's time for them: each job's events at PacketEventsPerSecond of the
+	// hosts its messages touch.
+	Seconds float64
 }
 
 // Add sums two estimates (a compare adds its variants', steps' and classes' jobs).
 func (e Estimate) Add(o Estimate) Estimate {
-	return Estimate{Packets: e.Packets + o.Packets, PacketHops: e.PacketHops + o.PacketHops}
+	return Estimate{Packets: e.Packets + o.Packets, PacketHops: e.PacketHops + o.PacketHops, Seconds: e.Seconds + o.Seconds}
 }
 
 // Events is the estimated number of packet-backend events: PacketHops x EventsPerPacketHop.
 func (e Estimate) Events() float64 { return e.PacketHops * EventsPerPacketHop }
 
-// CPU is the estimated time one core of the packet backend takes: Events / PacketEventsPerSecond.
+// CPU is the estimated time one core of the packet backend takes (Seconds).
 func (e Estimate) CPU() time.Duration {
-	s := e.Events() / PacketEventsPerSecond
+	s := e.Seconds
 	if s > float64(math.MaxInt64)/1e9 {
 		return time.Duration(math.MaxInt64)
 	}
@@ -86,6 +103,7 @@ func EstimateJob(j *Job) (Estimate, error) {
 	}
 	var e Estimate
 	hops := map[[2]int32]int{}
+	touched := map[int32]bool{} // the hosts the messages touch
 	for i := range j.Work.Msgs {
 		m := &j.Work.Msgs[i]
 		if m.Bytes <= 0 || m.Src == m.Dst {
@@ -96,11 +114,13 @@ func EstimateJob(j *Job) (Estimate, error) {
 		if !ok {
 			h = max(routes.ShortestPathHops(int(m.Src), int(m.Dst)), 0)
 			hops[k] = h
+			touched[m.Src], touched[m.Dst] = true, true
 		}
 		p := float64((int64(m.Bytes) + mtu - 1) / mtu)
 		e.Packets += p
 		e.PacketHops += p * float64(h)
 	}
+	e.Seconds = e.Events() / PacketEventsPerSecond(len(touched))
 	return e, nil
 }
 

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -31,29 +32,46 @@ func TestEstimateJob(t *testing.T) {
 	if e.Packets != 258 || e.PacketHops != 516 || e.Events() != 2064 {
 		t.Errorf("estimate %+v, events %v; want 258 packets, 516 packet-hops, 2064 events", e, e.Events())
 	}
-	// 2,064 events at 10 M/s: 206.4 us.
+	// 2,064 events on 2 hosts at 10 M/s: 206.4 us.
 	if got, want := e.CPU(), 206400*time.Nanosecond; got != want {
 		t.Errorf("CPU %v, want %v", got, want)
 	}
 }
 
-// TestChoose: the rule's arithmetic. 150 M packet-hops are 600 M events, 60 s at 10 M events/s:
-// exactly the default budget, so packet; one packet-hop more (4 events, 0.4 us) is above it, so
-// flow. 775 M packet-hops (3.1 G events, 310 s) are above a 5-minute budget and within 6 minutes.
+// TestPacketRate: the calibrated rate is 10 M events/s up to 64 hosts, 7.07 M at 128, 2.5 M at
+// 1,024 (1/sqrt(hosts)), and an estimate prices each job at the rate of the hosts it touches.
+func TestPacketRate(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		want  float64
+	}{{0, 10e6}, {2, 10e6}, {64, 10e6}, {128, 2.5e6 * math.Sqrt(8)}, {1024, 2.5e6}, {4096, 1.25e6}} {
+		if got := PacketEventsPerSecond(c.hosts); math.Abs(got-c.want) > 1 {
+			t.Errorf("PacketEventsPerSecond(%d) = %g, want %g", c.hosts, got, c.want)
+		}
+	}
+	a, b := Estimate{PacketHops: 1, Seconds: 2}, Estimate{PacketHops: 3, Seconds: 5}
+	if s := a.Add(b); s.PacketHops != 4 || s.Seconds != 7 {
+		t.Errorf("%+v + %+v = %+v", a, b, s)
+	}
+}
+
+// TestChoose: the rule's arithmetic. 60 s is exactly the default budget, so packet; a
+// nanosecond more is above it, so flow. 310 s are above a 5-minute budget and within 6 minutes.
 func TestChoose(t *testing.T) {
 	for _, c := range []struct {
 		hops   float64
+		secs   float64
 		budget time.Duration
 		want   Name
 		reason string
 	}{
-		{150e6, 0, Packet, "packet: estimated 600 M packet events, about 60 s on the packet backend, within the 60 s budget"},
-		{150e6 + 1, 0, Flow, "flow: estimated 600 M packet events, about 60 s on the packet backend, above the 60 s budget"},
-		{775e6, 5 * time.Minute, Flow, "flow: estimated 3.1 G packet events, about 310 s on the packet backend, above the 300 s budget"},
-		{775e6, 6 * time.Minute, Packet, "packet: estimated 3.1 G packet events, about 310 s on the packet backend, within the 360 s budget"},
-		{250e3, 1500 * time.Millisecond, Packet, "packet: estimated 1 M packet events, about 0.1 s on the packet backend, within the 1.5s budget"},
+		{45e6, 60, 0, Packet, "packet: estimated 180 M packet events, about 60 s on the packet backend, within the 60 s budget"},
+		{45e6, 60 + 1e-9, 0, Flow, "flow: estimated 180 M packet events, about 60 s on the packet backend, above the 60 s budget"},
+		{232.5e6, 310, 5 * time.Minute, Flow, "flow: estimated 930 M packet events, about 310 s on the packet backend, above the 300 s budget"},
+		{232.5e6, 310, 6 * time.Minute, Packet, "packet: estimated 930 M packet events, about 310 s on the packet backend, within the 360 s budget"},
+		{250e3, 0.33, 1500 * time.Millisecond, Packet, "packet: estimated 1 M packet events, about 0.33 s on the packet backend, within the 1.5s budget"},
 	} {
-		got, err := Choose(Estimate{PacketHops: c.hops}, c.budget)
+		got, err := Choose(Estimate{PacketHops: c.hops, Seconds: c.secs}, c.budget)
 		if err != nil || got.Backend != c.want || got.Reason != c.reason {
 			t.Errorf("Choose(%v packet-hops, %v) = %+v, %v; want %s, %q", c.hops, c.budget, got, err, c.want, c.reason)
 		}
@@ -110,7 +128,7 @@ func TestAutoPacketOnly(t *testing.T) {
 		if why := PacketOnly(&c.cfg); !strings.Contains(why, c.why) {
 			t.Errorf("%s: PacketOnly %q, want it to name %q", c.name, why, c.why)
 		}
-		e := Estimate{PacketHops: 1e12}
+		e := Estimate{PacketHops: 1e12, Seconds: 1e12 * EventsPerPacketHop / PacketEventsPerSecondMax}
 		if got := ChoosePacket(PacketOnly(&c.cfg), e); got.Backend != Packet || !strings.Contains(got.Reason, c.why) {
 			t.Errorf("%s: %+v", c.name, got)
 		}

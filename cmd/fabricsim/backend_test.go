@@ -59,7 +59,7 @@ traffic: {kind: incast, senders: 6, size: 1MB}
 
 // TestRunAutoBackend: `run --backend auto` says which backend ran and why. The incast of
 // TestRunAnalyticBackend is 6 messages of 1 MB, 245 packets of 4,096 bytes each, over 2 links
-// (host, leaf, host): 2,940 packet-hops, 11,760 estimated events, 1.2 ms at 10 M events/s:
+// (host, leaf, host): 2,940 packet-hops, 11,760 estimated events, 1.2 ms at 10 M events/s (7 hosts):
 // packet within the default 60 s, flow above a budget of 1 ms. A budget of 0 or below is a
 // usage error, for run and compare alike; nccl-tests on the analytic backend says what of a
 // RoCE fabric it leaves out.

@@ -81,6 +81,23 @@ func TestFlowBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, output %q; want exit 2 and %q", c.args, code, out, c.want)
 		}
 	}
+	// --backend auto takes either backend's options, and says on stderr when the backend it
+	// chose does not use one (exit 0: the run is valid): --flow-step where it ran packet,
+	// --threads where it ran flow; nothing where the option applies.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--flow-step", "2us"}, "warning: --flow-step 2us is an option of the flow backend, and --backend auto ran the packet backend (packet: estimated"},
+		{[]string{"--flow-step", "2us", "--auto-budget", "1ns"}, ""},
+		{[]string{"--threads", "2", "--auto-budget", "1ns"}, "warning: --threads 2 is an option of the packet backend, and --backend auto ran the flow backend (flow: estimated"},
+		{[]string{"--threads", "2"}, ""},
+	} {
+		code, out := run(t, append([]string{"run", small, "--backend", "auto"}, c.args...)...)
+		if code != 0 || c.want == "" && strings.Contains(out, "warning:") || c.want != "" && !strings.Contains(out, c.want) {
+			t.Errorf("run --backend auto %v: exit %d, want exit 0 and %q in\n%s", c.args, code, c.want, out)
+		}
+	}
 	// Packet merging stays allowed where auto may choose the packet backend.
 	if code, out := run(t, append(nccl, "--backend", "auto", "--packet-scale", "2")...); code != 0 {
 		t.Errorf("--backend auto --packet-scale 2: exit %d\n%s", code, out)

@@ -195,6 +195,7 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	if res == nil {
 		return usageErr(err)
 	}
+	autoIgnored(c, res)
 	if f.out != "" {
 		if werr := writeOutputs(f.out, res); werr != nil {
 			return failureErr(werr)
@@ -238,6 +239,25 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 		return failureErr(err)
 	}
 	return nil
+}
+
+// autoIgnored warns, on stderr, when --backend auto chose a backend that does not take an
+// option given for the other: --flow-step on a run auto gave to the packet backend, --threads
+// on one it gave to the flow backend. The run is valid as it is (auto's choice is the one its
+// budget allows), so it is a warning, not an error; naming the backend makes the option apply.
+func autoIgnored(c *cobra.Command, res *result.Run) {
+	if res.BackendReason == "" {
+		return // the backend was named, and its options checked before the run
+	}
+	for _, o := range []struct {
+		flag string
+		on   backend.Name
+	}{{"flow-step", backend.Flow}, {"threads", backend.Packet}} {
+		if c.Flags().Changed(o.flag) && res.Backend != string(o.on) {
+			fmt.Fprintf(c.ErrOrStderr(), "warning: --%s %s is an option of the %s backend, and --backend auto ran the %s backend (%s): not used; add --backend %s to apply it\n",
+				o.flag, c.Flags().Lookup(o.flag).Value, o.on, res.Backend, res.BackendReason, o.on)
+		}
+	}
 }
 
 // outputMode is the permission of every file fabricsim writes: readable by all, as a file
