@@ -39,7 +39,8 @@ type Options struct {
 	// Fidelity overrides the scenario's when set.
 	Fidelity FidelityMode
 	// RunEveryStep simulates every step's network even where a repeated network seed would
-	// repeat a run bit for bit (noise.network_seeds): the plain version the reuse is tested
+	// repeat a run bit for bit (noise.network_seeds), and with noise.network_per_step every
+	// step's own runs where their inputs repeat (runMemo): the plain version the reuse is tested
 	// against.
 	RunEveryStep bool
 	// WholeCollectives runs every step of a long flat ring on the flow backend instead of its first
