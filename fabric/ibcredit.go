@@ -136,6 +136,11 @@ type ibCredits struct {
 	// out holds, per destination partition, the updates of deferFC ports sent during the
 	// window, in the order they were sent (exchangeFC delivers them).
 	out [][]fcHanded
+	// touched is exchangeFC's scratch list of the partition's ports handed updates; handed
+	// and exchangeTime its totals (ParallelInfo).
+	touched      []int32
+	handed       uint64
+	exchangeTime time.Duration
 }
 
 // fcHanded is an inline credit update of a deferFC port, on its way to the peer port's ring.
@@ -404,40 +409,39 @@ func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time 
 	return t
 }
 
-// exchangeFC delivers, after a window ending at bound, the updates deferFC ports sent during it
-// (parallel.go, planIB): into each receiving port's ring, from every partition's outbox in
-// partition order (a port has one sender, so its updates keep their order), then, port by
-// port in index order, what flushFC does for an update on an undeferred link: a port that
-// waits for credits with nothing on the wire is woken when one that lets it send arrives, the
-// wake-up scheduled as the port's own node's event, so that it orders the same for every
-// partitioning.
-func (n *Network) exchangeFC(bound units.Time) {
+// exchangeFC delivers to partition d, after a window ending at bound, the updates deferFC ports
+// sent to it during the window (parallel.go, planIB; sim.Group.Exchange runs it for every
+// partition at once, each on its own worker): into each receiving port's ring, from every
+// partition's outbox in partition order (a port has one sender, so its updates keep their
+// order), then, port by port in index order, what flushFC does for an update on an undeferred
+// link: a port that waits for credits with nothing on the wire is woken when one that lets it
+// send arrives, the wake-up scheduled as the port's own node's event, so that it orders the
+// same for every partitioning. It reads the other partitions' outboxes for d only and writes
+// only d's ports and queue.
+func (n *Network) exchangeFC(d int, bound units.Time) {
 	par := n.par
+	df := par.nets[d].ibfc
 	start := time.Now()
-	touched := par.fcTouched[:0]
-	for d, dn := range par.nets {
-		df := dn.ibfc
-		for _, sn := range par.nets {
-			sf := sn.ibfc
-			if len(sf.out) == 0 {
-				continue
-			}
-			l := sf.out[d]
-			par.fcHanded += uint64(len(l))
-			for _, e := range l {
-				st := &df.ports[e.port]
-				st.push(e.at, uint8(e.lv&15), e.lv>>4)
-				if !st.fcTouched {
-					st.fcTouched = true
-					touched = append(touched, e.port)
-				}
-			}
-			sf.out[d] = l[:0]
+	touched := df.touched[:0]
+	for _, sn := range par.nets {
+		sf := sn.ibfc
+		if len(sf.out) == 0 {
+			continue
 		}
+		l := sf.out[d]
+		df.handed += uint64(len(l))
+		for _, e := range l {
+			st := &df.ports[e.port]
+			st.push(e.at, uint8(e.lv&15), e.lv>>4)
+			if !st.fcTouched {
+				st.fcTouched = true
+				touched = append(touched, e.port)
+			}
+		}
+		sf.out[d] = l[:0]
 	}
 	slices.Sort(touched)
 	for _, i := range touched {
-		df := par.nets[par.partOf[n.ibfc.ports[i].port.Owner]].ibfc
 		st := &df.ports[i]
 		st.fcTouched = false
 		if st.stalls == 0 || st.wakeAt != 0 || st.port.busy {
@@ -452,8 +456,8 @@ func (n *Network) exchangeFC(bound units.Time) {
 			df.n.sim.ScheduleAs(int32(st.port.Owner), at, df, opCreditsWake, st.idx, nil)
 		}
 	}
-	par.fcTouched = touched[:0]
-	par.exchangeTime += time.Since(start)
+	df.touched = touched[:0]
+	df.exchangeTime += time.Since(start)
 }
 
 // Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the

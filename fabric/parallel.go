@@ -53,8 +53,8 @@ type ParallelInfo struct {
 	// speedup the partitioning allows before synchronization costs (1 when sequential).
 	Balance float64
 	// CreditsHanded counts the InfiniBand credit updates delivered at window ends (exchangeFC),
-	// and ExchangeTime the wall time that took (serial, between windows: a synchronization
-	// cost; the only figure here that is not exact).
+	// and ExchangeTime the wall time that took, summed over the partitions (which exchange at
+	// once, between windows: a synchronization cost; the only figure here that is not exact).
 	CreditsHanded uint64
 	ExchangeTime  time.Duration
 }
@@ -66,7 +66,12 @@ func (n *Network) Parallel() ParallelInfo {
 	if n.par != nil {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
-		i.CreditsHanded, i.ExchangeTime = n.par.fcHanded, n.par.exchangeTime
+		for _, c := range n.par.nets {
+			if f := c.ibfc; f != nil {
+				i.CreditsHanded += f.handed
+				i.ExchangeTime += f.exchangeTime
+			}
+		}
 		if g.CriticalEvents > 0 {
 			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
 		}
@@ -79,11 +84,6 @@ type parRun struct {
 	g      *sim.Group
 	partOf []int32 // node ID -> partition
 	nets   []*Network
-	// fcTouched is exchangeFC's scratch list of ports handed credit updates; fcHanded and
-	// exchangeTime its totals (ParallelInfo).
-	fcTouched    []int32
-	fcHanded     uint64
-	exchangeTime time.Duration
 }
 
 // globalEntity is the kernel entity of events that belong to no node: the watchdog, the fault

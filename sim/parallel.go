@@ -41,12 +41,14 @@ type Group struct {
 	// partitions' counters for global events or progress.
 	BeforeMain  func()
 	AfterWindow func()
-	// Exchange, when set, is called after every window with the partitions idle and the
-	// window's last instant, before the next window is chosen: the owner hands over what its
-	// partitions wrote for each other during the window without events (state that takes
-	// effect at least the lookahead later), and may schedule events from then on (ScheduleAs
-	// on a partition's Sim), which the next window then takes into account.
-	Exchange func(bound Time)
+	// Exchange, when set, is called after every window for each partition (its index and the
+	// window's last instant), on the partition's worker, all partitions at once, before the
+	// next window is chosen: the owner hands partition i what the others wrote for it during
+	// the window without events (state that takes effect at least the lookahead later), and
+	// may schedule events on partition i's Sim from then on (ScheduleAs), which the next
+	// window then takes into account. A call may read what any partition wrote for i in the
+	// window and write only partition i's state.
+	Exchange func(part int, bound Time)
 	started  bool
 }
 
@@ -61,11 +63,17 @@ type partition struct {
 	par  int           // parity of the window running
 	end  Time          // the window's end (exclusive): handed-over events lie at or after it
 	next Time          // earliest pending event after the window (own or handed over)
-	run  chan Time     // window bounds, for a worker goroutine
+	run  chan job      // windows and exchanges, for a worker goroutine
 	// panicked holds what a worker's window panicked with.
 	panicked any
 	seen     uint64 // events run before the window
 
+}
+
+// job is a worker's next task: the window up to bound, or the exchange after it.
+type job struct {
+	bound    Time
+	exchange bool
 }
 
 type handed struct {
@@ -197,14 +205,40 @@ func (p *partition) window(bound Time, parity int) {
 	}
 }
 
-// safeWindow runs window on a worker goroutine, keeping a panic for the coordinator to raise.
-func (p *partition) safeWindow(bound Time, parity int) {
+// safeWindow runs window (or, for an exchange job, the Group's Exchange) on a worker
+// goroutine, keeping a panic for the coordinator to raise.
+func (p *partition) safeWindow(j job, parity int) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panicked = r
 		}
 	}()
-	p.window(bound, parity)
+	if j.exchange {
+		p.g.Exchange(int(p.id), j.bound)
+		return
+	}
+	p.window(j.bound, parity)
+}
+
+// runAll runs j on every partition, the first on the calling goroutine, the others on their
+// workers, and waits for them; a worker's panic is raised here.
+func (g *Group) runAll(j job, done chan struct{}) {
+	for _, p := range g.parts[1:] {
+		p.run <- j
+	}
+	if j.exchange {
+		g.Exchange(0, j.bound)
+	} else {
+		g.parts[0].window(j.bound, int(g.Windows&1))
+	}
+	for range len(g.parts) - 1 {
+		<-done
+	}
+	for _, p := range g.parts[1:] {
+		if r := p.panicked; r != nil {
+			panic(r) // a worker's panic (a broken invariant) ends the run as in a sequential one
+		}
+	}
 }
 
 // Run executes events in every partition and the main Sim until none is left, one stops
@@ -226,10 +260,10 @@ func (g *Group) Run(until Time) error {
 	if len(g.parts) > 1 {
 		done = make(chan struct{}, len(g.parts))
 		for _, p := range g.parts[1:] {
-			p.run = make(chan Time)
+			p.run = make(chan job)
 			go func(p *partition) {
-				for bound := range p.run {
-					p.safeWindow(bound, int(g.Windows&1))
+				for j := range p.run {
+					p.safeWindow(j, int(g.Windows&1))
 					done <- struct{}{}
 				}
 			}(p)
@@ -257,21 +291,10 @@ func (g *Group) Run(until Time) error {
 			break
 		}
 		bound := min(t+g.lookahead-1, until, mainNext)
-		for _, p := range g.parts[1:] {
-			p.run <- bound
-		}
-		g.parts[0].window(bound, int(g.Windows&1))
-		for range len(g.parts) - 1 {
-			<-done
-		}
-		for _, p := range g.parts[1:] {
-			if r := p.panicked; r != nil {
-				panic(r) // a worker's panic (a broken invariant) ends the run as in a sequential one
-			}
-		}
+		g.runAll(job{bound: bound}, done)
 		g.Windows++
 		if g.Exchange != nil {
-			g.Exchange(bound)
+			g.runAll(job{bound: bound, exchange: true}, done)
 		}
 		var most uint64
 		for _, p := range g.parts {
