@@ -254,24 +254,7 @@ func TestNetworkSeedReuse(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := strings.Replace(base, "steps: 1", "steps: 5\nfidelity: "+c.fidelity+"\n"+c.noise, 1)
-			var out [2][]byte
-			var runs [2]int
-			for i, every := range []bool{false, true} {
-				s, err := Parse([]byte(src), "test.yaml", "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
-					Progress: func(done, total int) { runs[i] = total }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkIdentity(t, r)
-				for _, v := range r.Variants {
-					v.SimWall = 0
-				}
-				out[i], _ = json.Marshal(r.Variants)
-			}
+			_, out, runs := reuseVsEvery(t, src, "")
 			if !bytes.Equal(out[0], out[1]) {
 				t.Errorf("reused network runs differ from running every step")
 			}
@@ -397,26 +380,7 @@ func TestPerStepReuse(t *testing.T) {
 		{"compute noise", "noise: {cv: 0.02, network_seeds: 1, network_per_step: true}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var out [2][]byte
-			var sims [2]int
-			var res [2]*Result
-			for i, every := range []bool{false, true} {
-				s, err := Parse([]byte(src+c.noise+"\n"), "test.yaml", "../examples")
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
-					Progress: func(done, total int) { sims[i] = total }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkIdentity(t, r)
-				for _, v := range r.Variants {
-					v.SimWall = 0
-				}
-				res[i] = r
-				out[i], _ = json.Marshal(r.Variants)
-			}
+			res, out, sims := reuseVsEvery(t, src+c.noise+"\n", "../examples")
 			if !bytes.Equal(out[0], out[1]) {
 				t.Errorf("reused per-step runs differ from running every step")
 				for vi := range res[0].Variants {
@@ -470,4 +434,29 @@ func TestPerStepReuse(t *testing.T) {
 			t.Logf("no compute noise: InfiniBand %d, RoCEv2 %d simulations; every step %d each", ib, roce, 5*classes)
 		})
 	}
+}
+
+// reuseVsEvery runs the compare scenario src on the flow backend twice, with the reuse of runs
+// (i = 0) and with Options.RunEveryStep (i = 1), and returns each result, its variants as JSON
+// with the host times zeroed (the bytes the reuse tests compare) and its simulation count.
+func reuseVsEvery(t *testing.T, src, dir string) (res [2]*Result, out [2][]byte, sims [2]int) {
+	t.Helper()
+	for i, every := range []bool{false, true} {
+		s, err := Parse([]byte(src), "test.yaml", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
+			Progress: func(done, total int) { sims[i] = total }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIdentity(t, r)
+		for _, v := range r.Variants {
+			v.SimWall = 0
+		}
+		res[i] = r
+		out[i], _ = json.Marshal(r.Variants)
+	}
+	return res, out, sims
 }

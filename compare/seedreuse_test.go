@@ -2,11 +2,7 @@ package compare
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"testing"
-
-	"github.com/fabricsim/fabricsim/backend"
 )
 
 // acrossLeaves is a data-parallel step on 16 servers x 2 GPUs under 4 leaves of radix 8 (two
@@ -33,24 +29,7 @@ variants: [ib-ndr, roce-default, roce-pfc-only]
 // (Options.RunEveryStep) byte for byte, and runs fewer simulations: every InfiniBand class once
 // (its forwarding tables ignore the seed), RoCE classes once per routing pattern.
 func TestSeedReuseMatchesEverySeed(t *testing.T) {
-	var out [2][]byte
-	var sims [2]int
-	for i, every := range []bool{false, true} {
-		s, err := Parse([]byte(acrossLeaves), "test.yaml", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
-			Progress: func(done, total int) { sims[i] = total }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkIdentity(t, r)
-		for _, v := range r.Variants {
-			v.SimWall = 0
-		}
-		out[i], _ = json.Marshal(r.Variants)
-	}
+	_, out, sims := reuseVsEvery(t, acrossLeaves, "")
 	if !bytes.Equal(out[0], out[1]) {
 		t.Errorf("runs reused across seeds differ from running every seed")
 	}
