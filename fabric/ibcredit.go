@@ -366,13 +366,7 @@ func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
 		t += st.fcSer
 		up.push(t+p.delay, vl, st.v[vl].fcVal)
 	}
-	st.fcN = 0
-	p.inlineFC = 0
-	f.fcSent += k
-	p.TxPackets += k
-	p.TxBytes += k * st.fcWire
-	p.BusyTime += units.Time(k) * st.fcSer
-	f.n.packetHops += uint64(k)
+	f.sentFC(p, st, k)
 	if up.stalls != 0 && up.wakeAt == 0 && !up.port.busy {
 		// The peer waits for credits with nothing on the wire: restart it when they arrive,
 		// as the flow-control packet's arrival would.
@@ -382,6 +376,18 @@ func (f *ibCredits) flushFC(p *Port, t units.Time) units.Time {
 		}
 	}
 	return t
+}
+
+// sentFC clears p's pending flow-control updates once the k of them are sent (st its credit
+// state) and counts them: the port's packets, bytes and busy time, and the network's hops.
+func (f *ibCredits) sentFC(p *Port, st *ibPort, k int64) {
+	st.fcN = 0
+	p.inlineFC = 0
+	f.fcSent += k
+	p.TxPackets += k
+	p.TxBytes += k * st.fcWire
+	p.BusyTime += units.Time(k) * st.fcSer
+	f.n.packetHops += uint64(k)
 }
 
 // flushDeferred is flushFC for a deferFC port: the updates, with the same wire timing, wait in
@@ -399,13 +405,7 @@ func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time 
 		t += st.fcSer
 		f.out[d] = append(f.out[d], fcHanded{at: t + p.delay, lv: st.v[vl].fcVal<<4 | int64(vl), port: st.peer.idx})
 	}
-	st.fcN = 0
-	p.inlineFC = 0
-	f.fcSent += k
-	p.TxPackets += k
-	p.TxBytes += k * st.fcWire
-	p.BusyTime += units.Time(k) * st.fcSer
-	f.n.packetHops += uint64(k)
+	f.sentFC(p, st, k)
 	return t
 }
 
