@@ -171,8 +171,7 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			capB = min(capB, e.rc[hs.link].allow)
 			waterFill(capB, d)
 		} else {
-			waterFill(capB, d)
-			e.classCap(hs.link, hs.flows, d)
+			e.classFill(hs.link, capB, hs.flows, d)
 		}
 		var finished []int32
 		sending := 0
@@ -223,18 +222,76 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 	}
 }
 
-// classCap scales down, per class, the grants of flows whose class the link's allowance
-// throttles (PFC pauses and credits are per priority or VL).
-func (e *engine) classCap(link int32, flows []int32, d []fill) {
-	nc := e.nc
-	var sum [16]float64
-	for _, x := range d {
-		sum[e.flows[flows[x.i]].cls] += x.d
+// classFill shares a NIC's capB among its flows (d, written in place) in a network of several
+// classes. The NIC's round robin over its flows (fabric/nic.go nextData) passes over a flow whose
+// class the next hop holds back (a PFC pause of its priority, no credits on its VL), so the flows
+// share max-min, the flows of one class together at most the class's allowance on the link, and
+// what a held-back class cannot send goes to the other classes' flows. (Scaling the max-min
+// grants of a held-back class down in proportion instead starves every flow's last bytes
+// geometrically: a collective then waits for its slowest flow far longer than the class's share
+// of the link says; docs/jobs.md, "1,024 GPUs on the flow backend".)
+func (e *engine) classFill(link int32, capB float64, flows []int32, d []fill) {
+	if len(d) == 0 {
+		return
 	}
+	nc := e.nc
+	cls := func(k int) int32 { return e.flows[flows[d[k].i]].cls }
+	allow := func(c int32) float64 { return e.rc[int(link)*nc+int(c)].allow }
+	c0, mixed := cls(0), false
+	for k := 1; k < len(d) && !mixed; k++ {
+		mixed = cls(k) != c0
+	}
+	if !mixed { // the common case: a host's flows in one class (as with one class in the network)
+		waterFill(min(capB, allow(c0)), d)
+		return
+	}
+	// Several classes: raise the water level over every flow; a class whose flows would take
+	// more than its allowance is held to it (its flows share the allowance max-min), and the
+	// others share what is left, until no class exceeds its allowance (at most nc rounds: a
+	// held class stays held, as the others' level only rises).
+	want := make([]float64, len(d))
 	for k := range d {
-		c := e.flows[flows[d[k].i]].cls
-		if a := e.rc[int(link)*nc+int(c)].allow; sum[c] > a {
-			d[k].d *= a / sum[c]
+		want[k] = d[k].d
+	}
+	var held [16]bool
+	sub := make([]fill, 0, len(d))
+	for {
+		left := capB
+		for c := int32(0); c < int32(nc); c++ {
+			if !held[c] {
+				continue
+			}
+			sub = sub[:0]
+			for k := range d {
+				if cls(k) == c {
+					sub = append(sub, fill{d: want[k], i: int32(k)})
+				}
+			}
+			left -= waterFill(allow(c), sub)
+			for _, x := range sub {
+				d[x.i].d = x.d
+			}
+		}
+		sub = sub[:0]
+		for k := range d {
+			if !held[cls(k)] {
+				sub = append(sub, fill{d: want[k], i: int32(k)})
+			}
+		}
+		waterFill(max(0, left), sub)
+		var got [16]float64
+		for _, x := range sub {
+			d[x.i].d = x.d
+			got[cls(int(x.i))] += x.d
+		}
+		more := false
+		for c := int32(0); c < int32(nc); c++ {
+			if !held[c] && got[c] > allow(c) {
+				held[c], more = true, true
+			}
+		}
+		if !more {
+			return
 		}
 	}
 }
