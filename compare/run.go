@@ -617,16 +617,15 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			} else {
 				in = s.classInput(plan, cls, opClass, opGroup, runs[vi][runOf(k)], nz)
 			}
-			stepRuns := runs[vi][runOf(k)] // the runs the step's figures come from
+			// The runs the step's figures come from; a failed step's stand-in (faults.go) has no
+			// messages, so its clean runs count.
+			stepRuns := runs[vi][runOf(k)]
 			if fr := faulted[vi][k]; fr != nil && failedF[vi][k] == "" {
 				stepRuns = []*classRun{fr}
 			} else if skewSteps && !full {
 				stepRuns = skewed[vi][k]
 			}
 			for _, r := range stepRuns {
-				if r.Msgs == nil {
-					continue // a failed step's stand-in (faults.go) has no messages
-				}
 				msgs.fct.merge(&r.Msgs.fct, 1)
 				msgs.slow.merge(&r.Msgs.slow, 1)
 			}
