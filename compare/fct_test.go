@@ -103,14 +103,7 @@ func TestMessagesPerStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	src := `name: msgs
-seed: 1
-steps: 1
-tokens: 1T
-cluster: {servers: 40, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, servers_per_su: 8}
-workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, model: llama3-8b, tp: 8, dp: 40, global_batch: 320}
-variants: [ib-ndr]
-`
+	src := ringsAcrossSUs("msgs", "ib-ndr")
 	s, err := Parse([]byte(src), "msgs.yaml", ".")
 	if err != nil {
 		t.Fatal(err)

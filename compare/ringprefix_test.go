@@ -58,6 +58,20 @@ func TestRingPrefixMatchesCollective(t *testing.T) {
 	}
 }
 
+// ringsAcrossSUs is a one-step compare named name, of the listed variants, whose DP rings (40
+// ranks: 39 steps per reduce-scatter and all-gather pass) cross scalable units through the
+// core tier of a three-tier Clos.
+func ringsAcrossSUs(name, variants string) string {
+	return "name: " + name + `
+seed: 1
+steps: 1
+tokens: 1T
+cluster: {servers: 40, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, servers_per_su: 8}
+workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, model: llama3-8b, tp: 8, dp: 40, global_batch: 320}
+variants: [` + variants + `]
+`
+}
+
 // TestRingPrefixMatchesWholeRing runs a compare whose DP rings (40 ranks: 39 steps per
 // reduce-scatter and all-gather pass) cross scalable units through the core tier, on the flow
 // backend with ring prefixes and with whole rings, and checks every variant's step time and
@@ -69,14 +83,7 @@ func TestRingPrefixMatchesWholeRing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	src := `name: prefix
-seed: 1
-steps: 1
-tokens: 1T
-cluster: {servers: 40, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, servers_per_su: 8}
-workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, model: llama3-8b, tp: 8, dp: 40, global_batch: 320}
-variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
-`
+	src := ringsAcrossSUs("prefix", "ib-ndr, roce-default, roce-tuned, roce-pfc-only")
 	s, err := Parse([]byte(src), "prefix.yaml", ".")
 	if err != nil {
 		t.Fatal(err)
