@@ -998,10 +998,12 @@ func (e *engine) rehost(fid int32) {
 // and its share of the flows, paths, queues and events in flight; BenchmarkRing1024/plain
 // allocates 152 B per message in all; the symmetry reduction keeps 8 B per message through the
 // run, and its 16 B per message of analysis are garbage before the engine's arrays are made) and
-// per channel.
+// per channel (a port's resource, padded to 256 B, its queue, class state, back-pressure and
+// bundle entries: the heap a new engine keeps, 447 and 449 B per port on RoCE fat trees of k=16
+// and k=32, and 451 B at k=32 on InfiniBand less its forwarding tables; TestChannelBytes).
 const (
 	bytesPerMessage = 160
-	bytesPerChannel = 256
+	bytesPerChannel = 456
 )
 
 // EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -43,5 +44,38 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if err := CheckPlanned(g, 1000, 0); err != nil {
 		t.Errorf("1,000 messages: %v", err)
+	}
+}
+
+// The per-channel planning figure is what a new engine keeps on the heap per port (measured: the
+// live heap after newEngine, less before, on a RoCE k=16 fat tree with LeafRoutes built first),
+// within 10 % below it: an estimate short of it would let a run past the memory limit, one far
+// above it would refuse runs that fit.
+func TestChannelBytes(t *testing.T) {
+	g, _ := fatTree(t, 16, 400*units.Gbps)
+	lr, err := NewLeafRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.KB})
+	var ports int
+	for i := range g.Nodes {
+		ports += len(g.Nodes[i].Ports)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e, err := newEngine(g, lr, fabrics(t)["roce"], mg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(e)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(ports)
+	t.Logf("%d ports: %.1f B per port kept by a new engine, planned %d B", ports, per, bytesPerChannel)
+	if per > bytesPerChannel || per < 0.9*bytesPerChannel {
+		t.Errorf("a new engine keeps %.1f B per port, planned bytesPerChannel = %d B: want the plan at most 10 %% above it", per, bytesPerChannel)
 	}
 }

@@ -59,7 +59,7 @@ func TestFlowBackendCLI(t *testing.T) {
 // on run and compare, and a run, a compare or an nccl-tests size whose flow-backend memory
 // estimate is above the limit (flow.EstimateMemory; lowered here so that a small run is "too
 // large"). The run is an all-to-all among 64 hosts on one switch: 4,032 messages at 160 B and
-// 128 ports at 256 B, 662 KiB, above a 512 KiB limit that its topology (about 270 KiB) is within.
+// 128 ports at 456 B, 687 KiB, above a 512 KiB limit that its topology (about 270 KiB) is within.
 func TestFlowBadInput(t *testing.T) {
 	dir := t.TempDir()
 	small := filepath.Join(dir, "s.yaml")
@@ -107,7 +107,7 @@ func TestFlowBadInput(t *testing.T) {
 	defer func() { scenario.MemoryLimit, flow.DefaultMemoryLimit = savedRun, savedFlow }()
 	scenario.MemoryLimit = 512 << 10
 	if code, out := run(t, "run", wide, "--backend", "flow"); code != exitUsage || !strings.Contains(out, "a2a.yaml") ||
-		!strings.Contains(out, "a run of 64 hosts and 4032 messages needs about 0.6 MiB, above the memory limit of 0.5 MiB") {
+		!strings.Contains(out, "a run of 64 hosts and 4032 messages needs about 0.7 MiB, above the memory limit of 0.5 MiB") {
 		t.Errorf("run above the memory limit: exit %d, %q", code, out)
 	}
 	if code, out := run(t, "run", wide, "--backend", "packet"); code != 0 {
