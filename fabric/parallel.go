@@ -231,10 +231,10 @@ func (n *Network) planIB(mg *msggraph.Graph, threads int) {
 // link end, and a link end's events are about the same whatever the tier: on the k=16
 // permutation 1,830-1,960 events a port for hosts, edge, aggregation and core switches). The
 // groups below the top tier (partitionUnits) are cut into contiguous runs by their own weight;
-// then each top-tier switch, a small unit, goes to the partition with the least weight so far,
+// then the top-tier switches, small units, fill each partition in turn up to an equal share,
 // which evens out what the large groups leave (k=16 fat tree, 2 partitions: 8 pods and 32 cores
-// each, where contiguous runs over all units gave 10 pods against 6 pods and 64 cores, 6.15 M
-// against 5.59 M events). It returns each node's partition and the number of partitions (1
+// each, where one run over all units gave 10 pods against 6 pods and 64 cores, 6.15 M against
+// 5.59 M events). It returns each node's partition and the number of partitions (1
 // when g has no top tier to remove or a single group). Any partitioning gives the same result
 // bytes; this one only decides the load balance.
 func partitionNodes(g *topo.Graph, parts int) ([]int32, int) {
@@ -263,16 +263,23 @@ func partitionNodes(g *topo.Graph, parts int) ([]int32, int) {
 		load[p] += w
 		acc += w
 	}
-	// Top-tier switches, in order, to the least loaded partition (the first of equals).
+	// Top-tier switches, in order, fill the partitions in order up to an equal share each (a
+	// switch goes to the first partition its weight's midpoint still fits in; the last takes
+	// the rest): contiguous runs, so that what is indexed by node or port (the kernel's entity
+	// counts, the policies' per-port arrays) is written by one partition a cache line but at a
+	// run's ends.
+	total := 0
+	for _, w := range weight {
+		total += w
+	}
+	q := 0
 	for u := groups; u < nunits; u++ {
-		p := 0
-		for q := range load {
-			if load[q] < load[p] {
-				p = q
-			}
+		w := weight[u]
+		for q < parts-1 && (2*load[q]+w)*parts > 2*total {
+			q++
 		}
-		unitPart[u] = int32(p)
-		load[p] += weight[u]
+		unitPart[u] = int32(q)
+		load[q] += w
 	}
 	for i := range partOf {
 		partOf[i] = unitPart[unitOf[i]]

@@ -136,9 +136,9 @@ func TestParallelMatchesSequential(t *testing.T) {
 // TestPartitionNodesBalance checks the partitioner's port weights: every link between two
 // partitions has a top-tier switch at one end (groups stay whole), and the partitions' port
 // counts differ by at most one unit's ports (a group, or a top-tier switch: with groups of equal
-// size the runs of groups differ by at most one group, and the top-tier switches, each given to
-// the least loaded partition, only close that gap, 5 leaves in 4 partitions: 2 x 28 + 0 spines
-// against 28 + a spine's 5 ports). On a k-ary fat tree, where a pod has
+// size the runs of groups differ by at most one group, and the top-tier switches, filling the
+// partitions below an equal share, only close that gap; 5 leaves of 12 hosts in 4 partitions:
+// 2 x 28 ports against 28 and two spines' 2 x 5). On a k-ary fat tree, where a pod has
 // k^2/4 hosts and k switches of k ports (k^2/4 + k^2 ports) and the (k/2)^2 cores k ports
 // each, the counts are exactly equal for 2 and 4 partitions (k=8: 2 x 384 and 4 x 192
 // ports; k=16: 2 x 3,072 and 4 x 1,536).
