@@ -47,6 +47,10 @@ type Options struct {
 	// steps and their extrapolation (ringprefix.go): the plain version the prefixes are tested
 	// against.
 	WholeCollectives bool
+	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
+	// reduce-scatter and the all-gather of its size on the same groups, which send the same
+	// messages and so give the same run): the plain version that sharing is tested against.
+	EveryClass bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -288,6 +292,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 	}
 	backendName = choice.Backend
+	// A class whose simulation is another's (a ring reduce-scatter and the all-gather of the same
+	// size on the same groups send the same messages) runs once: sameAs[c] is that earlier
+	// class, or -1.
+	sameAs := make([]int, len(graphs))
+	for c := range graphs {
+		sameAs[c] = -1
+		for e := 0; e < c && !full && !opt.EveryClass; e++ {
+			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && extraps[c] == nil && extraps[e] == nil &&
+				slices.Equal(folds[c], folds[e]) && slices.Equal(cls[c].Instances, cls[e].Instances) {
+				sameAs[c] = e
+				break
+			}
+		}
+	}
 
 	// A faulted step (faults.go) runs once more with its faults, with the seed and compute noise
 	// of its clean run: the step's time, and the clean run's the time lost.
@@ -332,6 +350,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		failedF[v] = map[int]string{}
 		for k := 0; k < nruns; k++ {
 			for c := range graphs {
+				if sameAs[c] >= 0 {
+					continue // filled in from its twin's run below
+				}
 				if k > 0 && reuseSeeds {
 					later[k-1] = append(later[k-1], job{v: v, k: k, c: c})
 					continue
@@ -506,6 +527,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		mu.Unlock()
 		runJobs(torun)
+	}
+	for v := range runs {
+		for k := range runs[v] {
+			for c, e := range sameAs {
+				if e < 0 {
+					continue
+				}
+				if r := runs[v][k][e]; r != nil {
+					cp := *r
+					cp.Wall = 0 // run once
+					runs[v][k][c] = &cp
+				}
+			}
+		}
 	}
 	if skewSteps && firstErr == nil && ctx.Err() == nil {
 		jobs = jobs[:0]
@@ -990,4 +1025,21 @@ func quantiles(xs []float64) (p50, p99 float64) {
 	v := append([]float64(nil), xs...)
 	sort.Float64s(v)
 	return result.Percentile(v, 50), result.Percentile(v, 99)
+}
+
+// sameClassRun reports whether two class graphs are the same simulation: the same messages in
+// the same order (endpoints, bytes, start, delay, dependencies, priority, connection; the tags
+// aside, which only label them) and the same groups.
+func sameClassRun(a, b *msggraph.Graph, ra, rb [][2]int) bool {
+	if a.Endpoints != b.Endpoints || len(a.Msgs) != len(b.Msgs) || !slices.Equal(ra, rb) {
+		return false
+	}
+	for i := range a.Msgs {
+		x, y := &a.Msgs[i], &b.Msgs[i]
+		if x.Src != y.Src || x.Dst != y.Dst || x.Bytes != y.Bytes || x.Start != y.Start || x.Delay != y.Delay ||
+			x.Prio != y.Prio || x.Conn != y.Conn || !slices.Equal(x.Deps, y.Deps) {
+			return false
+		}
+	}
+	return true
 }

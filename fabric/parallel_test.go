@@ -132,3 +132,89 @@ func TestParallelMatchesSequential(t *testing.T) {
 		})
 	}
 }
+
+// TestPartitionNodesBalance checks the partitioner's port weights: every link between two
+// partitions has a top-tier switch at one end (groups stay whole), and the partitions' port
+// counts differ by at most one unit's ports (a group, or a top-tier switch: with groups of equal
+// size the runs of groups differ by at most one group, and the top-tier switches, filling the
+// partitions below an equal share, only close that gap; 5 leaves of 12 hosts in 4 partitions:
+// 2 x 28 ports against 28 and two spines' 2 x 5). On a k-ary fat tree, where a pod has
+// k^2/4 hosts and k switches of k ports (k^2/4 + k^2 ports) and the (k/2)^2 cores k ports
+// each, the counts are exactly equal for 2 and 4 partitions (k=8: 2 x 384 and 4 x 192
+// ports; k=16: 2 x 3,072 and 4 x 1,536).
+func TestPartitionNodesBalance(t *testing.T) {
+	link := topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond}
+	ls, err := topo.LeafSpine(topo.LeafSpineSpec{Leaves: 5, HostsPerLeaf: 12, Spines: 4, Host: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		g     *topo.Graph
+		parts int
+		equal int // the ports every partition must have, 0: only within one top-tier switch
+	}{
+		{"fat tree k=8", fatTree(t, 8), 2, 384},
+		{"fat tree k=8", fatTree(t, 8), 3, 0},
+		{"fat tree k=8", fatTree(t, 8), 4, 192},
+		{"fat tree k=16", fatTree(t, 16), 2, 3072},
+		{"fat tree k=16", fatTree(t, 16), 3, 0},
+		{"fat tree k=16", fatTree(t, 16), 4, 1536},
+		{"leaf-spine 5x12, 4 spines", ls, 2, 0},
+		{"leaf-spine 5x12, 4 spines", ls, 4, 0},
+	} {
+		partOf, k := partitionNodes(tc.g, tc.parts)
+		if k != tc.parts {
+			t.Fatalf("%s: %d partitions for %d", tc.name, k, tc.parts)
+		}
+		ports := make([]int, k)
+		top, unitPorts := 0, 0
+		for i := range tc.g.Nodes {
+			nd := &tc.g.Nodes[i]
+			ports[partOf[i]] += len(nd.Ports)
+			if nd.Kind == topo.Switch {
+				top = max(top, nd.Tier)
+			}
+		}
+		for i := range tc.g.Nodes {
+			nd := &tc.g.Nodes[i]
+			if nd.Kind == topo.Switch && nd.Tier == top {
+				unitPorts = max(unitPorts, len(nd.Ports))
+				continue
+			}
+			for _, p := range nd.Ports {
+				if q := &tc.g.Nodes[p.Peer]; partOf[p.Peer] != partOf[i] && (q.Kind != topo.Switch || q.Tier != top) {
+					t.Errorf("%s, %d partitions: link %s-%s between partitions %d and %d has no top-tier switch", tc.name, k, nd.Name, q.Name, partOf[i], partOf[p.Peer])
+				}
+			}
+		}
+		lo, hi := ports[0], ports[0]
+		for _, n := range ports {
+			lo, hi = min(lo, n), max(hi, n)
+			if tc.equal > 0 && n != tc.equal {
+				t.Errorf("%s, %d partitions: ports %v, want %d each", tc.name, k, ports, tc.equal)
+				break
+			}
+		}
+		unitOf, groups, _ := partitionUnits(tc.g)
+		groupPorts := make([]int, groups)
+		for i, u := range unitOf {
+			if int(u) < groups {
+				groupPorts[u] += len(tc.g.Nodes[i].Ports)
+				unitPorts = max(unitPorts, groupPorts[u])
+			}
+		}
+		if hi-lo > unitPorts {
+			t.Errorf("%s, %d partitions: ports %v differ by more than one unit's %d", tc.name, k, ports, unitPorts)
+		}
+	}
+}
+
+func fatTree(t *testing.T, k int) *topo.Graph {
+	t.Helper()
+	g, err := topo.FatTree(k, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
