@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
@@ -106,7 +107,14 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != fabric.KindInfiniBand); est > limit {
+	var subnet ibsm.Engine
+	if cfg.Kind == fabric.KindInfiniBand {
+		subnet = cfg.IB.Routing
+		if subnet == "" {
+			subnet = ibsm.MinHop // the stored tables: at least what any engine keeps
+		}
+	}
+	if est := estimate(g, int64(len(mg.Msgs)), nh == nil && cfg.Kind != fabric.KindInfiniBand, subnet); est > limit {
 		return nil, nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
 	}
 	if nh == nil && cfg.Kind != fabric.KindInfiniBand {
@@ -1001,22 +1009,34 @@ func (e *engine) rehost(fid int32) {
 // per channel (a port's resource, padded to 256 B, its queue, class state, back-pressure and
 // bundle entries: the heap a new engine keeps, 447 and 449 B per port on RoCE fat trees of k=16
 // and k=32, and 451 B at k=32 on InfiniBand less its forwarding tables; TestChannelBytes).
+//
+// InfiniBand adds the subnet manager's forwarding tables (package ibsm, shared by every run of the
+// network). Stored: an LFT entry (2 B) and an adaptive-routing group id (4 B) per switch row x
+// host, with the port sets and row index 5.90-6.02 B per entry on a k=16 fat tree (327,680
+// entries, 1.9 MB) and 6.00 B on k=32 (10,485,760 entries, 63.0 MB): 32x the entries, 32.6x the
+// bytes, for 8x the hosts: this term grows as switches x hosts, not linearly. Computed on demand
+// (a tree above ibsm.StoredEntries entries): the tree routes they come from, linear, 52-88 B per
+// host on a k=16 fat tree (with what the process already holds), 85 B on k=32 and 78 B on the
+// 131,072-GPU rail-plane Clos (10.2 MB), planned above the largest (TestSubnetTableBytes).
 const (
-	bytesPerMessage = 160
-	bytesPerChannel = 456
+	bytesPerMessage      = 160
+	bytesPerChannel      = 456
+	bytesPerTableEntry   = 6.25
+	bytesPerOnDemandHost = 96
 )
 
 // EstimateMemory is the memory a flow-level run of mg on g is planned to need beyond the graphs
-// themselves, when it routes with LeafRoutes (no NextHopper given): the engine's state per
-// message and per channel, and the leaf-indexed routes (switches x edge switches).
+// themselves, when it routes with LeafRoutes (an Ethernet fabric, no NextHopper given): the
+// engine's state per message and per channel, and the leaf-indexed routes (switches x edge
+// switches). An InfiniBand run plans the subnet manager's tables instead (subnetBytes).
 func EstimateMemory(g *topo.Graph, mg *msggraph.Graph) int64 {
-	return estimate(g, int64(len(mg.Msgs)), true)
+	return estimate(g, int64(len(mg.Msgs)), true, "")
 }
 
 // PlannedMemory is EstimateMemory before the message graph is built, from the number of
 // messages it will have (a flat ring's 2 (n-1) n per channel, for instance), for callers that
 // should refuse a run before compiling its graph; with routes given (no LeafRoutes).
-func PlannedMemory(g *topo.Graph, messages int64) int64 { return estimate(g, messages, false) }
+func PlannedMemory(g *topo.Graph, messages int64) int64 { return estimate(g, messages, false, "") }
 
 // CheckPlanned returns a *LimitError when a run of that many messages on g would plan more
 // memory than limit (0: DefaultMemoryLimit).
@@ -1030,7 +1050,10 @@ func CheckPlanned(g *topo.Graph, messages int64, limit int64) error {
 	return nil
 }
 
-func estimate(g *topo.Graph, messages int64, leafRoutes bool) int64 {
+// estimate is the planned memory of a run of that many messages on g: with LeafRoutes built for
+// it when leafRoutes, with the subnet manager's tables of engine subnet when it is set
+// (InfiniBand).
+func estimate(g *topo.Graph, messages int64, leafRoutes bool, subnet ibsm.Engine) int64 {
 	var ports, switches, edges int64
 	for i := range g.Nodes {
 		ports += int64(len(g.Nodes[i].Ports))
@@ -1049,7 +1072,32 @@ func estimate(g *topo.Graph, messages int64, leafRoutes bool) int64 {
 		}
 		est += float64(switches) * float64(edges) * 4
 	}
+	if subnet != "" {
+		est += subnetBytes(g, switches, subnet)
+	}
 	return int64(min(est, math.MaxInt64/2))
+}
+
+// subnetBytes plans the forwarding tables ibsm.Compute keeps for g: stored (bytesPerTableEntry
+// per row x host; a row per switch, but for a GPU server's internal nodes under min-hop and
+// D-mod-K) up to ibsm.StoredEntries entries or when g is not a layered tree, else computed on
+// demand from the tree routes (bytesPerOnDemandHost per host). The tree test is topo's
+// (EstimateGraphMemory plans the tree routes exactly when g is one), linear in the graph.
+func subnetBytes(g *topo.Graph, switches int64, engine ibsm.Engine) float64 {
+	hosts := float64(len(g.Hosts))
+	if float64(switches)*hosts > float64(ibsm.StoredEntries) &&
+		topo.EstimateGraphMemory(g) == topo.EstimateMemory(len(g.Hosts), int(switches), len(g.Links)) {
+		return hosts * bytesPerOnDemandHost
+	}
+	rows := switches
+	if engine != ibsm.UpDown {
+		for i := range g.Nodes {
+			if g.Nodes[i].Kind == topo.Switch && g.Nodes[i].Tier == 0 {
+				rows-- // server-internal: no row (ibsm's innerPicks)
+			}
+		}
+	}
+	return float64(rows) * hosts * bytesPerTableEntry
 }
 
 func gib(n int64) string {

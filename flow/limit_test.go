@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/ibsm"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -77,5 +78,46 @@ func TestChannelBytes(t *testing.T) {
 	t.Logf("%d ports: %.1f B per port kept by a new engine, planned %d B", ports, per, bytesPerChannel)
 	if per > bytesPerChannel || per < 0.9*bytesPerChannel {
 		t.Errorf("a new engine keeps %.1f B per port, planned bytesPerChannel = %d B: want the plan at most 10 %% above it", per, bytesPerChannel)
+	}
+}
+
+// The subnet manager's tables are planned at what ibsm.Compute keeps on the heap (measured as
+// TestChannelBytes measures channels, on an InfiniBand k=16 fat tree): stored, switches x hosts
+// entries, the plan not below the measurement and at most 10 % above it; computed on demand
+// (ibsm.StoredEntries lowered to 0 to force that form at this size), linear in the hosts and
+// planned not below the measurement (52-88 B per host here across runs, 85 B at k=32: this
+// form's heap varies more with what the process has cached, and it is small).
+func TestSubnetTableBytes(t *testing.T) {
+	g, _ := fatTree(t, 16, 400*units.Gbps)
+	switches := int64(g.NumSwitches())
+	heap := func() float64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tb, err := ibsm.Compute(g, ibsm.MinHop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(tb)
+		return float64(int64(after.HeapAlloc) - int64(before.HeapAlloc))
+	}
+	stored, plan := heap(), subnetBytes(g, switches, ibsm.MinHop)
+	t.Logf("%d switches x %d hosts: stored tables %.0f B (%.2f B per entry), planned %.0f B", switches, len(g.Hosts), stored, stored/float64(switches)/float64(len(g.Hosts)), plan)
+	if plan < stored || plan > 1.1*stored {
+		t.Errorf("stored tables keep %.0f B, planned %.0f B: want the plan at most 10 %% above it", stored, plan)
+	}
+	saved := ibsm.StoredEntries
+	ibsm.StoredEntries = 0
+	defer func() { ibsm.StoredEntries = saved }()
+	onDemand, plan := heap(), subnetBytes(g, switches, ibsm.MinHop)
+	t.Logf("on demand: %.0f B (%.1f B per host), planned %.0f B", onDemand, onDemand/float64(len(g.Hosts)), plan)
+	if plan < onDemand || plan != float64(len(g.Hosts))*bytesPerOnDemandHost {
+		t.Errorf("tables on demand keep %.0f B, planned %.0f B: want %d B per host, not below the measurement", onDemand, plan, bytesPerOnDemandHost)
+	}
+	// An Ethernet run plans no tables: the InfiniBand estimate is the RoCE one plus the tables.
+	if got, want := estimate(g, 0, false, ibsm.UpDown)-estimate(g, 0, false, ""), int64(plan); got != want {
+		t.Errorf("InfiniBand plans %d B more than Ethernet, want the tables' %d B", got, want)
 	}
 }
