@@ -14,13 +14,13 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// DefaultStep is the fluid model's time step while queues or rates change: at 400 Gb/s a link
+// DefaultStep is the fluid model's base time step while queues or rates change: at 400 Gb/s a link
 // moves 50 KB in it, a few percent of an ECN or PFC threshold, and DCQCN's fastest timers (the
 // 4 us CNP interval and decrease period of ConnectX) span several steps.
 const DefaultStep = units.Microsecond
 
-// MaxStep bounds Options.Step: a coarser step would pass a whole DCQCN decrease period or a
-// ConnectX CNP interval in one step.
+// MaxStep bounds Options.Step and the adaptive step: a coarser step would pass a whole DCQCN
+// decrease period or a ConnectX CNP interval in one step.
 const MaxStep = 4 * units.Microsecond
 
 // Options adjust a flow-level run.
