@@ -449,7 +449,7 @@ func (e *engine) serve(r int32, tau float64) {
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
 	}
-	if e.adaptive {
+	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
 		e.watchQueue(res, old, res.q, tau)
 	}
 }
@@ -477,7 +477,7 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
 	}
-	if e.adaptive {
+	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
 		e.watchQueue(res, old, res.q, tau)
 	}
 }
