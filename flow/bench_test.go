@@ -110,7 +110,8 @@ func pipelineClass(tb testing.TB, servers, stage int) (*topo.Graph, *msggraph.Gr
 // 3: sends to stages 2 and 4), at 2,048 GPUs (512 sends) and 16,384 GPUs (4,096 sends, the
 // class the 16k compare runs 8 x 3 seeds x 4 variants of), on roce-default (DCQCN, where every
 // step is the base step) and roce-pfc-only (PFC alone, where the adaptive step acts), each with
-// the adaptive step and with every step at 1 us (fixed):
+// the adaptive step and with every step at 1 us (fixed), reporting CPU seconds, steps and the
+// slowest message's FCT:
 // go test ./flow -run '^$' -bench PipelineClass -benchtime 1x -count 3.
 func BenchmarkPipelineClass(b *testing.B) {
 	for _, servers := range []int{256, 2048} {
@@ -133,15 +134,20 @@ func BenchmarkPipelineClass(b *testing.B) {
 					b.ResetTimer()
 					cpu := cpuSeconds()
 					var steps float64
+					var slowest units.Time
 					for b.Loop() {
 						res, err := Run(g, rt, cfg, mg, Options{FixedStep: fixed})
 						if err != nil {
 							b.Fatal(err)
 						}
 						steps = res.Counters["flow_steps"]
+						for _, m := range res.Messages {
+							slowest = max(slowest, m.Finish-m.Start)
+						}
 					}
 					b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
 					b.ReportMetric(steps, "steps")
+					b.ReportMetric(slowest.Seconds()*1e6, "slowest-us")
 				})
 			}
 		}
