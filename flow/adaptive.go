@@ -1,10 +1,6 @@
 package flow
 
-import (
-	"math"
-
-	"github.com/fabricsim/fabricsim/units"
-)
+import "math"
 
 // The adaptive step (docs/flow.md, "Adaptive step").
 //
@@ -23,10 +19,10 @@ import (
 //     reach it within the next step;
 //   - the step is at most 1/128 of the time the youngest flow has been running (stepPerAge);
 //   - nothing is lossy (tail drop, go-back-N) and no fault is planned;
-// and falls back to the base step as soon as one of these fails. A longer step ends at the next
-// event (a message's start or end, a quiet flow's end) and when a hot flow runs out of bytes at
-// its rate, so those happen at their own times; the PFC and credit allowances, computed for a
-// step as long as the last one, are rescaled to the new length (rescaleAllowances).
+// and falls back to the base step as soon as one of these fails. Events within a longer step
+// (a message's start or end, a quiet flow's end) happen at their own times, as within a base
+// step; the PFC and credit allowances, computed for a step as long as the last one, are
+// rescaled to the new length (rescaleAllowances).
 //
 // Error bound: what a longer step coarsens is the resolution of transitions (a queue forming or
 // emptying, a throttle starting or stopping, a NIC's shares changing when a flow finishes) and
@@ -88,23 +84,6 @@ func (e *engine) nextStep(calm bool) {
 		next /= 2
 	}
 	e.cur = max(next, e.step)
-}
-
-// stepEnd is the end of the next step from now: the current length, a longer step cut at the
-// next event and at the first hot flow to run out of bytes (never shorter than the base step).
-func (e *engine) stepEnd(until units.Time) units.Time {
-	T := e.now
-	if e.cur <= e.step {
-		return min(T+e.step, until)
-	}
-	end := min(T+e.cur, until)
-	if t := e.nextEvent(); t < end {
-		end = max(t, T+e.step)
-	}
-	if t := e.jumpLimit(); t < end {
-		end = max(t, T+e.step)
-	}
-	return min(end, until)
 }
 
 // rescaleAllowances makes the PFC and credit allowances, computed by backpressure.update for a

@@ -586,10 +586,7 @@ func (e *engine) run() error {
 		} else {
 			// Events within the step happen at their own times before it is computed: a flow
 			// that starts (or heats) then sends for the rest of the step.
-			tEnd = min(T+e.step, until)
-			if e.adaptive {
-				tEnd = e.stepEnd(until)
-			}
+			tEnd = min(T+e.cur, until)
 			if err := e.handleEvents(tEnd); err != nil {
 				return err
 			}
