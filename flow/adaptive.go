@@ -19,18 +19,21 @@ import "math"
 //     reach it within the next step;
 //   - the step is at most 1/128 of the time the youngest flow has been running (stepPerAge);
 //   - nothing is lossy (tail drop, go-back-N) and no fault is planned;
-// and falls back to the base step as soon as one of these fails. Events within a longer step
-// (a message's start or end, a quiet flow's end) happen at their own times, as within a base
-// step; the PFC and credit allowances, computed for a step as long as the last one, are
-// rescaled to the new length (rescaleAllowances).
+// and falls back to the base step as soon as one of these fails (and after a jump or a time
+// with no hot flow). Events within a longer step (a message's start or end, a quiet flow's end)
+// happen at their own times, as within a base step: a flow that starts within one sends for its
+// rest, at most MaxStep, before the age rule returns the step to the base; the PFC and credit
+// allowances, computed for a step as long as the last one, are rescaled to the new length
+// (rescaleAllowances).
 //
 // Error bound: what a longer step coarsens is the resolution of transitions (a queue forming or
 // emptying, a throttle starting or stopping, a NIC's shares changing when a flow finishes) and
 // the order within a queue (the bytes that arrive in one step form one segment, served in
 // proportion): a byte's departure from each queue of its path is resolved to the step it falls
 // in. With the step at most 1/128 of every flow's age, a message's completion moves by at most
-// its path's resources x (FCT/128 + the base step), and the mean over messages by about one
-// step's resolution (TestAdaptiveMatchesFixed).
+// its path's resources x (FCT/128 + the base step), plus one MaxStep where it started within a
+// longer step, and the mean over messages by about one step's resolution
+// (TestAdaptiveMatchesFixed).
 
 // stepPerAge bounds a longer step by the age of the youngest flow in flight: a step resolves a
 // queue's or a throttle's transition to its length, so no step is longer than 1/128 of the

@@ -572,6 +572,7 @@ func (e *engine) run() error {
 				return nil
 			}
 			e.now = max(e.now, tNext)
+			e.cur = e.step // what heats next starts at the base step
 			if err := e.handleEvents(e.now + 1); err != nil {
 				return err
 			}
