@@ -56,9 +56,9 @@ func (e *engine) markDepth(res *resource) float64 {
 }
 
 // watchQueue narrows the next step's horizon (seconds) for a queue that held old bytes before
-// the step and q after it, tau seconds long: a queue that formed or emptied, or that holds
-// bytes congestion control marks, allows only the base step; one that fills or drains allows
-// the time until, at the same net rate, it empties or reaches the marking depth.
+// the step and q after it, tau seconds long, where congestion control marks: a queue above the
+// marking depth allows only the base step; one filling toward it allows the time until, at the
+// same net rate, it reaches it. (Queues forming and emptying do not: the step resolves them.)
 func (e *engine) watchQueue(res *resource, old, q, tau float64) {
 	mark := e.markDepth(res)
 	if math.IsInf(mark, 1) {
