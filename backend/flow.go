@@ -16,8 +16,9 @@ const Flow Name = "flow"
 
 // FlowOptions are the flow backend's own options. The zero value uses flow's defaults.
 type FlowOptions struct {
-	// Step is the time step while queues or rates change (0: flow.DefaultStep; at most
-	// flow.MaxStep).
+	// Step is the base time step while queues or rates change, the finest resolution (0:
+	// flow.DefaultStep; at most flow.MaxStep); the flow backend lengthens it where congestion
+	// control is at rest (flow.Options.Step).
 	Step units.Time
 	// MemoryLimit refuses a run whose estimated memory is larger (0: flow.DefaultMemoryLimit).
 	MemoryLimit int64

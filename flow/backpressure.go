@@ -204,7 +204,7 @@ func (b *backpressure) update(tau float64) bool {
 			for c := 0; c < nc; c++ {
 				idx := int(r)*nc + c
 				drained := e.rc[idx].drain
-				e.rc[idx].drain = 0
+				e.rc[idx].lastDrain, e.rc[idx].drain = drained, 0
 				if b.kind == bpNone || res.toHost || !b.lossless[c] {
 					continue
 				}

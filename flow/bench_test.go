@@ -106,27 +106,50 @@ func pipelineClass(tb testing.TB, servers, stage int) (*topo.Graph, *msggraph.Gr
 	return g, mg, cfg
 }
 
-// BenchmarkPipelineClass runs one congested pipeline class of the 70B three-tier compare on
-// roce-default (stage 3: sends to stages 2 and 4), at 2,048 GPUs (512 sends) and 16,384 GPUs
-// (4,096 sends, the class the 16k compare runs 8 x 3 seeds x 4 variants of):
+// BenchmarkPipelineClass runs one congested pipeline class of the 70B three-tier compare (stage
+// 3: sends to stages 2 and 4), at 2,048 GPUs (512 sends) and 16,384 GPUs (4,096 sends, the
+// class the 16k compare runs 8 x 3 seeds x 4 variants of), on roce-default (DCQCN, where every
+// step is the base step) and roce-pfc-only (PFC alone, where the adaptive step acts), each with
+// the adaptive step and with every step at 1 us (fixed), reporting CPU seconds, steps and the
+// slowest message's FCT:
 // go test ./flow -run '^$' -bench PipelineClass -benchtime 1x -count 3.
 func BenchmarkPipelineClass(b *testing.B) {
 	for _, servers := range []int{256, 2048} {
-		b.Run(fmt.Sprintf("%dGPUs", servers*8), func(b *testing.B) {
-			g, mg, cfg := pipelineClass(b, servers, 3)
-			rt, err := topo.ComputeRoutes(g)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := cpuSeconds()
-			for b.Loop() {
-				if _, err := Run(g, rt, cfg, mg, Options{}); err != nil {
-					b.Fatal(err)
+		for _, variant := range []string{"roce-default", "roce-pfc-only"} {
+			for _, fixed := range []bool{false, true} {
+				name := fmt.Sprintf("%dGPUs/%s/adaptive", servers*8, variant)
+				if fixed {
+					name = fmt.Sprintf("%dGPUs/%s/fixed", servers*8, variant)
 				}
+				b.Run(name, func(b *testing.B) {
+					g, mg, cfg := pipelineClass(b, servers, 3)
+					if variant == "roce-pfc-only" {
+						cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+					}
+					rt, err := topo.ComputeRoutes(g)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					cpu := cpuSeconds()
+					var steps float64
+					var slowest units.Time
+					for b.Loop() {
+						res, err := Run(g, rt, cfg, mg, Options{FixedStep: fixed})
+						if err != nil {
+							b.Fatal(err)
+						}
+						steps = res.Counters["flow_steps"]
+						for _, m := range res.Messages {
+							slowest = max(slowest, m.Finish-m.Start)
+						}
+					}
+					b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+					b.ReportMetric(steps, "steps")
+					b.ReportMetric(slowest.Seconds()*1e6, "slowest-us")
+				})
 			}
-			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
-		})
+		}
 	}
 }

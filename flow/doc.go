@@ -15,8 +15,9 @@
 //     transport/cc/dcqcn), driven by RED marking drawn per flow and step, with the feedback delay;
 //   - ACKs and InfiniBand credit updates as load on the links they cross.
 //
-// The network advances in steps (Options.Step, 1 us by default) while queues, throttles or
-// rates change, and jumps from event to event while every rate is constant. Messages start and
+// The network advances in steps (Options.Step, 1 us by default, the base step; up to 4 us where
+// congestion control is at rest: adaptive.go) while queues, throttles or rates change, and
+// jumps from event to event while every rate is constant. Messages start and
 // complete at exact times; within a step bytes move through a whole uncongested path, and a
 // flow's completion adds the path's latency from the packet backend's closed form.
 package flow

@@ -15,19 +15,24 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// DefaultStep is the fluid model's time step while queues or rates change: at 400 Gb/s a link
+// DefaultStep is the fluid model's base time step while queues or rates change: at 400 Gb/s a link
 // moves 50 KB in it, a few percent of an ECN or PFC threshold, and DCQCN's fastest timers (the
 // 4 us CNP interval and decrease period of ConnectX) span several steps.
 const DefaultStep = units.Microsecond
 
-// MaxStep bounds Options.Step: a coarser step would pass a whole DCQCN decrease period or a
-// ConnectX CNP interval in one step.
+// MaxStep bounds Options.Step and the adaptive step: a coarser step would pass a whole DCQCN
+// decrease period or a ConnectX CNP interval in one step.
 const MaxStep = 4 * units.Microsecond
 
 // Options adjust a flow-level run.
 type Options struct {
-	// Step is the time step while anything changes (0: DefaultStep); at most MaxStep.
+	// Step is the base time step while anything changes (0: DefaultStep), at most MaxStep:
+	// the finest resolution, used whenever a mechanism whose outcome depends on the step's
+	// length is at work; between such moments the step doubles up to MaxStep (adaptive.go).
 	Step units.Time
+	// FixedStep keeps every step at Step (no adaptive step: the plain stepping the adaptive
+	// step is compared with, TestAdaptiveMatchesFixed).
+	FixedStep bool
 	// Until stops the run at this simulated time (0: run until every message completes);
 	// unfinished messages are reported with Finish 0.
 	Until units.Time
@@ -211,7 +216,9 @@ type flowState struct {
 // instead of three): the ingress counter, the allowance and the drain of the last step.
 type classState struct {
 	ing, allow, drain float64
-	_                 float64 // to 32 bytes: aligned
+	// lastDrain is the drain of the step before (what rescaleAllowances scales); it also pads
+	// the struct to 32 bytes (aligned).
+	lastDrain float64
 }
 
 // slotOwner is the flow and hop a path slot belongs to, and the slot's generation.
@@ -237,6 +244,13 @@ type engine struct {
 	opt  Options
 	step units.Time
 	now  units.Time
+	// cur is the length of the next step (adaptive.go; step when FixedStep), horizon the time
+	// (seconds) within which the step being computed saw a queue reach a transition at its
+	// fill rate.
+	cur       units.Time
+	horizon   float64
+	adaptive  bool
+	lastStart units.Time // the latest flow start
 
 	// The message graph (as the packet backend's engine walks it).
 	waiting  []int32
@@ -338,6 +352,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	if e.step == 0 {
 		e.step = DefaultStep
 	}
+	e.cur, e.adaptive = e.step, !opt.FixedStep && e.step < MaxStep
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {
@@ -565,6 +580,7 @@ func (e *engine) run() error {
 				return nil
 			}
 			e.now = max(e.now, tNext)
+			e.cur = e.step // what heats next starts at the base step
 			if err := e.handleEvents(e.now + 1); err != nil {
 				return err
 			}
@@ -575,14 +591,18 @@ func (e *engine) run() error {
 		if e.stationary {
 			tEnd = min(tNext, e.jumpLimit(), until)
 			e.jump(tEnd)
+			e.cur = e.step
 		} else {
 			// Events within the step happen at their own times before it is computed: a flow
 			// that starts (or heats) then sends for the rest of the step.
-			tEnd = min(T+e.step, until)
+			tEnd = min(T+e.cur, until)
 			if err := e.handleEvents(tEnd); err != nil {
 				return err
 			}
 			e.now = T
+			if e.adaptive {
+				e.rescaleAllowances(float64(tEnd-T) / float64(units.Second))
+			}
 			e.stationary = e.stepTo(tEnd)
 		}
 		e.now = tEnd
@@ -765,6 +785,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	*f = flowState{ver: ver, msg: msg, qp: qp, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, total: wire, rem: wire, start: t,
 		rng: uint64(msg)<<20 ^ uint64(qp) ^ e.drawSeed()*0x9e3779b97f4a7c15, hidx: -1}
 	f.from = t
+	e.lastStart = max(e.lastStart, t)
 	if pc.payload != payload {
 		pc.payload, pc.lat = payload, e.latency(p, payload, wire)
 	}

@@ -74,6 +74,7 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	}
 	e.steps++
 	e.changed = false
+	e.horizon = math.Inf(1)
 	e.preheat()
 	for _, fid := range e.hot {
 		f := &e.flows[fid]
@@ -85,11 +86,13 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 			e.serve(r, tau)
 		}
 	}
+	calm := true
 	if e.fc.update(tau) {
 		e.changed = true
 	}
 	if e.cc != nil && e.cc.afterStep(tEnd, tau) {
 		e.changed = true
+		calm = false // congestion control is reacting (adaptive.go)
 	}
 	if e.loss != nil {
 		e.loss.endStep()
@@ -122,6 +125,9 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		e.flows[fid].from = tEnd
 	}
 	e.settle(tau)
+	if e.adaptive {
+		e.nextStep(calm)
+	}
 	return !e.changed
 }
 
@@ -443,6 +449,9 @@ func (e *engine) serve(r int32, tau float64) {
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
 	}
+	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
+		e.watchQueue(res, old, res.q, tau)
+	}
 }
 
 // serveOne is serve for a network of one class (the common case; serve's per-class arrays cost
@@ -467,6 +476,9 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 	res.q = q - served
 	if math.Abs(res.q-old) > relTol*budget {
 		e.changed = true
+	}
+	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
+		e.watchQueue(res, old, res.q, tau)
 	}
 }
 

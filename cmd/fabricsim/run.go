@@ -73,7 +73,7 @@ and prints what finished, and exits with status 130.`,
 	}
 	c.Flags().StringVar(&f.backend, "backend", "", "packet, flow (fluid flows with the fabric's queues, PFC, credits and DCQCN; docs/flow.md), analytic or auto (packet within --auto-budget, else flow) (default: the scenario's, packet)")
 	c.Flags().DurationVar(&f.budget, "auto-budget", backend.DefaultAutoBudget, "--backend auto runs the packet backend when its estimated time on one core is within this, else flow")
-	c.Flags().StringVar(&f.step, "flow-step", "", "the flow backend's time step while queues or rates change (default 1us, at most 4us)")
+	c.Flags().StringVar(&f.step, "flow-step", "", "the flow backend's base time step while queues or rates change, its finest resolution; where congestion control is at rest the step doubles up to 4us (default 1us, at most 4us)")
 	c.Flags().StringVar(&f.out, "out", "", "write summary.json, flows.csv, ports.csv and timing.json into this directory")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed")
 	c.Flags().BoolVar(&f.check, "check", false, "check invariants while running")
