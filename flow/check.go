@@ -14,7 +14,7 @@ func (e *engine) check() error {
 		}
 		var q float64
 		for h := int32(0); h < f.hops; h++ {
-			b := e.back[f.off+h]
+			b := e.owner[f.off+h].back
 			if b < -tol {
 				return fmt.Errorf("invariant violated at %v: flow of message %d holds %g B at hop %d", e.now, f.msg, b, h)
 			}

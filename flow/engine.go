@@ -155,7 +155,7 @@ type flowState struct {
 	// (a congested step is bound by memory: BenchmarkPipelineClass).
 	cls  int32 // class index (e.classOf)
 	hops int32
-	off  int32 // path and backlog at e.path[off:off+hops], e.back[off:off+hops]
+	off  int32 // path at e.path[off:off+hops], slots (backlog, owner) at e.owner[off:off+hops]
 	src  int32 // host index
 	// total, rem and deliv are the flow's bytes, those still to inject and those delivered.
 	total float64
@@ -206,10 +206,16 @@ type classState struct {
 	_                 float64 // to 32 bytes: aligned
 }
 
-// slotOwner is the flow and hop a path slot belongs to, and the slot's generation.
+// slotOwner is what the hop-to-hop hand-off of a congested step reads and writes per path slot,
+// together (one cache line per entry served instead of three, BenchmarkPipelineClass): the flow
+// and hop the slot belongs to, the slot's generation, the resource of the hop (e.path[slot],
+// repeated here for data hops, so that the previous and the next hop are read from the
+// neighbouring slots' line), and the flow's bytes queued at that hop (its backlog).
 type slotOwner struct {
 	flow, hop int32
 	gen       uint32
+	res       int32
+	back      float64
 }
 
 // hostState is a host NIC: the flows it injects, served round robin at line rate.
@@ -251,10 +257,9 @@ type engine struct {
 	flows     []flowState
 	freeFlows []int32
 	path      []int32
-	back      []float64
 	pos       []int32 // index of (flow, hop) in its resource's members
-	// owner says whose each path slot is (fifo entries): the flow, the hop, and the slot's
-	// generation (its reuses), together (one cache line per entry served instead of three).
+	// owner says whose each path slot is (fifo entries) and what it holds: the flow, the hop,
+	// the slot's generation (its reuses), its resource and its backlog, together (slotOwner).
 	owner []slotOwner
 	// queues are the FIFOs of every resource and class, by value (one pointer less to chase per
 	// hop and step; an unused one is empty).
@@ -748,7 +753,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	off := e.alloc(hops + ackHops)
 	copy(e.path[off:off+hops+ackHops], p)
 	for h := int32(0); h < hops; h++ {
-		e.owner[off+h].flow, e.owner[off+h].hop = fid, h
+		e.owner[off+h].flow, e.owner[off+h].hop, e.owner[off+h].res = fid, h, p[h]
 	}
 	p = p[:hops]
 	wire := e.wireBytes(payload)
@@ -798,16 +803,15 @@ func (e *engine) alloc(hops int32) int32 {
 	if l := e.freeSlots[hops]; len(l) > 0 {
 		off := l[len(l)-1]
 		e.freeSlots[hops] = l[:len(l)-1]
-		clear(e.back[off : off+hops])
 		for i := off; i < off+hops; i++ {
 			e.owner[i].gen++
+			e.owner[i].back = 0
 		}
 		return off
 	}
 	off := int32(len(e.path))
 	for range hops {
 		e.path = append(e.path, 0)
-		e.back = append(e.back, 0)
 		e.pos = append(e.pos, 0)
 		e.owner = append(e.owner, slotOwner{})
 	}

@@ -129,9 +129,9 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 func (e *engine) retire(fid int32, tLast units.Time) {
 	f := &e.flows[fid]
 	for h := int32(1); h < f.hops; h++ {
-		if b := e.back[f.off+h]; b != 0 {
+		if b := e.owner[f.off+h].back; b != 0 {
 			e.addIng(e.path[f.off+h-1], f.cls, -b)
-			e.back[f.off+h] = 0
+			e.owner[f.off+h].back = 0
 			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.owner[f.off+h].gen)
 		}
 	}
@@ -336,7 +336,7 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 		}
 	}
 	idx := f.off + h
-	e.back[idx] += amt
+	e.owner[idx].back += amt
 	q := e.queue(r, f.cls)
 	if e.cc != nil {
 		e.cc.enqueued(fid, r, q, amt)
@@ -364,7 +364,7 @@ func (e *engine) forward(r, fid, h int32, s float64) {
 		e.deliver(fid, s)
 		return
 	}
-	if ok := e.enqueue(e.path[f.off+h+1], fid, h+1, s); ok > 0 {
+	if ok := e.enqueue(e.owner[f.off+h+1].res, fid, h+1, s); ok > 0 {
 		e.addIng(r, f.cls, ok)
 	}
 }
@@ -487,8 +487,8 @@ func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
 	}
 	fid, h := o.flow, o.hop
 	f := &e.flows[fid]
-	e.back[slot] -= s
-	prev := e.path[slot-1]
+	e.owner[slot].back -= s
+	prev := e.owner[slot-1].res
 	e.addIng(prev, a.c, -s)
 	e.rc[int(prev)*e.nc+int(a.c)].drain += s
 	e.forward(a.r, fid, h, s)
@@ -614,8 +614,8 @@ func (e *engine) jumpFlows(tEnd units.Time, T float64) {
 func (e *engine) inNetwork(fid int32) float64 {
 	f := &e.flows[fid]
 	var x float64
-	for _, b := range e.back[f.off+1 : f.off+f.hops] {
-		x += b
+	for _, o := range e.owner[f.off+1 : f.off+f.hops] {
+		x += o.back
 	}
 	return x
 }
