@@ -111,6 +111,7 @@ type network struct {
 	g        *topo.Graph
 	cfg      *fabric.Config
 	chanBase []int32 // first channel of each node
+	nch      int32   // the number of channels (resources from nch on are bundles)
 	res      []resource
 	bundles  map[string]int32
 	key      []byte
@@ -128,7 +129,8 @@ func newNetwork(g *topo.Graph, cfg *fabric.Config) *network {
 		n.chanBase[i+1] = n.chanBase[i] + int32(len(g.Nodes[i].Ports))
 	}
 	n.levels()
-	n.res = make([]resource, n.chanBase[len(g.Nodes)])
+	n.nch = n.chanBase[len(g.Nodes)]
+	n.res = make([]resource, n.nch)
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
 		for p := range nd.Ports {
