@@ -139,27 +139,41 @@ func BenchmarkPipelineClass(b *testing.B) {
 }
 
 // BenchmarkPipelineClass131k is BenchmarkPipelineClass's class at 131,072 GPUs (16,384 servers, a
-// plane per rail): 32,768 congested 16 MiB sends, the pipeline class of the 131,072-GPU step, one
-// run (several minutes of CPU):
+// plane per rail): 32,768 congested 16 MiB sends, the pipeline class of the 131,072-GPU step.
+// "whole" runs it to the end (several minutes of CPU); "300us" and its 16,384-GPU counterpart
+// run the first 300 us of simulated time, to compare the cost of the same stretch at both sizes:
 // go test ./flow -run '^$' -bench PipelineClass131k -benchtime 1x -timeout 60m.
 func BenchmarkPipelineClass131k(b *testing.B) {
-	g, mg, cfg := pipelineClassPlanes(b, 16384, 3, true)
-	rt, err := topo.ComputeRoutes(g)
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name       string
+		servers    int
+		railPlanes bool
+		until      units.Time
+	}{
+		{"16384GPUs-300us", 2048, false, 300 * units.Microsecond},
+		{"131072GPUs-300us", 16384, true, 300 * units.Microsecond},
+		{"131072GPUs-whole", 16384, true, 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g, mg, cfg := pipelineClassPlanes(b, c.servers, 3, c.railPlanes)
+			rt, err := topo.ComputeRoutes(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuSeconds()
+			var steps float64
+			for b.Loop() {
+				res, err := Run(g, rt, cfg, mg, Options{Until: c.until})
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps = res.Counters["flow_steps"]
+			}
+			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(len(mg.Msgs)), "sends")
+			b.ReportMetric(steps, "steps")
+		})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuSeconds()
-	var steps float64
-	for b.Loop() {
-		res, err := Run(g, rt, cfg, mg, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		steps = res.Counters["flow_steps"]
-	}
-	b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
-	b.ReportMetric(float64(len(mg.Msgs)), "sends")
-	b.ReportMetric(steps, "steps")
 }
