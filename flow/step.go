@@ -505,13 +505,13 @@ type serveAt struct {
 // take hands s bytes of path slot (at generation gen) that the queue at a served to the next hop
 // (a direct call from fifo.serve: a closure here cost a tenth of a congested step).
 func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
-	o := e.owner[slot]
+	o := &e.owner[slot]
 	if o.gen != gen {
 		return // the residue of a flow that has ended
 	}
 	fid, h := o.flow, o.hop
 	f := &e.flows[fid]
-	e.owner[slot].back -= s
+	o.back -= s
 	e.drained(e.owner[slot-1].res, a, s)
 	e.forward(a.r, fid, h, s)
 	if h == f.hops-1 && e.finished(fid) {
