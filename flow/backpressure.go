@@ -99,6 +99,7 @@ func (e *engine) growState() {
 		e.rc = append(e.rc, make([]classState, k)...)
 		for i := from; i < n; i++ {
 			e.rc[i].allow = math.Inf(1)
+			e.rc[i].to = e.net.res[i/e.nc].to
 		}
 		e.queues = append(e.queues, make([]fifo, k)...)
 	}

@@ -14,16 +14,10 @@ func (e *engine) check() error {
 		}
 		var q float64
 		for h := int32(0); h < f.hops; h++ {
-			// The hand-off reads a hop's resource from its slot and a channel's downstream node
-			// from the next hop's (engine.drained): the path must be contiguous.
+			// The hand-off reads a hop's resource from its slot record, not from the path.
 			r := e.path[f.off+h]
 			if o := e.owner[f.off+h]; o.res != r || o.flow != int32(fid) || o.hop != h {
 				return fmt.Errorf("invariant violated at %v: message %d's path slot %d holds resource %d of flow %d hop %d, not %d of %d hop %d", e.now, f.msg, f.off+h, o.res, o.flow, o.hop, r, fid, h)
-			}
-			if h > 0 {
-				if prev := e.path[f.off+h-1]; prev < e.net.nch && e.net.res[prev].to != e.net.res[r].from {
-					return fmt.Errorf("invariant violated at %v: message %d's path leaves by %s after reaching another node by %s", e.now, f.msg, e.net.name(r), e.net.name(prev))
-				}
 			}
 			b := e.owner[f.off+h].back
 			if b < -tol {

@@ -200,10 +200,14 @@ type flowState struct {
 }
 
 // classState is what a step reads and writes per resource and class, together (one cache line
-// instead of three): the ingress counter, the allowance and the drain of the last step.
+// instead of three): the ingress counter, the allowance and the drain of the last step, and the
+// resource's downstream node (resource.to, repeated here so that the hand-off of a queue's
+// entries updates the switch buffer their bytes came into without reading the resource they
+// came by: engine.drained).
 type classState struct {
 	ing, allow, drain float64
-	_                 float64 // to 32 bytes: aligned
+	to                topo.NodeID
+	_                 [4]byte // to 32 bytes: aligned
 }
 
 // slotOwner is what the hop-to-hop hand-off of a congested step reads and writes per path slot,

@@ -111,7 +111,6 @@ type network struct {
 	g        *topo.Graph
 	cfg      *fabric.Config
 	chanBase []int32 // first channel of each node
-	nch      int32   // the number of channels (resources from nch on are bundles)
 	res      []resource
 	bundles  map[string]int32
 	key      []byte
@@ -129,8 +128,7 @@ func newNetwork(g *topo.Graph, cfg *fabric.Config) *network {
 		n.chanBase[i+1] = n.chanBase[i] + int32(len(g.Nodes[i].Ports))
 	}
 	n.levels()
-	n.nch = n.chanBase[len(g.Nodes)]
-	n.res = make([]resource, n.nch)
+	n.res = make([]resource, n.chanBase[len(g.Nodes)])
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
 		for p := range nd.Ports {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -323,19 +322,20 @@ func (e *engine) addIng(r, c int32, amt float64) {
 }
 
 // drained is addIng(prev, a.c, -s) for s bytes that left the queue at a, which they reached by
-// resource prev, and counts them as drained from prev's ingress counter. A channel's bytes sit in
-// the queues of its downstream node, which is the node a's queue is at (paths are contiguous,
-// engine.check): that saves reading prev's resource, a cache line per entry a congested step
-// hands on (BenchmarkPipelineClass); a bundle takes addIng's way.
+// resource prev, and counts them as drained from prev's ingress counter. It reads prev's
+// downstream node from the counter's line (classState.to) rather than from the resource: that
+// saves a cache line per entry a congested step hands on (BenchmarkPipelineClass). A bundle
+// ending on several switches takes addIng's way.
 func (e *engine) drained(prev int32, a *serveAt, s float64) {
-	if prev >= e.net.nch {
+	rc := &e.rc[int(prev)*e.nc+int(a.c)]
+	to := rc.to
+	if to < 0 {
 		e.addIng(prev, a.c, -s)
-		e.rc[int(prev)*e.nc+int(a.c)].drain += s
+		rc.drain += s
 		return
 	}
-	rc := &e.rc[int(prev)*e.nc+int(a.c)]
 	rc.ing += -s
-	b := &e.net.bufs[a.at]
+	b := &e.net.bufs[to]
 	u := b.used + -s
 	b.used = u
 	if u > b.maxUse { // as addIng
@@ -458,7 +458,7 @@ func (e *engine) serve(r int32, tau float64) {
 		if fq.bytes <= 0 || lim[c] <= 0 {
 			continue
 		}
-		served += fq.serve(lim[c], e, &serveAt{r: r, c: int32(c), at: res.from, before: served, tau: tau, rate: rate})
+		served += fq.serve(lim[c], e, &serveAt{r: r, c: int32(c), before: served, tau: tau, rate: rate})
 		// What the queue holds after its link has sent (serving r enqueues only downstream).
 		fq.setLeft(&res.ecn)
 	}
@@ -484,7 +484,7 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 	budget := max(0, res.rate-res.quietLoad) * tau
 	var served float64
 	if lim := min(budget, e.rc[r].allow, e.fc.window(r, 0)*tau); lim > 0 {
-		served = fq.serve(lim, e, &serveAt{r: r, at: res.from, tau: tau, rate: budget / tau})
+		served = fq.serve(lim, e, &serveAt{r: r, tau: tau, rate: budget / tau})
 		fq.setLeft(&res.ecn)
 	}
 	res.q = q - served
@@ -493,12 +493,11 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 	}
 }
 
-// serveAt is the link a queue's bytes leave by (resource r, class c, from node at) and what take
-// needs to time a flow's last byte: the bytes the link served before this queue in the step, the
-// step's length and the link's rate.
+// serveAt is the link a queue's bytes leave by (resource r, class c) and what take needs to time
+// a flow's last byte: the bytes the link served before this queue in the step, the step's length
+// and the link's rate.
 type serveAt struct {
 	r, c              int32
-	at                topo.NodeID
 	before, tau, rate float64
 }
 
