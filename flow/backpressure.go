@@ -100,6 +100,9 @@ func (e *engine) growState() {
 		for i := from; i < n; i++ {
 			e.rc[i].allow = math.Inf(1)
 		}
+		for r := len(e.resTo); r < len(e.net.res); r++ {
+			e.resTo = append(e.resTo, e.net.res[r].to)
+		}
 		e.queues = append(e.queues, make([]fifo, k)...)
 	}
 	if e.fc != nil {

@@ -82,13 +82,20 @@ func BenchmarkRing1024(b *testing.B) {
 // once, every send crossing the core: ECMP collisions there congest it. The NIC links run at
 // the GPUDirect path's wire rate (47.8 GB/s of payload), as compare simulates them.
 func pipelineClass(tb testing.TB, servers, stage int) (*topo.Graph, *msggraph.Graph, fabric.Config) {
+	return pipelineClassPlanes(tb, servers, stage, false)
+}
+
+// pipelineClassPlanes is pipelineClass, on a plane per rail with railPlanes (the 131,072-GPU step
+// of compare's BenchmarkCompare16kFlow/70b-131k: three tiers of 64-port switches join at most
+// 65,536 NIC ports, so each of its 16,384 servers' eight rails has a plane of its own).
+func pipelineClassPlanes(tb testing.TB, servers, stage int, railPlanes bool) (*topo.Graph, *msggraph.Graph, fabric.Config) {
 	cfg := fabric.Defaults(fabric.KindRoCE, "", "connectx")
 	cfg.RoCE.Kmin, cfg.RoCE.Kmax = 150*units.KB, 1500*units.KB
 	cfg.Seed = 1                           // the network seed of compare's first step: ECMP hashes
 	payload := units.Rate(0.92 * 52e9 * 8) // GPUDirect: 0.92 of the H100's 52 GB/s PCIe P2P rate
 	nic := units.Rate(float64(payload) * float64(int(cfg.MTU)+cfg.HeaderBytes+cfg.L1Overhead) / float64(cfg.MTU))
 	nic = min(nic, 400*units.Gbps)
-	g, err := topo.Clos(topo.ClosSpec{Servers: servers, NICsPerServer: 8, RailOptimized: true, Tiers: 3, Radix: 64, ServersPerSU: 32,
+	g, err := topo.Clos(topo.ClosSpec{Servers: servers, NICsPerServer: 8, RailPlanes: railPlanes, RailOptimized: true, Tiers: 3, Radix: 64, ServersPerSU: 32,
 		Oversubscription: []float64{0, 0},
 		NIC:              topo.LinkSpec{Rate: nic, Latency: 100 * units.Nanosecond},
 		LeafSpine:        topo.LinkSpec{Rate: 400 * units.Gbps, Latency: 150 * units.Nanosecond},
@@ -151,5 +158,45 @@ func BenchmarkPipelineClass(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkPipelineClass131k is BenchmarkPipelineClass's class at 131,072 GPUs (16,384 servers, a
+// plane per rail): 32,768 congested 16 MiB sends, the pipeline class of the 131,072-GPU step.
+// "whole" runs it to the end (several minutes of CPU); "300us" and its 16,384-GPU counterpart
+// run the first 300 us of simulated time, to compare the cost of the same stretch at both sizes:
+// go test ./flow -run '^$' -bench PipelineClass131k -benchtime 1x -timeout 60m.
+func BenchmarkPipelineClass131k(b *testing.B) {
+	for _, c := range []struct {
+		name       string
+		servers    int
+		railPlanes bool
+		until      units.Time
+	}{
+		{"16384GPUs-300us", 2048, false, 300 * units.Microsecond},
+		{"131072GPUs-300us", 16384, true, 300 * units.Microsecond},
+		{"131072GPUs-whole", 16384, true, 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g, mg, cfg := pipelineClassPlanes(b, c.servers, 3, c.railPlanes)
+			rt, err := topo.ComputeRoutes(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuSeconds()
+			var steps float64
+			for b.Loop() {
+				res, err := Run(g, rt, cfg, mg, Options{Until: c.until})
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps = res.Counters["flow_steps"]
+			}
+			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(len(mg.Msgs)), "sends")
+			b.ReportMetric(steps, "steps")
+		})
 	}
 }

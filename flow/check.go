@@ -14,7 +14,12 @@ func (e *engine) check() error {
 		}
 		var q float64
 		for h := int32(0); h < f.hops; h++ {
-			b := e.back[f.off+h]
+			// The hand-off reads a hop's resource from its slot record, not from the path.
+			r := e.path[f.off+h]
+			if o := e.owner[f.off+h]; o.res != r || o.flow != int32(fid) || o.hop != h {
+				return fmt.Errorf("invariant violated at %v: message %d's path slot %d holds resource %d of flow %d hop %d, not %d of %d hop %d", e.now, f.msg, f.off+h, o.res, o.flow, o.hop, r, fid, h)
+			}
+			b := e.owner[f.off+h].back
 			if b < -tol {
 				return fmt.Errorf("invariant violated at %v: flow of message %d holds %g B at hop %d", e.now, f.msg, b, h)
 			}

@@ -168,7 +168,7 @@ type flowState struct {
 	// (a congested step is bound by memory: BenchmarkPipelineClass).
 	cls  int32 // class index (e.classOf)
 	hops int32
-	off  int32 // path and backlog at e.path[off:off+hops], e.back[off:off+hops]
+	off  int32 // path at e.path[off:off+hops], slots (backlog, owner) at e.owner[off:off+hops]
 	src  int32 // host index
 	// total, rem and deliv are the flow's bytes, those still to inject and those delivered.
 	total float64
@@ -213,7 +213,8 @@ type flowState struct {
 }
 
 // classState is what a step reads and writes per resource and class, together (one cache line
-// instead of three): the ingress counter, the allowance and the drain of the last step.
+// instead of three): the ingress counter, the allowance, the drain of the last step and of the
+// step before.
 type classState struct {
 	ing, allow, drain float64
 	// lastDrain is the drain of the step before (what rescaleAllowances scales); it also pads
@@ -221,10 +222,16 @@ type classState struct {
 	lastDrain float64
 }
 
-// slotOwner is the flow and hop a path slot belongs to, and the slot's generation.
+// slotOwner is what the hop-to-hop hand-off of a congested step reads and writes per path slot,
+// together (one cache line per entry served instead of three, BenchmarkPipelineClass): the flow
+// and hop the slot belongs to, the slot's generation, the resource of the hop (e.path[slot],
+// repeated here for data hops, so that the previous and the next hop are read from the
+// neighbouring slots' line), and the flow's bytes queued at that hop (its backlog).
 type slotOwner struct {
 	flow, hop int32
 	gen       uint32
+	res       int32
+	back      float64
 }
 
 // hostState is a host NIC: the flows it injects, served round robin at line rate.
@@ -273,10 +280,9 @@ type engine struct {
 	flows     []flowState
 	freeFlows []int32
 	path      []int32
-	back      []float64
 	pos       []int32 // index of (flow, hop) in its resource's members
-	// owner says whose each path slot is (fifo entries): the flow, the hop, and the slot's
-	// generation (its reuses), together (one cache line per entry served instead of three).
+	// owner says whose each path slot is (fifo entries) and what it holds: the flow, the hop,
+	// the slot's generation (its reuses), its resource and its backlog, together (slotOwner).
 	owner []slotOwner
 	// queues are the FIFOs of every resource and class, by value (one pointer less to chase per
 	// hop and step; an unused one is empty).
@@ -302,7 +308,9 @@ type engine struct {
 	msgCls  []uint8 // each message's class index
 	classes []uint8
 	rc      []classState
-	fc      *backpressure
+	// resTo is each resource's downstream node (resource.to), dense: what engine.drained reads.
+	resTo []topo.NodeID
+	fc    *backpressure
 	// sched splits an egress among its classes (classes.go); schedBuf is its scratch.
 	sched    *classSched
 	schedBuf []fill
@@ -776,7 +784,7 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	off := e.alloc(hops + ackHops)
 	copy(e.path[off:off+hops+ackHops], p)
 	for h := int32(0); h < hops; h++ {
-		e.owner[off+h].flow, e.owner[off+h].hop = fid, h
+		e.owner[off+h].flow, e.owner[off+h].hop, e.owner[off+h].res = fid, h, p[h]
 	}
 	p = p[:hops]
 	wire := e.wireBytes(payload)
@@ -827,16 +835,15 @@ func (e *engine) alloc(hops int32) int32 {
 	if l := e.freeSlots[hops]; len(l) > 0 {
 		off := l[len(l)-1]
 		e.freeSlots[hops] = l[:len(l)-1]
-		clear(e.back[off : off+hops])
 		for i := off; i < off+hops; i++ {
 			e.owner[i].gen++
+			e.owner[i].back = 0
 		}
 		return off
 	}
 	off := int32(len(e.path))
 	for range hops {
 		e.path = append(e.path, 0)
-		e.back = append(e.back, 0)
 		e.pos = append(e.pos, 0)
 		e.owner = append(e.owner, slotOwner{})
 	}
@@ -1029,7 +1036,8 @@ func (e *engine) rehost(fid int32) {
 // run, and its 16 B per message of analysis are garbage before the engine's arrays are made) and
 // per channel (a port's resource, padded to 256 B, its queue, class state, back-pressure and
 // bundle entries: the heap a new engine keeps, 447 and 449 B per port on RoCE fat trees of k=16
-// and k=32, and 451 B at k=32 on InfiniBand less its forwarding tables; TestChannelBytes).
+// and k=32, and 451 B at k=32 on InfiniBand less its forwarding tables; 481.5 B at k=16 since the
+// queue record grew to two aligned cache lines (128 B) and the dense resTo; TestChannelBytes).
 //
 // InfiniBand adds the subnet manager's forwarding tables (package ibsm, shared by every run of the
 // network). Stored: an LFT entry (2 B) and an adaptive-routing group id (4 B) per switch row x
@@ -1041,7 +1049,7 @@ func (e *engine) rehost(fid int32) {
 // 131,072-GPU rail-plane Clos (10.2 MB), planned above the largest (TestSubnetTableBytes).
 const (
 	bytesPerMessage      = 160
-	bytesPerChannel      = 456
+	bytesPerChannel      = 496
 	bytesPerTableEntry   = 6.25
 	bytesPerOnDemandHost = 96
 )

@@ -321,13 +321,13 @@ func (fs *faultState) flush(ch int32) {
 	for _, m := range e.net.res[ch].members {
 		f := &e.flows[m.f]
 		slot := f.off + m.h
-		b := e.back[slot]
+		b := e.owner[slot].back
 		if m.h == 0 || b == 0 {
 			continue
 		}
 		e.addIng(e.path[slot-1], f.cls, -b)
 		e.queue(ch, f.cls).drop(slot, e.owner[slot].gen)
-		e.back[slot] = 0
+		e.owner[slot].back = 0
 		fs.lose(m.f, m.h, b)
 	}
 	e.net.res[ch].q = 0
@@ -406,7 +406,7 @@ func (fs *faultState) lose(fid, h int32, bytes float64) {
 	}
 	ahead := f.deliv
 	for k := max(h, 1); k < f.hops; k++ {
-		ahead += e.back[f.off+k]
+		ahead += e.owner[f.off+k].back
 	}
 	rto := l.rto
 	if l.irn && (f.total-f.rem)-f.deliv > float64(e.cfg.IRNLowThreshold)*float64(e.cfg.MTU) {
@@ -557,10 +557,10 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	var q float64
 	for h := int32(1); h < f.hops; h++ {
 		slot := f.off + h
-		if b := e.back[slot]; b != 0 {
+		if b := e.owner[slot].back; b != 0 {
 			e.addIng(e.path[slot-1], f.cls, -b)
 			e.queue(e.path[slot], f.cls).drop(slot, e.owner[slot].gen)
-			e.back[slot] = 0
+			e.owner[slot].back = 0
 			q += b
 		}
 	}
@@ -583,7 +583,7 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	off := e.alloc(n)
 	copy(e.path[off:off+n], p)
 	for h := int32(0); h < hops; h++ {
-		e.owner[off+h].flow, e.owner[off+h].hop = fid, h
+		e.owner[off+h].flow, e.owner[off+h].hop, e.owner[off+h].res = fid, h, p[h]
 	}
 	f = &e.flows[fid]
 	f.off, f.hops, f.ackOff, f.ackHops = off, hops, off+hops, n-hops

@@ -19,6 +19,7 @@ func TestHotLayout(t *testing.T) {
 		{"resource", unsafe.Sizeof(r), unsafe.Offsetof(r.rank) + unsafe.Sizeof(r.rank)},
 		{"flowState", unsafe.Sizeof(f), unsafe.Offsetof(f.noMark) + unsafe.Sizeof(f.noMark)},
 		{"classState", unsafe.Sizeof(classState{}), unsafe.Sizeof(classState{})},
+		{"fifo", unsafe.Sizeof(fifo{}), unsafe.Offsetof(fifo{}.markP) + unsafe.Sizeof(fifo{}.markP)},
 	} {
 		if c.size%64 != 0 && 64%c.size != 0 {
 			t.Errorf("%s is %d bytes: not a multiple or divisor of a 64-byte cache line", c.name, c.size)

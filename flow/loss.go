@@ -211,7 +211,7 @@ func (l *lossModel) drop(fid, h int32, bytes float64, t units.Time, random bool)
 	// Bytes of the flow ahead of the loss: delivered, or queued at this hop and beyond.
 	ahead := f.deliv
 	for k := max(h, 1); k < f.hops; k++ {
-		ahead += e.back[f.off+k]
+		ahead += e.owner[f.off+k].back
 	}
 	s.pending = true
 	s.good = ahead
@@ -221,7 +221,7 @@ func (l *lossModel) drop(fid, h int32, bytes float64, t units.Time, random bool)
 	// the path. With nothing behind the loss, only the timeout notices it.
 	behind := f.rem
 	for k := int32(1); k < h && k < f.hops; k++ {
-		behind += e.back[f.off+k]
+		behind += e.owner[f.off+k].back
 	}
 	if behind > 0 && !l.lostOn(f, f.ackOff, f.ackHops) {
 		s.rewindAt = t + e.queueDelay(fid) + 2*f.lat
@@ -335,7 +335,7 @@ func (l *lossModel) rewind(t units.Time) bool {
 			again = max(0, injected-s.good)
 			var inNet float64
 			for k := int32(1); k < f.hops; k++ {
-				inNet += e.back[f.off+k]
+				inNet += e.owner[f.off+k].back
 			}
 			aheadInNet := max(0, s.good-f.deliv)
 			s.waste = max(0, inNet-aheadInNet)

@@ -146,7 +146,7 @@ func (e *engine) coolable(fid int32, tau float64) bool {
 		return false // its bytes are lost at a down link (faults.go)
 	}
 	for h, r := range e.path[f.off : f.off+f.hops] {
-		if h > 0 && e.back[f.off+int32(h)] > 0 {
+		if h > 0 && e.owner[f.off+int32(h)].back > 0 {
 			return false
 		}
 		if e.net.res[r].q > 0 || e.fc.throttled(r) {
