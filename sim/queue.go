@@ -20,10 +20,12 @@ type queue struct {
 	// noTouch turns reading ahead off (tests prove it changes nothing but speed).
 	noTouch bool
 
-	buckets  [][]key
-	ringN    int  // keys in ring buckets (not counting cur)
-	idx      int  // ring index of the bucket being drained
-	curStart Time // start time of that bucket
+	buckets [][]key
+	ringN   int // keys in ring buckets (not counting cur)
+	// curStart is the start time of the bucket being drained; the keys of cur and of every
+	// ring bucket lie in [curStart, curStart+horizon) (rewind keeps it so).
+	idx      int // ring index of the bucket being drained
+	curStart Time
 	// cur holds the unrun keys of the bucket being drained in descending order, so the next
 	// key is the last one and an event scheduled for (nearly) now is inserted near the end.
 	cur   []key
@@ -38,23 +40,60 @@ type queue struct {
 	touchSink uintptr
 }
 
+// key is a pending event's place in the queue: 16 bytes, four to a cache line, compared as
+// one 128-bit number. hi holds the event's time within its bucket (the top widthBits bits)
+// and the ordering word's top 52 bits; lo the ordering word's low 12 bits, then the entity the
+// event belongs to (entBits) and its slab slot (slotBits). Comparing (hi, lo) is comparing
+// (time, ordering word), since the word is unique among pending keys; for equal times it is
+// the entity order's (scheduling entity, count) or the global sequence. (Keys were 24 bytes
+// with the entity order, a full time and word: half as many lines again to sort and move.)
 type key struct {
-	at   Time
-	ord  uint64 // the tie-break within a time, unique among pending keys (Sim.Schedule)
-	slot int32  // the event's slab slot
-	ent  int32  // the entity the event belongs to (Sim.ScheduleTo)
+	hi, lo uint64
 }
 
 const (
-	slotBits    = 31 // slots are int32
 	widthBits   = 12 // bucket width 4.096 ns
 	bucketWidth = Time(1) << widthBits
 	ringBits    = 16 // 65,536 buckets: a horizon of 268 us
 	ringSize    = 1 << ringBits
 	horizon     = bucketWidth * ringSize
+
+	offShift = 64 - widthBits // the time offset's place in hi
+	slotBits = 28             // 268 M pending events (an 8 GiB slab)
+	entBits  = 64 - EntityBits
 )
 
-func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ord < o.ord) }
+// makeKey builds the key of an event at time at (its offset within its bucket: buckets start
+// at multiples of bucketWidth) with ordering word ord, entity ent and slab slot slot.
+func makeKey(at Time, ord uint64, ent, slot int32) key {
+	return key{
+		hi: uint64(at)&uint64(bucketWidth-1)<<offShift | ord>>widthBits,
+		lo: ord<<offShift | uint64(ent)<<slotBits | uint64(slot),
+	}
+}
+
+// off is the key's time within its bucket.
+func (k key) off() Time { return Time(k.hi >> offShift) }
+
+// ord is the key's ordering word.
+func (k key) ord() uint64 { return k.hi<<widthBits | k.lo>>offShift }
+
+// ent is the entity the key's event belongs to.
+func (k key) ent() int32 { return int32(k.lo>>slotBits) & (1<<entBits - 1) }
+
+// slot is the key's slab slot.
+func (k key) slot() int32 { return int32(k.lo & (1<<slotBits - 1)) }
+
+// less orders keys of one bucket by (time, ordering word).
+func (k key) less(o key) bool { return k.hi < o.hi || (k.hi == o.hi && k.lo < o.lo) }
+
+// farKey is a key beyond the ring's horizon, with its full time.
+type farKey struct {
+	at Time
+	k  key
+}
+
+func (f farKey) less(o farKey) bool { return f.at < o.at || (f.at == o.at && f.k.less(o.k)) }
 
 func (q *queue) len() int { return q.n }
 
@@ -71,8 +110,8 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
 	} else {
-		if len(q.slab) >= 1<<slotBits-1 {
-			panic("sim: more than 2G pending events")
+		if len(q.slab) >= 1<<slotBits {
+			panic("sim: more than 268 M pending events")
 		}
 		slot = int32(len(q.slab))
 		q.slab = append(q.slab, Event{})
@@ -80,13 +119,17 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 	ev := &q.slab[slot]
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
-	k := key{at: at, ord: ord, slot: slot, ent: ent}
+	k := makeKey(at, ord, ent, slot)
 	switch {
 	case at < q.curStart+bucketWidth:
-		// The bucket being drained: insert in order among the keys not yet run (a key before
-		// the bucket, which only a partition's window exchange pushes, lands last: it runs
-		// first). Keys are descending, so the new key goes after every key that runs later; it
-		// is usually among the next few to run, so scan from the end.
+		if at < q.curStart {
+			// Before the bucket being drained (the queue looked ahead past an idle stretch:
+			// minTime, or a Run that stopped at its limit): make at's bucket the one drained.
+			q.rewind(at)
+		}
+		// The bucket being drained: insert in order among the keys not yet run. Keys are
+		// descending, so the new key goes after every key that runs later; it is usually
+		// among the next few to run, so scan from the end.
 		c := append(q.cur, key{})
 		i := len(c) - 1
 		for i > 0 && c[i-1].less(k) {
@@ -96,18 +139,22 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		c[i] = k
 		q.cur = c
 	case at < q.curStart+horizon:
-		b := int(at>>widthBits) & (ringSize - 1)
-		if cap(q.buckets[b]) == 0 {
-			if n := len(q.spare); n > 0 {
-				q.buckets[b] = q.spare[n-1]
-				q.spare = q.spare[:n-1]
-			}
-		}
-		q.buckets[b] = append(q.buckets[b], k)
-		q.ringN++
+		q.file(int(at>>widthBits)&(ringSize-1), k)
 	default:
-		q.far.push(k)
+		q.far.push(farKey{at: at, k: k})
 	}
+}
+
+// file appends k to ring bucket b.
+func (q *queue) file(b int, k key) {
+	if cap(q.buckets[b]) == 0 {
+		if n := len(q.spare); n > 0 {
+			q.buckets[b] = q.spare[n-1]
+			q.spare = q.spare[:n-1]
+		}
+	}
+	q.buckets[b] = append(q.buckets[b], k)
+	q.ringN++
 }
 
 // settle makes the last key of q.cur the earliest pending key, advancing through buckets as
@@ -142,10 +189,10 @@ func (q *queue) load() {
 	q.ringN -= len(b)
 	end := q.curStart + bucketWidth
 	for q.far.len() > 0 && q.far.min().at < end {
-		q.cur = append(q.cur, q.far.pop())
+		q.cur = append(q.cur, q.far.pop().k)
 	}
 	if len(q.cur) > 1 {
-		q.cur = q.sortDesc(q.cur, q.curStart)
+		q.cur = q.sortDesc(q.cur)
 	}
 	if !q.noTouch {
 		q.touch(q.cur)
@@ -154,30 +201,48 @@ func (q *queue) load() {
 
 func (q *queue) minTime() Time {
 	q.settle()
-	return q.cur[len(q.cur)-1].at
+	return q.curStart + q.cur[len(q.cur)-1].off()
 }
 
 // rewind makes the bucket being drained the one holding t, when t lies before it, so that keys
 // from t on can be filed (a partition's queue, whose peek at its next event moved the bucket
 // ahead, receives other partitions' events at the next window: parallel.go). The keys of the
-// bucket being drained go back to the ring or, beyond the new horizon, the far heap; the ring's
-// other keys stay where they are: each was filed while the bucket being drained was at most that
-// of the window's last event, so each lies within the new horizon too.
+// bucket being drained go back to the ring or, beyond the new horizon, the far heap. A ring key
+// lies before the old horizon's end; those that lie at or after the new one's sit in the
+// buckets between the new and the old bucket being drained (the ring's next turn: the
+// ones filed after the queue looked ahead) and move to the far heap, the other ring keys stay
+// where they are: their buckets mean the same times before and after.
 func (q *queue) rewind(t Time) {
 	if q.buckets == nil || t >= q.curStart {
 		return
 	}
-	cur := q.cur
-	q.cur = nil
+	oldStart, oldIdx := q.curStart, q.idx
 	q.curStart = t &^ (bucketWidth - 1)
 	q.idx = int(t>>widthBits) & (ringSize - 1)
+	if q.ringN > 0 {
+		gap := min((oldStart-q.curStart)>>widthBits, ringSize)
+		for j := 0; j < int(gap); j++ {
+			b := (q.idx + j) & (ringSize - 1)
+			keys := q.buckets[b]
+			if len(keys) == 0 {
+				continue
+			}
+			// The bucket's time before the rewind (at least the new horizon's end).
+			start := oldStart + Time((b-oldIdx)&(ringSize-1))<<widthBits
+			for _, k := range keys {
+				q.far.push(farKey{at: start + k.off(), k: k})
+			}
+			q.ringN -= len(keys)
+			q.buckets[b] = keys[:0]
+		}
+	}
+	cur := q.cur
+	q.cur = nil
 	for _, k := range cur {
-		if k.at < q.curStart+horizon {
-			b := int(k.at>>widthBits) & (ringSize - 1)
-			q.buckets[b] = append(q.buckets[b], k)
-			q.ringN++
+		if at := oldStart + k.off(); at < q.curStart+horizon {
+			q.file(int(at>>widthBits)&(ringSize-1), k)
 		} else {
-			q.far.push(k)
+			q.far.push(farKey{at: at, k: k})
 		}
 	}
 	q.cur = cur[:0]
@@ -190,13 +255,14 @@ func (q *queue) rewind(t Time) {
 func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	q.settle()
 	k := q.cur[len(q.cur)-1]
-	if k.at > until {
+	at = q.curStart + k.off()
+	if at > until {
 		return 0, 0, false
 	}
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	q.lastEnt = k.ent
-	return k.slot, k.at, true
+	q.lastEnt = k.ent()
+	return k.slot(), at, true
 }
 
 // release frees a slot pop returned. The slot keeps its references until reused: its handler
@@ -205,11 +271,11 @@ func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
-type farHeap []key
+type farHeap []farKey
 
-func (h farHeap) len() int { return len(h) }
-func (h farHeap) min() key { return h[0] }
-func (h *farHeap) push(k key) {
+func (h farHeap) len() int    { return len(h) }
+func (h farHeap) min() farKey { return h[0] }
+func (h *farHeap) push(k farKey) {
 	a := append(*h, k)
 	i := len(a) - 1
 	for i > 0 {
@@ -224,7 +290,7 @@ func (h *farHeap) push(k key) {
 	*h = a
 }
 
-func (h *farHeap) pop() key {
+func (h *farHeap) pop() farKey {
 	a := *h
 	top := a[0]
 	n := len(a) - 1
@@ -257,8 +323,8 @@ func (h *farHeap) pop() key {
 }
 
 // sortDesc sorts a drained bucket's keys into descending (at, ord) order and returns them (in a
-// or in the queue's scratch slice, which then takes a's place). Every key lies in [start,
-// start+bucketWidth). Small buckets use insertion sort. Larger ones are first distributed by
+// or in the queue's scratch slice, which then takes a's place). Every key lies in one bucket.
+// Small buckets use insertion sort. Larger ones are first distributed by
 // their time offset within the bucket, 6 bits a pass, largest digit first (a stable counting
 // sort): buckets of up to 255 keys by the top 6 bits only, larger ones by all 12. A final
 // insertion pass then puts right what the digits left unordered: keys closer than the last digit's
@@ -267,7 +333,7 @@ func (h *farHeap) pop() key {
 // costs one comparison a key. (The generic slices.SortFunc, which calls its comparison through
 // a function value, was the largest item of the kernel's profile; insertion alone on the
 // typical 20-40 keys a bucket was next.)
-func (q *queue) sortDesc(a []key, start Time) []key {
+func (q *queue) sortDesc(a []key) []key {
 	if len(a) <= 12 {
 		insertionDesc(a)
 		return a
@@ -286,7 +352,7 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 		var count [radix + 1]int32
 		for _, k := range src {
 			// Descending: the largest digit goes first.
-			d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+			d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 			count[d+1]++
 		}
 		for d := 1; d <= radix; d++ {
@@ -297,13 +363,13 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 		if first {
 			for i := len(src) - 1; i >= 0; i-- {
 				k := src[i]
-				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 				dst[count[d]] = k
 				count[d]++
 			}
 		} else {
 			for _, k := range src {
-				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 				dst[count[d]] = k
 				count[d]++
 			}
@@ -338,13 +404,13 @@ func insertionDesc(a []key) {
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot]
+		ev := &q.slab[keys[i].slot()]
 		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot]
+		ev := &q.slab[keys[i].slot()]
 		if pf, ok := ev.H.(Prefetcher); ok {
 			sum += pf.Prefetch(ev)
 		}
