@@ -11,17 +11,26 @@ import (
 // nanoseconds to microseconds ahead (serialization, propagation, switch latency), so events land
 // in buckets in O(1) and each bucket is sorted once, when it is reached, while it is small and
 // in cache. Events beyond the horizon (retransmission timers, late flow starts) wait in a 4-ary
-// heap and move into the ring when their bucket comes up. Only 24-byte keys move; the events
+// heap and move into the ring when their bucket comes up. Only 16-byte keys move; the events
 // stay in a slab whose slots are reused last-freed-first.
 //
 // The order is exactly that of sorting all events by (at, ord), ord being the event's ordering
 // word (Sim.Schedule): ties in time run in ord's order. Every key also names its event's slab
-// slot and the entity the event belongs to (Sim.ScheduleTo).
+// slot and the entity the event belongs to (Sim.ScheduleTo). A key in the ring holds its time
+// only as the offset within its bucket (the bucket's place in the ring gives the rest), so that
+// time, ordering word, entity and slot fit in two words; keys beyond the horizon carry their
+// full time beside the key (farKey).
 type queue struct {
 	slab []Event
-	free []int32
+	// freeHead is 1 + the last released slot, 0 when none is free; a free slot's Event.I holds
+	// 1 + the slot released before it (a list through the slab: release writes into the line
+	// the event just ran from, where appending to a separate slice loaded and stored its header).
+	freeHead int32
 	// noTouch turns reading ahead off (tests prove it changes nothing but speed).
 	noTouch bool
+	// prefetch, when set (Sim.SetPrefetcher), reads ahead for every event in place of the
+	// Prefetcher assertion.
+	prefetch func(ev *Event) uintptr
 
 	buckets [][]key
 	ringN   int // keys in ring buckets (not counting cur)
@@ -109,9 +118,9 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		q.idx = int(at>>widthBits) & (ringSize - 1)
 	}
 	var slot int32
-	if n := len(q.free); n > 0 {
-		slot = q.free[n-1]
-		q.free = q.free[:n-1]
+	if f := q.freeHead; f != 0 {
+		slot = f - 1
+		q.freeHead = q.slab[slot].I
 	} else {
 		if len(q.slab) >= 1<<slotBits {
 			panic("sim: more than 268 M pending events")
@@ -161,8 +170,15 @@ func (q *queue) file(b int, k key) {
 }
 
 // settle makes the last key of q.cur the earliest pending key, advancing through buckets as
-// needed. It requires q.n > 0.
+// needed. It requires q.n > 0. (Small enough to inline: most calls find q.cur non-empty.)
 func (q *queue) settle() {
+	if len(q.cur) == 0 {
+		q.advance()
+	}
+}
+
+// advance is settle's loop over the buckets.
+func (q *queue) advance() {
 	for len(q.cur) == 0 {
 		if q.ringN == 0 {
 			// Nothing within the horizon: jump straight to the earliest far event's bucket.
@@ -268,10 +284,13 @@ func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	return k.slot(), at, true
 }
 
-// release frees a slot pop returned. The slot keeps its references until reused: its handler
-// is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
-// event costs no store to clear it.
-func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
+// release frees a slot pop returned, last freed first reused. The slot keeps its references
+// until reused: its handler is long-lived and its packet pooled, so nothing is held that could
+// be freed, and a handled event costs no store to clear it but the free list's link.
+func (q *queue) release(slot int32) {
+	q.slab[slot].I = q.freeHead
+	q.freeHead = slot + 1
+}
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
 type farHeap []farKey
@@ -418,13 +437,11 @@ func insertionDesc(a []key) {
 		if !a[i-1].less(k) {
 			continue
 		}
-		j := i
-		for {
+		a[i] = a[i-1]
+		j := i - 1
+		for j > 0 && a[j-1].less(k) {
 			a[j] = a[j-1]
 			j--
-			if j == 0 || !a[j-1].less(k) {
-				break
-			}
 		}
 		a[j] = k
 	}
@@ -434,9 +451,9 @@ func insertionDesc(a []key) {
 // of what the event's P points to (a packet, on the fabric's per-hop path). Those lines were
 // written about a microsecond of simulated time ago and have mostly left the cache; touching
 // them all here lets the processor fetch them in parallel, instead of one miss at a time as each
-// event runs. A second pass lets handlers that implement Prefetcher touch what their event will
-// need next (a routing table row, the head of an egress queue), now that the packets are on
-// their way in. It changes nothing but timing.
+// event runs. A second pass lets handlers that implement Prefetcher (or the Sim's prefetch
+// function: SetPrefetcher) touch what their event will need next (a routing table row, the head
+// of an egress queue), now that the packets are on their way in. It changes nothing but timing.
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
@@ -445,10 +462,16 @@ func (q *queue) touch(keys []key) {
 			sum += *(*uintptr)(p)
 		}
 	}
-	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot()]
-		if pf, ok := ev.H.(Prefetcher); ok {
-			sum += pf.Prefetch(ev)
+	if f := q.prefetch; f != nil {
+		for i := len(keys) - 1; i >= 0; i-- {
+			sum += f(&q.slab[keys[i].slot()])
+		}
+	} else {
+		for i := len(keys) - 1; i >= 0; i-- {
+			ev := &q.slab[keys[i].slot()]
+			if pf, ok := ev.H.(Prefetcher); ok {
+				sum += pf.Prefetch(ev)
+			}
 		}
 	}
 	q.touchSink += sum

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -381,5 +382,37 @@ func TestStopOn(t *testing.T) {
 	}
 	if s.Events() != 1024 {
 		t.Errorf("stopped after %d events, want 1024 (the first check after the cancel)", s.Events())
+	}
+}
+
+// TestSetPrefetcher: a Sim's prefetch function reads ahead in place of the Prefetcher
+// assertion (called for events of the bucket being loaded, never for more events than ran),
+// and a Group's partitions take it, whether it is set before NewGroup or after.
+func TestSetPrefetcher(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		main := New()
+		main.SetEntities(3, 2)
+		var calls atomic.Int64 // partitions run on their own goroutines
+		f := func(ev *Event) uintptr { calls.Add(1); return 0 }
+		if !after {
+			main.SetPrefetcher(f)
+		}
+		g := NewGroup(main, 2, []int32{0, 1, -1}, 1000)
+		if after {
+			main.SetPrefetcher(f)
+		}
+		p := [2]*pingPong{}
+		for i := range p {
+			p[i] = &pingPong{id: int32(i), s: g.Part(i), left: 50}
+		}
+		p[0].peer, p[1].peer = p[1], p[0]
+		main.ScheduleTo(0, 0, p[0], 0, 0, nil)
+		main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+		if err := g.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		if n, ev := calls.Load(), main.Events(); n == 0 || uint64(n) > ev {
+			t.Errorf("set after NewGroup %v: prefetch called %d times for %d events", after, n, ev)
+		}
 	}
 }
