@@ -22,10 +22,7 @@ import (
 // full time beside the key (farKey).
 type queue struct {
 	slab []Event
-	// freeHead is 1 + the last released slot, 0 when none is free; a free slot's Event.I holds
-	// 1 + the slot released before it (a list through the slab: release writes into the line
-	// the event just ran from, where appending to a separate slice loaded and stored its header).
-	freeHead int32
+	free []int32
 	// noTouch turns reading ahead off (tests prove it changes nothing but speed).
 	noTouch bool
 	// prefetch, when set (Sim.SetPrefetcher), reads ahead for every event in place of the
@@ -118,9 +115,9 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		q.idx = int(at>>widthBits) & (ringSize - 1)
 	}
 	var slot int32
-	if f := q.freeHead; f != 0 {
-		slot = f - 1
-		q.freeHead = q.slab[slot].I
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
 	} else {
 		if len(q.slab) >= 1<<slotBits {
 			panic("sim: more than 268 M pending events")
@@ -284,13 +281,10 @@ func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	return k.slot(), at, true
 }
 
-// release frees a slot pop returned, last freed first reused. The slot keeps its references
-// until reused: its handler is long-lived and its packet pooled, so nothing is held that could
-// be freed, and a handled event costs no store to clear it but the free list's link.
-func (q *queue) release(slot int32) {
-	q.slab[slot].I = q.freeHead
-	q.freeHead = slot + 1
-}
+// release frees a slot pop returned. The slot keeps its references until reused: its handler
+// is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
+// event costs no store to clear it.
+func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
 type farHeap []farKey
