@@ -30,7 +30,8 @@ type queue struct {
 	prefetch func(ev *Event) uintptr
 
 	buckets [][]key
-	ringN   int // keys in ring buckets (not counting cur)
+	ringN   int  // keys in ring buckets (not counting cur)
+	ringMax Time // at or after the latest time of a key filed in the ring (rewind)
 	// curStart is the start time of the bucket being drained; the keys of cur and of every
 	// ring bucket lie in [curStart, curStart+horizon) (rewind keeps it so).
 	idx      int // ring index of the bucket being drained
@@ -148,14 +149,16 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		c[i] = k
 		q.cur = c
 	case at < q.curStart+horizon:
-		q.file(int(at>>widthBits)&(ringSize-1), k)
+		q.file(at, k)
 	default:
 		q.far.push(farKey{at: at, k: k})
 	}
 }
 
-// file appends k to ring bucket b.
-func (q *queue) file(b int, k key) {
+// file appends k, at time at, to its ring bucket.
+func (q *queue) file(at Time, k key) {
+	q.ringMax = max(q.ringMax, at)
+	b := int(at>>widthBits) & (ringSize - 1)
 	if cap(q.buckets[b]) == 0 {
 		if n := len(q.spare); n > 0 {
 			q.buckets[b] = q.spare[n-1]
@@ -227,24 +230,23 @@ func (q *queue) minTime() Time {
 // lies before the old horizon's end; those that lie at or after the new one's sit in the
 // buckets between the new and the old bucket being drained (the ring's next turn: the
 // ones filed after the queue looked ahead) and move to the far heap, the other ring keys stay
-// where they are: their buckets mean the same times before and after.
+// where they are: their buckets mean the same times before and after. Only the buckets up to
+// ringMax are visited: none, unless the queue had jumped ahead to a far event.
 func (q *queue) rewind(t Time) {
 	if q.buckets == nil || t >= q.curStart {
 		return
 	}
-	oldStart, oldIdx := q.curStart, q.idx
+	oldStart := q.curStart
 	q.curStart = t &^ (bucketWidth - 1)
 	q.idx = int(t>>widthBits) & (ringSize - 1)
-	if q.ringN > 0 {
-		gap := min((oldStart-q.curStart)>>widthBits, ringSize)
-		for j := 0; j < int(gap); j++ {
-			b := (q.idx + j) & (ringSize - 1)
+	if end := q.curStart + horizon; q.ringN > 0 && q.ringMax >= end {
+		// The buckets of times [end, ringMax] before the rewind (within the old horizon).
+		for start := max(end, oldStart); start <= min(q.ringMax, oldStart+horizon-1); start += bucketWidth {
+			b := int(start>>widthBits) & (ringSize - 1)
 			keys := q.buckets[b]
 			if len(keys) == 0 {
 				continue
 			}
-			// The bucket's time before the rewind (at least the new horizon's end).
-			start := oldStart + Time((b-oldIdx)&(ringSize-1))<<widthBits
 			for _, k := range keys {
 				q.far.push(farKey{at: start + k.off(), k: k})
 			}
@@ -256,7 +258,7 @@ func (q *queue) rewind(t Time) {
 	q.cur = nil
 	for _, k := range cur {
 		if at := oldStart + k.off(); at < q.curStart+horizon {
-			q.file(int(at>>widthBits)&(ringSize-1), k)
+			q.file(at, k)
 		} else {
 			q.far.push(farKey{at: at, k: k})
 		}
