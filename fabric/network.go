@@ -116,6 +116,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 		return nil, err
 	}
 	n := &Network{cfg: cfg, g: g, routes: r, sim: sim.New()}
+	n.sim.SetPrefetcher(prefetch)
 	n.spray = cfg.Routing == RoutingSpray
 	n.sprayLeast = n.spray && cfg.SprayPolicy == SprayLeastQueue
 	n.Switches = make([]*Switch, len(g.Nodes))

@@ -10,6 +10,31 @@ import (
 // event's handler to read what the event will touch. Nothing here may change state, but for
 // Packet.route, the switch's own route lookup kept for its Handle.
 
+// prefetch is the kernel's reading ahead for a fabric's events (sim.Sim.SetPrefetcher): a test
+// of the handler's concrete type (one comparison each, most frequent first) in place of the
+// kernel's assertion to sim.Prefetcher, which probes the runtime's type cache for every event.
+// (A type switch over more types was dearer than the assertion: it searches the type hashes.)
+// Handlers not listed fall back on the assertion; TestPrefetchDispatch checks that the type
+// listed as reading nothing does not implement sim.Prefetcher.
+func prefetch(ev *sim.Event) uintptr {
+	if h, ok := ev.H.(*Port); ok {
+		return h.Prefetch(ev)
+	}
+	if h, ok := ev.H.(*Switch); ok {
+		return h.Prefetch(ev)
+	}
+	if h, ok := ev.H.(*ibCredits); ok {
+		return h.Prefetch(ev)
+	}
+	if _, ok := ev.H.(*NIC); ok {
+		return 0
+	}
+	if pf, ok := ev.H.(sim.Prefetcher); ok {
+		return pf.Prefetch(ev)
+	}
+	return 0
+}
+
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
 // it will join.

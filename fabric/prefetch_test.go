@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -45,5 +46,21 @@ func TestPrefetchChangesNothing(t *testing.T) {
 				t.Fatalf("results differ with prefetching off: %d vs %d events, end %v vs %v", resOn.Events, resOff.Events, resOn.EndTime, resOff.EndTime)
 			}
 		})
+	}
+}
+
+// TestPrefetchDispatch: the fabric's prefetch dispatch lists a handler type as reading nothing
+// ahead; it may not implement sim.Prefetcher (its Prefetch would never be called), and the
+// types it dispatches to must.
+func TestPrefetchDispatch(t *testing.T) {
+	for _, h := range []sim.Handler{(*NIC)(nil)} {
+		if _, ok := h.(sim.Prefetcher); ok {
+			t.Errorf("%T implements sim.Prefetcher, but prefetch lists it as reading nothing", h)
+		}
+	}
+	for _, h := range []sim.Handler{(*Port)(nil), (*Switch)(nil), (*ibCredits)(nil)} {
+		if _, ok := h.(sim.Prefetcher); !ok {
+			t.Errorf("%T does not implement sim.Prefetcher", h)
+		}
 	}
 }

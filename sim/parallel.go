@@ -104,7 +104,7 @@ func NewGroup(main *Sim, parts int, partOf []int32, lookahead Time) *Group {
 	g := &Group{main: main, partOf: partOf, lookahead: lookahead}
 	for i := 0; i < parts; i++ {
 		s := &Sim{ProgressEvery: 1<<63 - 1, counts: main.counts, cur: main.cur}
-		s.q.noTouch = main.q.noTouch
+		s.q.noTouch, s.q.prefetch = main.q.noTouch, main.q.prefetch
 		p := &partition{g: g, id: int32(i), s: s, next: units.MaxTime}
 		for b := range p.out {
 			p.out[b] = make([][]handed, parts)

@@ -1,6 +1,9 @@
 package sim
 
-import "unsafe"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // queue holds pending events ordered by (time, ordering word). It is a calendar queue: a ring
 // of buckets each covering bucketWidth of simulated time, spanning horizon = buckets x width
@@ -8,22 +11,31 @@ import "unsafe"
 // nanoseconds to microseconds ahead (serialization, propagation, switch latency), so events land
 // in buckets in O(1) and each bucket is sorted once, when it is reached, while it is small and
 // in cache. Events beyond the horizon (retransmission timers, late flow starts) wait in a 4-ary
-// heap and move into the ring when their bucket comes up. Only 24-byte keys move; the events
+// heap and move into the ring when their bucket comes up. Only 16-byte keys move; the events
 // stay in a slab whose slots are reused last-freed-first.
 //
 // The order is exactly that of sorting all events by (at, ord), ord being the event's ordering
 // word (Sim.Schedule): ties in time run in ord's order. Every key also names its event's slab
-// slot and the entity the event belongs to (Sim.ScheduleTo).
+// slot and the entity the event belongs to (Sim.ScheduleTo). A key in the ring holds its time
+// only as the offset within its bucket (the bucket's place in the ring gives the rest), so that
+// time, ordering word, entity and slot fit in two words; keys beyond the horizon carry their
+// full time beside the key (farKey).
 type queue struct {
 	slab []Event
 	free []int32
 	// noTouch turns reading ahead off (tests prove it changes nothing but speed).
 	noTouch bool
+	// prefetch, when set (Sim.SetPrefetcher), reads ahead for every event in place of the
+	// Prefetcher assertion.
+	prefetch func(ev *Event) uintptr
 
-	buckets  [][]key
-	ringN    int  // keys in ring buckets (not counting cur)
-	idx      int  // ring index of the bucket being drained
-	curStart Time // start time of that bucket
+	buckets [][]key
+	ringN   int  // keys in ring buckets (not counting cur)
+	ringMax Time // at or after the latest time of a key filed in the ring (rewind)
+	// curStart is the start time of the bucket being drained; the keys of cur and of every
+	// ring bucket lie in [curStart, curStart+horizon) (rewind keeps it so).
+	idx      int // ring index of the bucket being drained
+	curStart Time
 	// cur holds the unrun keys of the bucket being drained in descending order, so the next
 	// key is the last one and an event scheduled for (nearly) now is inserted near the end.
 	cur   []key
@@ -38,23 +50,60 @@ type queue struct {
 	touchSink uintptr
 }
 
+// key is a pending event's place in the queue: 16 bytes, four to a cache line, compared as
+// one 128-bit number. hi holds the event's time within its bucket (the top widthBits bits)
+// and the ordering word's top 52 bits; lo the ordering word's low 12 bits, then the entity the
+// event belongs to (entBits) and its slab slot (slotBits). Comparing (hi, lo) is comparing
+// (time, ordering word), since the word is unique among pending keys; for equal times it is
+// the entity order's (scheduling entity, count) or the global sequence. (Keys were 24 bytes
+// with the entity order, a full time and word: half as many lines again to sort and move.)
 type key struct {
-	at   Time
-	ord  uint64 // the tie-break within a time, unique among pending keys (Sim.Schedule)
-	slot int32  // the event's slab slot
-	ent  int32  // the entity the event belongs to (Sim.ScheduleTo)
+	hi, lo uint64
 }
 
 const (
-	slotBits    = 31 // slots are int32
 	widthBits   = 12 // bucket width 4.096 ns
 	bucketWidth = Time(1) << widthBits
 	ringBits    = 16 // 65,536 buckets: a horizon of 268 us
 	ringSize    = 1 << ringBits
 	horizon     = bucketWidth * ringSize
+
+	offShift = 64 - widthBits // the time offset's place in hi
+	slotBits = 28             // 268 M pending events (an 8 GiB slab)
+	entBits  = 64 - EntityBits
 )
 
-func (k key) less(o key) bool { return k.at < o.at || (k.at == o.at && k.ord < o.ord) }
+// makeKey builds the key of an event at time at (its offset within its bucket: buckets start
+// at multiples of bucketWidth) with ordering word ord, entity ent and slab slot slot.
+func makeKey(at Time, ord uint64, ent, slot int32) key {
+	return key{
+		hi: uint64(at)&uint64(bucketWidth-1)<<offShift | ord>>widthBits,
+		lo: ord<<offShift | uint64(ent)<<slotBits | uint64(slot),
+	}
+}
+
+// off is the key's time within its bucket.
+func (k key) off() Time { return Time(k.hi >> offShift) }
+
+// ord is the key's ordering word.
+func (k key) ord() uint64 { return k.hi<<widthBits | k.lo>>offShift }
+
+// ent is the entity the key's event belongs to.
+func (k key) ent() int32 { return int32(k.lo>>slotBits) & (1<<entBits - 1) }
+
+// slot is the key's slab slot.
+func (k key) slot() int32 { return int32(k.lo & (1<<slotBits - 1)) }
+
+// less orders keys of one bucket by (time, ordering word).
+func (k key) less(o key) bool { return k.hi < o.hi || (k.hi == o.hi && k.lo < o.lo) }
+
+// farKey is a key beyond the ring's horizon, with its full time.
+type farKey struct {
+	at Time
+	k  key
+}
+
+func (f farKey) less(o farKey) bool { return f.at < o.at || (f.at == o.at && f.k.less(o.k)) }
 
 func (q *queue) len() int { return q.n }
 
@@ -71,8 +120,8 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
 	} else {
-		if len(q.slab) >= 1<<slotBits-1 {
-			panic("sim: more than 2G pending events")
+		if len(q.slab) >= 1<<slotBits {
+			panic("sim: more than 268 M pending events")
 		}
 		slot = int32(len(q.slab))
 		q.slab = append(q.slab, Event{})
@@ -80,13 +129,17 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 	ev := &q.slab[slot]
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
-	k := key{at: at, ord: ord, slot: slot, ent: ent}
+	k := makeKey(at, ord, ent, slot)
 	switch {
 	case at < q.curStart+bucketWidth:
-		// The bucket being drained: insert in order among the keys not yet run (a key before
-		// the bucket, which only a partition's window exchange pushes, lands last: it runs
-		// first). Keys are descending, so the new key goes after every key that runs later; it
-		// is usually among the next few to run, so scan from the end.
+		if at < q.curStart {
+			// Before the bucket being drained (the queue looked ahead past an idle stretch:
+			// minTime, or a Run that stopped at its limit): make at's bucket the one drained.
+			q.rewind(at)
+		}
+		// The bucket being drained: insert in order among the keys not yet run. Keys are
+		// descending, so the new key goes after every key that runs later; it is usually
+		// among the next few to run, so scan from the end.
 		c := append(q.cur, key{})
 		i := len(c) - 1
 		for i > 0 && c[i-1].less(k) {
@@ -96,23 +149,36 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 		c[i] = k
 		q.cur = c
 	case at < q.curStart+horizon:
-		b := int(at>>widthBits) & (ringSize - 1)
-		if cap(q.buckets[b]) == 0 {
-			if n := len(q.spare); n > 0 {
-				q.buckets[b] = q.spare[n-1]
-				q.spare = q.spare[:n-1]
-			}
-		}
-		q.buckets[b] = append(q.buckets[b], k)
-		q.ringN++
+		q.file(at, k)
 	default:
-		q.far.push(k)
+		q.far.push(farKey{at: at, k: k})
 	}
 }
 
+// file appends k, at time at, to its ring bucket.
+func (q *queue) file(at Time, k key) {
+	q.ringMax = max(q.ringMax, at)
+	b := int(at>>widthBits) & (ringSize - 1)
+	if cap(q.buckets[b]) == 0 {
+		if n := len(q.spare); n > 0 {
+			q.buckets[b] = q.spare[n-1]
+			q.spare = q.spare[:n-1]
+		}
+	}
+	q.buckets[b] = append(q.buckets[b], k)
+	q.ringN++
+}
+
 // settle makes the last key of q.cur the earliest pending key, advancing through buckets as
-// needed. It requires q.n > 0.
+// needed. It requires q.n > 0. (Small enough to inline: most calls find q.cur non-empty.)
 func (q *queue) settle() {
+	if len(q.cur) == 0 {
+		q.advance()
+	}
+}
+
+// advance is settle's loop over the buckets.
+func (q *queue) advance() {
 	for len(q.cur) == 0 {
 		if q.ringN == 0 {
 			// Nothing within the horizon: jump straight to the earliest far event's bucket.
@@ -142,10 +208,10 @@ func (q *queue) load() {
 	q.ringN -= len(b)
 	end := q.curStart + bucketWidth
 	for q.far.len() > 0 && q.far.min().at < end {
-		q.cur = append(q.cur, q.far.pop())
+		q.cur = append(q.cur, q.far.pop().k)
 	}
 	if len(q.cur) > 1 {
-		q.cur = q.sortDesc(q.cur, q.curStart)
+		q.cur = q.sortDesc(q.cur)
 	}
 	if !q.noTouch {
 		q.touch(q.cur)
@@ -154,30 +220,47 @@ func (q *queue) load() {
 
 func (q *queue) minTime() Time {
 	q.settle()
-	return q.cur[len(q.cur)-1].at
+	return q.curStart + q.cur[len(q.cur)-1].off()
 }
 
 // rewind makes the bucket being drained the one holding t, when t lies before it, so that keys
 // from t on can be filed (a partition's queue, whose peek at its next event moved the bucket
 // ahead, receives other partitions' events at the next window: parallel.go). The keys of the
-// bucket being drained go back to the ring or, beyond the new horizon, the far heap; the ring's
-// other keys stay where they are: each was filed while the bucket being drained was at most that
-// of the window's last event, so each lies within the new horizon too.
+// bucket being drained go back to the ring or, beyond the new horizon, the far heap. A ring key
+// lies before the old horizon's end; those that lie at or after the new one's sit in the
+// buckets between the new and the old bucket being drained (the ring's next turn: the
+// ones filed after the queue looked ahead) and move to the far heap, the other ring keys stay
+// where they are: their buckets mean the same times before and after. Only the buckets up to
+// ringMax are visited: none, unless the queue had jumped ahead to a far event.
 func (q *queue) rewind(t Time) {
 	if q.buckets == nil || t >= q.curStart {
 		return
 	}
-	cur := q.cur
-	q.cur = nil
+	oldStart := q.curStart
 	q.curStart = t &^ (bucketWidth - 1)
 	q.idx = int(t>>widthBits) & (ringSize - 1)
+	if end := q.curStart + horizon; q.ringN > 0 && q.ringMax >= end {
+		// The buckets of times [end, ringMax] before the rewind (within the old horizon).
+		for start := max(end, oldStart); start <= min(q.ringMax, oldStart+horizon-1); start += bucketWidth {
+			b := int(start>>widthBits) & (ringSize - 1)
+			keys := q.buckets[b]
+			if len(keys) == 0 {
+				continue
+			}
+			for _, k := range keys {
+				q.far.push(farKey{at: start + k.off(), k: k})
+			}
+			q.ringN -= len(keys)
+			q.buckets[b] = keys[:0]
+		}
+	}
+	cur := q.cur
+	q.cur = nil
 	for _, k := range cur {
-		if k.at < q.curStart+horizon {
-			b := int(k.at>>widthBits) & (ringSize - 1)
-			q.buckets[b] = append(q.buckets[b], k)
-			q.ringN++
+		if at := oldStart + k.off(); at < q.curStart+horizon {
+			q.file(at, k)
 		} else {
-			q.far.push(k)
+			q.far.push(farKey{at: at, k: k})
 		}
 	}
 	q.cur = cur[:0]
@@ -190,13 +273,14 @@ func (q *queue) rewind(t Time) {
 func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 	q.settle()
 	k := q.cur[len(q.cur)-1]
-	if k.at > until {
+	at = q.curStart + k.off()
+	if at > until {
 		return 0, 0, false
 	}
 	q.cur = q.cur[:len(q.cur)-1]
 	q.n--
-	q.lastEnt = k.ent
-	return k.slot, k.at, true
+	q.lastEnt = k.ent()
+	return k.slot(), at, true
 }
 
 // release frees a slot pop returned. The slot keeps its references until reused: its handler
@@ -205,11 +289,11 @@ func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
 func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
-type farHeap []key
+type farHeap []farKey
 
-func (h farHeap) len() int { return len(h) }
-func (h farHeap) min() key { return h[0] }
-func (h *farHeap) push(k key) {
+func (h farHeap) len() int    { return len(h) }
+func (h farHeap) min() farKey { return h[0] }
+func (h *farHeap) push(k farKey) {
 	a := append(*h, k)
 	i := len(a) - 1
 	for i > 0 {
@@ -224,7 +308,7 @@ func (h *farHeap) push(k key) {
 	*h = a
 }
 
-func (h *farHeap) pop() key {
+func (h *farHeap) pop() farKey {
 	a := *h
 	top := a[0]
 	n := len(a) - 1
@@ -257,17 +341,19 @@ func (h *farHeap) pop() key {
 }
 
 // sortDesc sorts a drained bucket's keys into descending (at, ord) order and returns them (in a
-// or in the queue's scratch slice, which then takes a's place). Every key lies in [start,
-// start+bucketWidth). Small buckets use insertion sort. Larger ones are first distributed by
-// their time offset within the bucket, 6 bits a pass, largest digit first (a stable counting
-// sort): buckets of up to 255 keys by the top 6 bits only, larger ones by all 12. A final
-// insertion pass then puts right what the digits left unordered: keys closer than the last digit's
-// resolution, and keys of equal time, which come out in reverse order of appending (without
-// entities, ord order, descending) except those that came from the far heap. On sorted runs it
-// costs one comparison a key. (The generic slices.SortFunc, which calls its comparison through
-// a function value, was the largest item of the kernel's profile; insertion alone on the
-// typical 20-40 keys a bucket was next.)
-func (q *queue) sortDesc(a []key, start Time) []key {
+// or in the queue's scratch slice, which then takes a's place). Every key lies in one bucket.
+// Small buckets use insertion sort. Larger ones are first distributed by their time offset
+// within the bucket, 6 bits a pass, largest digit first (a stable counting sort): buckets of up
+// to 255 keys by the top 6 bits only, larger ones by all 12. A final insertion pass then puts
+// right what the digits left unordered: keys closer than the last digit's resolution, and keys
+// of equal time, which come out in reverse order of appending (without entities, ord order,
+// descending) except those that came from the far heap. On sorted runs it costs one comparison
+// a key. (The generic slices.SortFunc, which calls its comparison through a function value, was
+// the largest item of the kernel's profile; insertion alone on the typical 20-40 keys a bucket
+// was next.) The one-pass distribution visits only the digits that occur (a bit set of them):
+// a k=16 bucket holds about 33 keys at about 18 distinct times, and the sum over all 64 digits
+// was a seventh of the sort's instructions.
+func (q *queue) sortDesc(a []key) []key {
 	if len(a) <= 12 {
 		insertionDesc(a)
 		return a
@@ -275,18 +361,42 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 	if cap(q.tmp) < len(a) {
 		q.tmp = make([]key, 0, 2*len(a))
 	}
+	dst := q.tmp[:len(a)]
+	if len(a) <= 255 {
+		// Descending: the largest digit goes first.
+		const top = offShift + widthBits/2
+		var count [64]int32
+		var seen uint64
+		for _, k := range a {
+			d := int(k.hi>>top) ^ 63
+			count[d]++
+			seen |= 1 << d
+		}
+		var sum int32
+		for m := seen; m != 0; m &= m - 1 {
+			d := bits.TrailingZeros64(m)
+			c := count[d]
+			count[d] = sum
+			sum += c
+		}
+		// Taken from the end, so that keys of equal digit come out last-appended first.
+		for i := len(a) - 1; i >= 0; i-- {
+			k := a[i]
+			d := int(k.hi>>top) ^ 63
+			dst[count[d]] = k
+			count[d]++
+		}
+		insertionDesc(dst)
+		q.tmp = a[:0]
+		return dst
+	}
 	const radixBits = widthBits / 2
 	const radix = 1 << radixBits
-	src, dst := a, q.tmp[:len(a)]
-	shift := uint(radixBits) // one pass: the top digit
-	if len(a) > 255 {
-		shift = 0 // two passes: all 12 bits, low digit first
-	}
-	for first := true; shift < widthBits; shift, first = shift+radixBits, false {
+	src := a
+	for shift, first := uint(0), true; shift < widthBits; shift, first = shift+radixBits, false {
 		var count [radix + 1]int32
 		for _, k := range src {
-			// Descending: the largest digit goes first.
-			d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+			d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 			count[d+1]++
 		}
 		for d := 1; d <= radix; d++ {
@@ -297,13 +407,13 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 		if first {
 			for i := len(src) - 1; i >= 0; i-- {
 				k := src[i]
-				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 				dst[count[d]] = k
 				count[d]++
 			}
 		} else {
 			for _, k := range src {
-				d := radix - 1 - int((k.at-start)>>shift)&(radix-1)
+				d := radix - 1 - int(k.hi>>(offShift+shift))&(radix-1)
 				dst[count[d]] = k
 				count[d]++
 			}
@@ -315,11 +425,16 @@ func (q *queue) sortDesc(a []key, start Time) []key {
 	return src
 }
 
-// insertionDesc sorts a into descending (at, ord) order by insertion.
+// insertionDesc sorts a into descending (at, ord) order by insertion. A key already in place
+// (the common case after the distribution) costs one comparison and no store.
 func insertionDesc(a []key) {
 	for i := 1; i < len(a); i++ {
 		k := a[i]
-		j := i
+		if !a[i-1].less(k) {
+			continue
+		}
+		a[i] = a[i-1]
+		j := i - 1
 		for j > 0 && a[j-1].less(k) {
 			a[j] = a[j-1]
 			j--
@@ -332,21 +447,27 @@ func insertionDesc(a []key) {
 // of what the event's P points to (a packet, on the fabric's per-hop path). Those lines were
 // written about a microsecond of simulated time ago and have mostly left the cache; touching
 // them all here lets the processor fetch them in parallel, instead of one miss at a time as each
-// event runs. A second pass lets handlers that implement Prefetcher touch what their event will
-// need next (a routing table row, the head of an egress queue), now that the packets are on
-// their way in. It changes nothing but timing.
+// event runs. A second pass lets handlers that implement Prefetcher (or the Sim's prefetch
+// function: SetPrefetcher) touch what their event will need next (a routing table row, the head
+// of an egress queue), now that the packets are on their way in. It changes nothing but timing.
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot]
+		ev := &q.slab[keys[i].slot()]
 		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}
-	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot]
-		if pf, ok := ev.H.(Prefetcher); ok {
-			sum += pf.Prefetch(ev)
+	if f := q.prefetch; f != nil {
+		for i := len(keys) - 1; i >= 0; i-- {
+			sum += f(&q.slab[keys[i].slot()])
+		}
+	} else {
+		for i := len(keys) - 1; i >= 0; i-- {
+			ev := &q.slab[keys[i].slot()]
+			if pf, ok := ev.H.(Prefetcher); ok {
+				sum += pf.Prefetch(ev)
+			}
 		}
 	}
 	q.touchSink += sum

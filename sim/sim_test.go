@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -244,7 +245,7 @@ func TestSortDesc(t *testing.T) {
 				if trial%3 == 2 {
 					at = start + Time(rng.IntN(3)) // most times equal
 				}
-				a[i] = key{at: at, ord: ss}
+				a[i] = makeKey(at, ss, int32(rng.IntN(MaxEntities)), int32(i))
 			}
 			want := slices.Clone(a)
 			slices.SortFunc(want, func(x, y key) int {
@@ -256,10 +257,85 @@ func TestSortDesc(t *testing.T) {
 				}
 				return 0
 			})
-			a = q.sortDesc(a, start)
+			a = q.sortDesc(a)
 			if !slices.Equal(a, want) {
 				t.Fatalf("n=%d trial %d: sortDesc differs from slices.SortFunc", n, trial)
 			}
+		}
+	}
+}
+
+// TestKeyFields: a key gives back the time offset, ordering word, entity and slot it was made
+// of, at the fields' extremes, and key order within a bucket is (time, ordering word) order.
+func TestKeyFields(t *testing.T) {
+	if s := unsafe.Sizeof(key{}); s != 16 {
+		t.Fatalf("key is %d bytes, want 16", s)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 10000; i++ {
+		at := Time(rng.Int64N(1 << 50))
+		ord, ent, slot := rng.Uint64(), int32(rng.IntN(MaxEntities)), int32(rng.IntN(1<<slotBits))
+		switch i {
+		case 0:
+			at, ord, ent, slot = 0, 0, 0, 0
+		case 1:
+			at, ord, ent, slot = bucketWidth-1, 1<<64-1, MaxEntities-1, 1<<slotBits-1
+		}
+		k := makeKey(at, ord, ent, slot)
+		if k.off() != at&(bucketWidth-1) || k.ord() != ord || k.ent() != ent || k.slot() != slot {
+			t.Fatalf("makeKey(%d, %#x, %d, %d) gives back %d, %#x, %d, %d", at, ord, ent, slot,
+				k.off(), k.ord(), k.ent(), k.slot())
+		}
+		at2, ord2 := at&^(bucketWidth-1)+Time(rng.IntN(3)), ord
+		if rng.IntN(2) == 0 {
+			ord2 = rng.Uint64()
+		}
+		at, ord = at&^(bucketWidth-1)+Time(rng.IntN(3)), ord^uint64(rng.IntN(2))
+		k2 := makeKey(at2, ord2, int32(rng.IntN(MaxEntities)), int32(rng.IntN(1<<slotBits)))
+		if at == at2 && ord == ord2 {
+			continue // ordering words are unique among pending keys
+		}
+		k = makeKey(at, ord, ent, slot)
+		want := at < at2 || (at == at2 && ord < ord2)
+		if k.less(k2) != want {
+			t.Fatalf("(%d, %#x) < (%d, %#x): key says %v", at, ord, at2, ord2, !want)
+		}
+	}
+}
+
+// TestScheduleBeforeLookahead: after a Run that stopped at its limit, the queue has looked
+// ahead to the next event's bucket and filed later keys relative to it (some in the ring's
+// next turn); an event then scheduled before that bucket runs first, and every other one at
+// its own time (the rewind moves the next turn's keys to the far heap).
+func TestScheduleBeforeLookahead(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ahead Time // the event the queue looks ahead to
+	}{
+		{"within the horizon", 1000 * bucketWidth},
+		{"beyond it", 3*horizon + 7},
+	} {
+		s := New()
+		r := &recorder{s: s}
+		s.Schedule(0, r, 0, 1, nil)
+		s.Schedule(tc.ahead, r, 0, 2, nil)
+		if err := s.Run(10); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.q.minTime(); got != tc.ahead {
+			t.Fatalf("%s: min %v, want %v", tc.name, got, tc.ahead)
+		}
+		last := s.q.curStart + horizon - 1 // the last instant filed in the ring
+		s.Schedule(last, r, 0, 3, nil)
+		s.Schedule(tc.ahead+3, r, 0, 4, nil) // the bucket being drained
+		s.Schedule(5*bucketWidth, r, 0, 5, nil)
+		if err := s.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		wantI := []int32{1, 5, 2, 4, 3}
+		wantAt := []Time{0, 5 * bucketWidth, tc.ahead, tc.ahead + 3, last}
+		if !slices.Equal(r.got, wantI) || !slices.Equal(r.at, wantAt) {
+			t.Fatalf("%s: ran %v at %v, want %v at %v", tc.name, r.got, r.at, wantI, wantAt)
 		}
 	}
 }
@@ -306,5 +382,37 @@ func TestStopOn(t *testing.T) {
 	}
 	if s.Events() != 1024 {
 		t.Errorf("stopped after %d events, want 1024 (the first check after the cancel)", s.Events())
+	}
+}
+
+// TestSetPrefetcher: a Sim's prefetch function reads ahead in place of the Prefetcher
+// assertion (called for events of the bucket being loaded, never for more events than ran),
+// and a Group's partitions take it, whether it is set before NewGroup or after.
+func TestSetPrefetcher(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		main := New()
+		main.SetEntities(3, 2)
+		var calls atomic.Int64 // partitions run on their own goroutines
+		f := func(ev *Event) uintptr { calls.Add(1); return 0 }
+		if !after {
+			main.SetPrefetcher(f)
+		}
+		g := NewGroup(main, 2, []int32{0, 1, -1}, 1000)
+		if after {
+			main.SetPrefetcher(f)
+		}
+		p := [2]*pingPong{}
+		for i := range p {
+			p[i] = &pingPong{id: int32(i), s: g.Part(i), left: 50}
+		}
+		p[0].peer, p[1].peer = p[1], p[0]
+		main.ScheduleTo(0, 0, p[0], 0, 0, nil)
+		main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+		if err := g.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		if n, ev := calls.Load(), main.Events(); n == 0 || uint64(n) > ev {
+			t.Errorf("set after NewGroup %v: prefetch called %d times for %d events", after, n, ev)
+		}
 	}
 }
