@@ -382,3 +382,78 @@ func TestSharedScatteredFairShare(t *testing.T) {
 		}
 	}
 }
+
+// threeTier92 is two jobs of 23 servers x 2 GPUs on a three-tier 3:1 cluster of radix-8
+// switches: leaves of 6 servers and 2 uplinks, a pod per scalable unit (the rail-0 and rail-1
+// leaf of 6 servers, one spine with 4 uplinks), 8 pods of which the last is partial (4 servers,
+// 2 victim and 2 aggressor), 4 cores. The victim's DP 23 ring crosses from pod to pod at every
+// edge; the aggressor (EP 1) all-reduces its experts' gradients over the same links.
+const threeTier92 = `name: three-tier-92
+steps: 1
+backend: flow
+cluster: {servers: 46, gpus_per_server: 2, link_rate: 400Gbps, radix: 8, oversubscription: 3}
+jobs:
+  - name: victim
+    servers: 23
+    placement: scattered
+    class: 1
+    workload:
+      kind: training
+      model: {base: llama3-8b, layers: 2, hidden: 1024, ffn: 4096, heads: 8, kv_heads: 8, vocab: 16000}
+      gpu: h100
+      tp: 2
+      dp: 23
+      zero: 1
+      global_batch: 23
+      seq_len: 2048
+  - name: aggressor
+    servers: 23
+    placement: scattered
+    workload:
+      kind: training
+      model: {base: mixtral-8x7b, layers: 1, hidden: 1024, ffn: 4096, heads: 8, kv_heads: 8, vocab: 16000, experts: 8, top_k: 2}
+      gpu: h100
+      tp: 2
+      dp: 23
+      ep: 1
+      zero: 1
+      global_batch: 23
+      seq_len: 1024
+variants: [ib-ndr]
+`
+
+// TestSharedThreeTierMatchesPacket: on three tiers with a partial last pod the fair-share
+// estimate of docs/jobs.md (slowdown <= exposed alone / step alone) is not a bound: the packet
+// backend's victim loses 86.1 % against an estimate of 84.1 %, because the victim's own VL
+// backs up behind the point where the jobs meet and its credits then hold back victim flows
+// bound elsewhere (head-of-line blocking within one VL, which halving each link's share does
+// not bound). So the reference is the packet backend (`fabricsim compare threeTier92.yaml
+// --backend packet`, recorded here): every step, alone and shared, within 10 % (docs/flow.md's
+// completion-time target), and the victim's slowdown within 10 points of packet's.
+func TestSharedThreeTierMatchesPacket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three flow-level runs of 92 GPUs")
+	}
+	r := run(t, threeTier92, Options{})
+	// Packet: victim alone, shared; aggressor alone, shared (ms).
+	packet := [4]float64{4.842, 9.012, 8.705, 13.01}
+	const packetSlowdown = 9.012/4.842 - 1 // 86.1 %
+	vr := r.Variants[0]
+	if len(vr.Jobs) != 2 {
+		t.Fatalf("%d jobs, want 2", len(vr.Jobs))
+	}
+	v, a := vr.Jobs[0], vr.Jobs[1]
+	t.Logf("victim %s -> %s (%.1f %%, packet %.1f %%, estimate %.1f %%); aggressor %s -> %s (%.1f %%)", seconds(v.Alone),
+		seconds(v.Shared), 100*v.Slowdown, 100*packetSlowdown, 100*v.AloneExposed/v.Alone, seconds(a.Alone), seconds(a.Shared),
+		100*a.Slowdown)
+	got := [4]float64{v.Alone, v.Shared, a.Alone, a.Shared}
+	what := [4]string{"victim alone", "victim shared", "aggressor alone", "aggressor shared"}
+	for i := range got {
+		if e := got[i]*1e3/packet[i] - 1; e > 0.10 || e < -0.10 {
+			t.Errorf("%s: flow %.3f ms, packet %.3f ms: %+.1f %%, want within 10 %%", what[i], got[i]*1e3, packet[i], 100*e)
+		}
+	}
+	if d := v.Slowdown - packetSlowdown; d > 0.10 || d < -0.10 {
+		t.Errorf("victim slowdown %.1f %%, packet %.1f %%: want within 10 points", 100*v.Slowdown, 100*packetSlowdown)
+	}
+}
