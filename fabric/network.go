@@ -102,11 +102,12 @@ type Network struct {
 
 	packetHops uint64
 	// txSkip is set for a run that skips transmit-done events (txskip.go); txSkipped counts
-	// the events skipped, which the summary's events include; noTxSkip turns the skip off
-	// (TestTxSkipMatchesPlain).
+	// the events skipped, which the summary's events include. txSkipOn asks for the skip: it
+	// is off by default, having measured no faster (docs/architecture.md, "The transmit-event
+	// skip"); TestTxSkipMatchesPlain turns it on.
 	txSkip       bool
 	txSkipped    uint64
-	noTxSkip     bool
+	txSkipOn     bool
 	dataInjected int64 // payload bytes of data packets created (conservation check)
 	dataArrived  int64 // payload bytes of data packets that reached a NIC
 	dataDropped  int64

@@ -26,12 +26,10 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		if f.lossless&(1<<pkt.Prio) != 0 {
 			sum += uintptr(f.state(f.portBase[s.Node]+ev.I, pkt.Prio).ing)
 		}
-		// The transmission end the arrival will settle first (txskip.go): its PFC state.
-		if s.ph < len(s.pend) {
-			if e := &s.pend[s.ph]; e.size != 0 && f.lossless&(1<<e.prio) != 0 {
-				sum += uintptr(f.state(f.portBase[s.Node]+int32(e.in), e.prio).ing)
-			}
-		}
+	}
+	if s.ph < len(s.pend) {
+		// The transmission end the arrival will settle first (txskip.go).
+		sum += uintptr(s.pend[s.ph].at)
 	}
 	var out int32
 	if n.routerTables {

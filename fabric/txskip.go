@@ -37,8 +37,11 @@ import (
 // the same time there from the same switch come over links of equal delay (txSkipAllowed
 // checks it), so they ended transmitting at the same time, in the order they started.
 //
-// The skip runs only where these arguments hold (txSkipAllowed); TestTxSkipMatchesPlain runs
-// both paths to the same outputs.
+// The skip runs only where these arguments hold (txSkipAllowed), and only when asked for
+// (Network.txSkipOn): its bookkeeping (the pending list, the settle before every event of a
+// switch) costs about what the skipped events did, and it measured no faster on the RoCE runs
+// (docs/architecture.md, "The transmit-event skip"), so it is off by default.
+// TestTxSkipMatchesPlain runs both paths to the same outputs.
 
 // txPend is a switch port's transmission whose end is pending: what the end frees. seq is
 // Switch.kseq when it started (its place among the switch's own events; compared modulo 2^32,
@@ -63,7 +66,7 @@ const opTxEnd = opWatchdog + 100
 // txSkipAllowed reports whether the run may skip transmit-done events: a sequential run of an
 // Ethernet or RoCE fabric whose switches meet only the policies the settle order covers.
 func (n *Network) txSkipAllowed() bool {
-	if n.noTxSkip || n.par != nil || n.faults != nil || n.ibfc != nil || n.spray ||
+	if !n.txSkipOn || n.par != nil || n.faults != nil || n.ibfc != nil || n.spray ||
 		n.router != nil || n.deqMarker != nil || n.ints != nil {
 		return false
 	}

@@ -43,7 +43,7 @@ func TestTxSkipMatchesPlain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := func(skip bool) (string, uint64) {
 				n := newNet(t, g, tc.cfg)
-				n.noTxSkip = !skip
+				n.txSkipOn = skip
 				mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
 				for i := 0; i < 8; i++ { // an 8:1 incast onto host 0
 					mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB})
