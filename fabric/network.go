@@ -100,14 +100,7 @@ type Network struct {
 	eng   engine
 	stats Stats
 
-	packetHops uint64
-	// txSkip is set for a run that skips transmit-done events (txskip.go); txSkipped counts
-	// the events skipped, which the summary's events include. txSkipOn asks for the skip: it
-	// is off by default, having measured no faster (docs/architecture.md, "The transmit-event
-	// skip"); TestTxSkipMatchesPlain turns it on.
-	txSkip       bool
-	txSkipped    uint64
-	txSkipOn     bool
+	packetHops   uint64
 	dataInjected int64 // payload bytes of data packets created (conservation check)
 	dataArrived  int64 // payload bytes of data packets that reached a NIC
 	dataDropped  int64
@@ -266,7 +259,6 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 	}
 	n.eng.init(n, mg)
 	n.planParallel(mg) // parallel.go: partitions when the run allows and asks for them
-	n.startTxSkip()    // txskip.go
 	n.eng.start()
 	if n.cfg.NoProgress > 0 {
 		n.sim.Schedule(n.cfg.NoProgress, &n.eng, opWatchdog, 0, nil)
@@ -277,9 +269,6 @@ func (n *Network) Run(mg *msggraph.Graph, until units.Time) (*result.Run, error)
 		n.endParallel()
 	} else {
 		err = n.sim.Run(until)
-		if n.txSkip {
-			n.settleAll(until)
-		}
 	}
 	if fs := n.faults; fs != nil {
 		n.routes = fs.baseRoutes // the ideal FCTs are the healthy fabric's
@@ -324,7 +313,7 @@ func (n *Network) checkEnd() error {
 
 func (n *Network) collect(mg *msggraph.Graph) *result.Run {
 	res := &result.Run{
-		Backend: "packet", Events: n.sim.Events() + n.txSkipped, PacketHops: n.packetHops, SimTime: n.eng.lastFinish, EndTime: n.sim.Now(),
+		Backend: "packet", Events: n.sim.Events(), PacketHops: n.packetHops, SimTime: n.eng.lastFinish, EndTime: n.sim.Now(),
 		BytesSent: n.stats.BytesSent, BytesDelivered: n.stats.BytesDelivered,
 		BytesRetransmitted: n.stats.BytesRetransmitted, Timeouts: n.stats.Timeouts, NAKs: n.stats.NAKs,
 		DropsByCause: map[string]int64{}, Counters: map[string]float64{},

@@ -64,12 +64,8 @@ type pfc struct {
 	xonOffset   int64
 	pauseDur    []units.Time // per global port: PauseQuanta at the link rate
 	hdrDrops    []int64      // per port-priority
-	// refreshSeq and expireSeq are, with the transmit-event skip (txskip.go), the switch's own
-	// draw (Switch.kseq) at which the port-priority's refresh and pause-expiry timers were
-	// scheduled: their place among the switch's events of the same time.
-	refreshSeq, expireSeq []uint32
-	maxHdr                int64
-	wdTrigger             int64
+	maxHdr      int64
+	wdTrigger   int64
 }
 
 // pfcIn is what every lossless packet through an ingress port reads and writes there, for one
@@ -229,13 +225,14 @@ func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
 // ingress port-priority is below XON: Departed, with the ingress port found from the switch's
 // first port and pkt.InPort.
 func (f *pfc) departed(s *Switch, pkt *Packet) {
-	f.release(f.portBase[s.Node]+pkt.InPort, s.Node, int64(pkt.Size), pkt.Prio)
+	f.release(f.portBase[s.Node]+pkt.InPort, s.Node, pkt)
 }
 
-// release is Departed for a packet of size bytes in class prio that came in through global
-// port g of node.
-func (f *pfc) release(g int32, node topo.NodeID, size int64, prio uint8) {
+// release is Departed for the packet pkt that came in through global port g of node.
+func (f *pfc) release(g int32, node topo.NodeID, pkt *Packet) {
 	nd := &f.node[node]
+	size := int64(pkt.Size)
+	prio := pkt.Prio
 	if f.lossless&(1<<prio) == 0 {
 		nd.used -= size
 		return
@@ -294,7 +291,7 @@ func (f *pfc) Arrived(in *Port, pkt *Packet) {
 
 // Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
 func (f *pfc) Departed(in *Port, pkt *Packet) {
-	f.release(in.gidx, in.Owner, int64(pkt.Size), pkt.Prio)
+	f.release(in.gidx, in.Owner, pkt)
 }
 
 func (f *pfc) Blocked(*Port, *Packet) bool { return false }
@@ -327,12 +324,6 @@ func (f *pfc) pause(g int32, prio uint8) {
 	}
 	f.sendPause(g, prio, f.cfg.PauseQuanta)
 	f.refreshAt[idx] = f.n.sim.Now() + f.refreshEvery(g)
-	if f.n.txSkip {
-		if p := f.n.port(g); p.sw != nil {
-			p.sw.materializeIn(p.Index, prio) // their ends may now send XON
-			f.refreshSeq[idx] = p.sw.ownDraw()
-		}
-	}
 	f.n.sim.Schedule(f.refreshAt[idx], f, opPFCRefresh, idx, nil)
 }
 
@@ -372,9 +363,6 @@ func (f *pfc) Control(in *Port, pkt *Packet) {
 				f.n.sim.Schedule(now+wd, f, opPFCWatchdog, idx, nil)
 			}
 		}
-		if f.n.txSkip && in.sw != nil {
-			f.expireSeq[idx] = in.sw.ownDraw()
-		}
 		f.n.sim.Schedule(until, f, opPFCExpire, idx, nil)
 	}
 }
@@ -397,23 +385,12 @@ func (f *pfc) Handle(ev *sim.Event) {
 	switch ev.Op {
 	case opPFCRefresh:
 		g, prio := idx/8, uint8(idx&7)
-		if f.refreshAt[idx] != now {
-			return
-		}
-		if n.txSkip {
-			if s := n.port(g).sw; s != nil {
-				s.settle(now, false, f.refreshSeq[idx])
-			}
-		}
-		if !f.pausingAt(g, prio) {
+		if f.refreshAt[idx] != now || !f.pausingAt(g, prio) {
 			return
 		}
 		f.pause(g, prio)
 	case opPFCExpire:
 		if now >= f.pauseUntil[idx] {
-			if s := n.port(idx / 8).sw; n.txSkip && s != nil {
-				s.settle(now, false, f.expireSeq[idx])
-			}
 			f.unpause(f.n.port(idx/8), idx)
 		}
 	case opPFCWatchdog:

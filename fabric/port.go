@@ -100,8 +100,6 @@ const (
 	portTapped                   // tap is set (the port is captured)
 	portDown                     // the link is down (faults.go): a frame ending is lost
 	portHeld                     // busy is set only to hold the port while its link is down
-	portPend                     // busy with a transmission whose end is pending (txskip.go)
-	portMat                      // that end is scheduled as an event (txskip.go)
 )
 
 // setErrRate sets the probability that a frame sent on the port is lost.
@@ -208,9 +206,6 @@ func (p *Port) Peer() (sim.Handler, int32) { return p.peer, p.peerPort }
 // (ibCredits.flushFC); the packet chosen now starts when they have left.
 func (p *Port) kick() {
 	if p.busy { // (also while the link is down: faults.go holds the port busy)
-		if p.flags&(portPend|portMat) == portPend && (p.qmask != 0 || p.flags&portCtrl != 0) {
-			p.sw.materialize(p) // a frame waits: the end must start it at its time
-		}
 		return
 	}
 	// Inline flow-control frames may still occupy the wire (until freeAt): a packet chosen now
@@ -242,10 +237,6 @@ func (p *Port) kick() {
 	p.BusyTime += ser
 	p.TxPackets++
 	p.TxBytes += int64(wire)
-	if p.sw != nil && p.net.txSkip {
-		p.sw.startPend(p, pkt, start+ser) // txskip.go
-		return
-	}
 	p.net.sim.Schedule(start+ser, p, opTxDone, 0, unsafe.Pointer(pkt))
 }
 
@@ -255,13 +246,6 @@ func (p *Port) kick() {
 // leave the wire (kick).
 func (p *Port) Handle(ev *sim.Event) {
 	pkt := (*Packet)(ev.P)
-	if p.sw != nil && p.net.txSkip {
-		if ev.Op == opTxEnd {
-			p.sw.txEnd(p)
-			return
-		}
-		p.sw.settleOwn(p.net.sim.Now(), ev.I) // its place among the switch's events (startPend)
-	}
 	p.busy = false
 	if pkt == nil {
 		if p.flags&portDown != 0 {

@@ -27,10 +27,6 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 			sum += uintptr(f.state(f.portBase[s.Node]+ev.I, pkt.Prio).ing)
 		}
 	}
-	if s.ph < len(s.pend) {
-		// The transmission end the arrival will settle first (txskip.go).
-		sum += uintptr(s.pend[s.ph].at)
-	}
 	var out int32
 	if n.routerTables {
 		if out = n.router.(tableRouter).predict(s, pkt); out < 0 {

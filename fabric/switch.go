@@ -18,11 +18,6 @@ type Switch struct {
 	salt  uint64
 
 	bufUsed int64
-	// pend[ph:] are the ports' pending transmission ends in (time, kseq) order, kseq the
-	// switch's count of its own draws (txskip.go).
-	pend []txPend
-	ph   int
-	kseq uint64
 	// Counters.
 	MaxBufUsed int64
 	Drops      int64
@@ -37,9 +32,6 @@ func (s *Switch) Handle(ev *sim.Event) {
 	pkt.InPort = ev.I
 	pkt.InVL = pkt.Prio
 	n := s.net
-	if n.txSkip && s.ph < len(s.pend) {
-		s.settleArrival(n.sim.Now(), ev.I) // txskip.go
-	}
 	if n.faulty && n.faults.lostOnWire(s.Ports[ev.I], pkt) {
 		return
 	}
