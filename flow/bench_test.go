@@ -7,6 +7,7 @@ import (
 	"github.com/fabricsim/fabricsim/collective"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/traffic"
 	"github.com/fabricsim/fabricsim/units"
@@ -133,27 +134,11 @@ func BenchmarkPipelineClass(b *testing.B) {
 					if variant == "roce-pfc-only" {
 						cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
 					}
-					rt, err := topo.ComputeRoutes(g)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.ReportAllocs()
-					b.ResetTimer()
-					cpu := cpuSeconds()
-					var steps float64
+					res := benchClass(b, g, mg, cfg, Options{FixedStep: fixed})
 					var slowest units.Time
-					for b.Loop() {
-						res, err := Run(g, rt, cfg, mg, Options{FixedStep: fixed})
-						if err != nil {
-							b.Fatal(err)
-						}
-						steps = res.Counters["flow_steps"]
-						for _, m := range res.Messages {
-							slowest = max(slowest, m.Finish-m.Start)
-						}
+					for _, m := range res.Messages {
+						slowest = max(slowest, m.Finish-m.Start)
 					}
-					b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
-					b.ReportMetric(steps, "steps")
 					b.ReportMetric(slowest.Seconds()*1e6, "slowest-us")
 				})
 			}
@@ -179,24 +164,29 @@ func BenchmarkPipelineClass131k(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			g, mg, cfg := pipelineClassPlanes(b, c.servers, 3, c.railPlanes)
-			rt, err := topo.ComputeRoutes(g)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := cpuSeconds()
-			var steps float64
-			for b.Loop() {
-				res, err := Run(g, rt, cfg, mg, Options{Until: c.until})
-				if err != nil {
-					b.Fatal(err)
-				}
-				steps = res.Counters["flow_steps"]
-			}
-			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+			benchClass(b, g, mg, cfg, Options{Until: c.until})
 			b.ReportMetric(float64(len(mg.Msgs)), "sends")
-			b.ReportMetric(steps, "steps")
 		})
 	}
+}
+
+// benchClass runs one class b.N times with opt and reports its CPU seconds a run and its steps;
+// it returns the last run's result.
+func benchClass(b *testing.B, g *topo.Graph, mg *msggraph.Graph, cfg fabric.Config, opt Options) *result.Run {
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuSeconds()
+	var res *result.Run
+	for b.Loop() {
+		if res, err = Run(g, rt, cfg, mg, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+	b.ReportMetric(res.Counters["flow_steps"], "steps")
+	return res
 }
