@@ -468,13 +468,7 @@ func (e *engine) serve(r int32, tau float64) {
 		// What the queue holds after its link has sent (serving r enqueues only downstream).
 		fq.setLeft(&res.ecn)
 	}
-	res.q = q - served
-	if math.Abs(res.q-old) > relTol*budget {
-		e.changed = true
-	}
-	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
-		e.watchQueue(res, old, res.q, tau)
-	}
+	e.served(res, old, q-served, budget, tau)
 }
 
 // serveOne is serve for a network of one class (the common case; serve's per-class arrays cost
@@ -496,12 +490,19 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 		served = fq.serve(lim, e, &serveAt{r: r, tau: tau, rate: budget / tau})
 		fq.setLeft(&res.ecn)
 	}
-	res.q = q - served
-	if math.Abs(res.q-old) > relTol*budget {
+	e.served(res, old, q-served, budget, tau)
+}
+
+// served records what r's queues hold after its link served them this step (q, was old), marks
+// the network changed if that moved by more than the tolerance of the link's budget, and lets
+// the adaptive step watch the queue; serve and serveOne end with it.
+func (e *engine) served(res *resource, old, q, budget, tau float64) {
+	res.q = q
+	if math.Abs(q-old) > relTol*budget {
 		e.changed = true
 	}
 	if e.adaptive && e.horizon > 0 { // (once 0, the next step is the base step)
-		e.watchQueue(res, old, res.q, tau)
+		e.watchQueue(res, old, q, tau)
 	}
 }
 
