@@ -17,9 +17,10 @@ import (
 // across the four leaves of a rail) restricted to rail 0's 8 rings, on the whole 1,024-GPU
 // topology, roce-default, for the compare's three network seeds of its first steps (1, 7920,
 // 15839). The packet backend runs it in about a second of CPU per seed (FLOW_VALIDATE=1 reruns
-// it and prints the figures); the flow backend's mean ring completion is within the issue's
-// 10 % of the packet backend's, its slowest ring short of it (docs/flow.md, "Limits": a ring's
-// backlog after a stall), which the test records so that a fix shows.
+// it and prints the figures). The flow backend's slowest ring is within the 10 % of the
+// packet backend's at every seed (it was 6-14 % short before paced flows were marked packet by
+// packet: docs/flow.md, "Limits", a ring's backlog after a stall), and its mean ring over the
+// seeds; one seed's mean ring is not (7920: +14 %).
 func TestRingTailOneRail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -76,7 +77,7 @@ func TestRingTailOneRail(t *testing.T) {
 	// backend.
 	seeds := []uint64{1, 7920, 15839}
 	packet := [][2]float64{{1037.7, 1615.2}, {748.5, 1364.7}, {786.2, 1365.9}}
-	flow := [][2]float64{{1033.3, 1514.6}, {792.9, 1293.6}, {759.1, 1177.2}}
+	flow := [][2]float64{{1052.0, 1645.6}, {855.2, 1389.0}, {774.5, 1300.1}}
 	live := os.Getenv("FLOW_VALIDATE") != ""
 	figures := func(name backend.Name, seed uint64) [2]float64 {
 		r, err := runClass(context.Background(), name, net, v.Fabric, seed, 0, g, ranges, false, nil, msgWeights{})
@@ -99,6 +100,9 @@ func TestRingTailOneRail(t *testing.T) {
 		f := figures(backend.Flow, seed)
 		t.Logf("seed %d: mean ring %.1f us on packet, %.1f on flow (%+.1f %%); slowest %.1f, %.1f (%+.1f %%)",
 			seed, p[0], f[0], 100*(f[0]/p[0]-1), p[1], f[1], 100*(f[1]/p[1]-1))
+		if e := f[1]/p[1] - 1; math.Abs(e) > 0.10 {
+			t.Errorf("seed %d: slowest ring %.1f us, packet backend %.1f us: %+.1f %%, beyond 10 %%", seed, f[1], p[1], 100*e)
+		}
 		for k := range f {
 			if math.Abs(f[k]-flow[i][k]) > 0.02*flow[i][k] {
 				t.Errorf("seed %d: %s ring %.1f us, recorded %.1f us: the flow backend changed; refresh the figures (FLOW_VALIDATE=1)", seed, [2]string{"mean", "slowest"}[k], f[k], flow[i][k])

@@ -15,6 +15,8 @@ import (
 //   - a step's packets at a queue above Kmin are ECN-marked with RED's probability, so a flow
 //     that sent k packets through a queue marking with p carries a mark with probability
 //     1 - (1-p)^k, drawn from the flow's own random stream;
+//   - a flow paced below a packet per microsecond is marked packet by packet instead, at its
+//     pacer's times (afterStep);
 //   - the notification point turns a mark, when it reaches the receiver, into a CNP at most once
 //     per CNP interval, and the CNP cuts the sender's rate when it arrives a path latency later.
 //
@@ -44,6 +46,15 @@ type ccFlow struct {
 	lastCNP units.Time
 	cnpSent bool
 	on      bool
+	// The pacer of a flow sending less than a packet per step (afterStep, paced): next is when
+	// it sends the flow's next packet, at the interval of pace, the rate the flow had when it
+	// sent the one before (so a cut takes effect after the packet already scheduled, as the
+	// NIC's rate limiter does: the packet backend's dcqcnCC); keep is the log of the
+	// probability that a packet joining the flow's path's queues at the step's start is not
+	// ECN-marked.
+	next units.Time
+	pace float64
+	keep float64
 }
 
 func newDCQCN(e *engine) *dcqcnModel {
@@ -59,7 +70,7 @@ func (d *dcqcnModel) start(fid int32, t units.Time) {
 	}
 	s := &d.st[fid]
 	cnps := s.cnps[:0]
-	*s = ccFlow{on: true, cnps: cnps}
+	*s = ccFlow{on: true, cnps: cnps, next: t}
 	f := &d.e.flows[fid]
 	line := units.Rate(d.e.hostSt[f.src].rate * 8)
 	s.rp.Init(&d.p, line, t)
@@ -113,21 +124,58 @@ func (d *dcqcnModel) report(c map[string]float64) {
 	c["dcqcn_rate_decreases"] = float64(d.decreases)
 }
 
-// rate is the flow's DCQCN rate in wire bytes per second.
-func (d *dcqcnModel) rate(fid int32) float64 { return d.st[fid].rp.RC / 8 }
+// rate is the flow's DCQCN rate in wire bytes per second or, after a cut, until the paced
+// packet already scheduled has gone, the rate it was scheduled at.
+func (d *dcqcnModel) rate(fid int32) float64 {
+	s := &d.st[fid]
+	return max(s.rp.RC, s.pace) / 8
+}
+
+// pacedInterval is the pacing interval from which a flow's packets are marked one by one
+// (afterStep): the default step's length, whatever the step, so that the model does not
+// change with the step (TestDCQCNBaseStepConverged).
+const pacedInterval = units.Microsecond
 
 // afterStep feeds the step that ended at tEnd to every flow's RP and NP. It reports whether any
 // flow is away from line rate or has CNPs under way (the network is then not stationary).
+//
+// A flow whose rate allows less than a packet per microsecond (paced; DCQCN's cuts take a congested
+// flow to a fraction of a gigabit per second, hundreds of microseconds per packet) is marked
+// packet by packet, at its pacer's times, instead of with the step's share of a packet: its
+// last marked packet before a queue empties is then the one its pacer sent while the queue was
+// still deep, and its CNP comes back when that packet leaves the queue, as on the packet
+// backend, where a stalled ring position's flows all get their last CNP as their common queue
+// empties and their increase timers fire together (docs/flow.md, "Limits": a ring's backlog
+// after a stall).
 func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	e := d.e
 	busy := false
 	tStart := tEnd - units.Time(math.Round(tau*float64(units.Second)))
+	w := e.ideal.maxWire
+	paceAt := w / pacedInterval.Seconds() * 8 // bits per second
 	for _, fid := range e.hot {
 		s := &d.st[fid]
 		f := &e.flows[fid]
 		rp := &s.rp
+		// The step's packets reach the receiver over (lo0, at]: after the queues ahead of them
+		// and the path's latency.
+		at := tEnd + e.queueDelay(fid) + f.lat
+		lo0 := s.arrived
+		if lo0 == 0 || lo0 >= at {
+			lo0 = at - max(1, units.Time(math.Round(float64(e.step))))
+		}
+		s.arrived = at
+		paced := rp.RC < paceAt
+		// raised moves the packet already scheduled when the rate rose from old at t (the NIC
+		// shortens the wait in proportion, as the packet backend's dcqcnCC.apply does).
+		raised := func(old float64, t units.Time) {
+			if rp.RC > old && s.next > t {
+				s.next = t + units.Time(float64(s.next-t)*old/rp.RC)
+			}
+		}
 		// The step's events in time order, the bytes sent between them counted first: CNPs
-		// that arrived, then the increase timer (which a CNP re-arms).
+		// that arrived, then the increase timer (which a CNP re-arms), and a paced flow's
+		// packets.
 		sent := f.inj * d.frame
 		fed := tStart
 		feed := func(t units.Time) {
@@ -137,32 +185,71 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 			x := sent * float64(t-fed) / float64(tEnd-fed)
 			sent -= x
 			fed = t
+			old := rp.RC
 			for a := rp.OnSent(int64(x+0.5), t); a.Stage != dcqcn.None; a = rp.OnSent(0, t) {
 			}
+			raised(old, t)
 		}
+		var cutAt units.Time
+		var cutFrom float64
 		k := 0
 		for {
 			timer := rp.TimerAt != 0 && rp.TimerAt <= tEnd
 			cnp := k < len(s.cnps) && s.cnps[k] <= tEnd
+			// A paced flow's packet goes at its pacer's time if the flow is sending (a packet
+			// held back by PFC or its NIC goes in the first step it sends again).
+			tp := max(s.next, tStart+1)
+			if paced && f.inj > 0 && s.next <= tEnd && (!cnp || tp < s.cnps[k]) && (!timer || tp < rp.TimerAt) {
+				feed(tp)
+				s.pace = rp.RC
+				s.next = tp + units.Time(math.Ceil(w/(rp.RC/8)*float64(units.Second)))
+				if s.keep < 0 {
+					// It reaches the receiver within the step's arrivals, in its place.
+					arr := lo0 + units.Time(math.Round(float64(at-lo0)*float64(tp-tStart)/float64(tEnd-tStart)))
+					d.packet(s, f, arr)
+				}
+				continue
+			}
 			if cnp && (!timer || s.cnps[k] <= rp.TimerAt) {
 				feed(s.cnps[k])
 				d.cnpsRcvd++
-				before := rp.Decreases
+				before, old := rp.Decreases, rp.RC
 				rp.OnCNP(s.cnps[k])
+				if rp.RC < old {
+					cutAt, cutFrom = s.cnps[k], old
+				}
 				d.decreases += rp.Decreases - before
 				k++
 				continue
 			}
 			if timer {
 				feed(rp.TimerAt)
+				old := rp.RC
 				rp.OnTimer(rp.TimerAt)
+				raised(old, fed)
 				continue
 			}
 			break
 		}
 		feed(tEnd)
+		if !paced {
+			// The step's packets went back to back; after a cut, the packet already scheduled
+			// at the rate before it goes half that rate's interval after the cut on average.
+			s.next, s.pace = tEnd, 0
+			if cutAt > 0 {
+				s.next = cutAt + units.Time(math.Ceil(w/(cutFrom/8)*float64(units.Second)/2))
+			}
+		}
 		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
-		d.notify(fid, s, f, tEnd)
+		if !paced {
+			d.notify(s, f, lo0, at)
+		}
+		// What a paced packet of the next step finds (the fluid's bytes are marked at the
+		// depth of the step's start too: enqueued).
+		s.keep = 0
+		if rp.RC < paceAt {
+			s.keep = e.pathNoMark(f)
+		}
 		if !rp.AtLine() || len(s.cnps) > 0 {
 			busy = true
 		}
@@ -170,19 +257,62 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	return busy
 }
 
+// pathNoMark is the log of the probability that a packet of flow f joining its path's queues
+// now is not ECN-marked at any of them (RED's probability at each queue's depth).
+func (e *engine) pathNoMark(f *flowState) float64 {
+	var keep float64
+	for _, r := range e.path[f.off+1 : f.off+f.hops] {
+		q := e.queue(r, f.cls)
+		switch {
+		case q.markP <= 0:
+		case q.markP >= 1:
+			return math.Inf(-1)
+		default:
+			keep += q.markLog
+		}
+	}
+	return keep
+}
+
+// packet is the notification point for one packet of a paced flow, reaching the receiver at
+// arr and not marked with probability exp(s.keep): a marked one makes a CNP unless the last
+// was within the CNP interval.
+func (d *dcqcnModel) packet(s *ccFlow, f *flowState, arr units.Time) {
+	e := d.e
+	if e.red.copied(f.msg) {
+		e.red.broken = true // its copies would draw their own marks
+	}
+	f.rng += 0x9e3779b97f4a7c15
+	u := float64(sim.Mix64(f.rng)>>11) / (1 << 53)
+	if u >= -math.Expm1(s.keep) {
+		return
+	}
+	d.cnp(s, f, arr)
+}
+
+// cnp is the notification point's answer to a marked packet reaching the receiver at t: a CNP,
+// at most one per CNP interval, back to the sender a path latency later.
+func (d *dcqcnModel) cnp(s *ccFlow, f *flowState, t units.Time) {
+	e := d.e
+	if !s.np.OnPacket(true, t, &d.p) {
+		return
+	}
+	s.lastCNP, s.cnpSent = t, true
+	d.cnpsSent++
+	s.cnps = append(s.cnps, t+f.lat)
+	// The CNP goes back along the ACKs' path (same hash).
+	for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
+		e.net.res[r].txBytes += d.cnpWire
+	}
+}
+
 // notify is the receiver's notification point for the step's packets of flow f. They reach the
-// receiver over (arrived, at]: after the queues ahead of them and the path's latency. Marked
+// receiver over (lo0, at]: after the queues ahead of them and the path's latency. Marked
 // packets among them (each marked with its queues' RED probability, f.noMark) make a CNP at
 // the first of them after the CNP interval since the last CNP, drawn from the flow's random
 // stream; the CNP returns over the path's latency on a strict-priority class.
-func (d *dcqcnModel) notify(fid int32, s *ccFlow, f *flowState, tEnd units.Time) {
+func (d *dcqcnModel) notify(s *ccFlow, f *flowState, lo0, at units.Time) {
 	e := d.e
-	at := tEnd + e.queueDelay(fid) + f.lat
-	lo0 := s.arrived
-	if lo0 == 0 || lo0 >= at {
-		lo0 = at - max(1, units.Time(math.Round(float64(e.step))))
-	}
-	s.arrived = at
 	if f.noMark >= 0 {
 		return
 	}
@@ -209,16 +339,7 @@ func (d *dcqcnModel) notify(fid int32, s *ccFlow, f *flowState, tEnd units.Time)
 	if !math.IsInf(logKeep, -1) {
 		x = math.Log1p(-u) / logKeep
 	}
-	t := lo + units.Time(math.Ceil(min(1, x)*float64(at-lo)))
-	if s.np.OnPacket(true, t, &d.p) {
-		s.lastCNP, s.cnpSent = t, true
-		d.cnpsSent++
-		s.cnps = append(s.cnps, t+f.lat)
-		// The CNP goes back along the ACKs' path (same hash).
-		for _, r := range e.path[f.ackOff : f.ackOff+f.ackHops] {
-			e.net.res[r].txBytes += d.cnpWire
-		}
-	}
+	d.cnp(s, f, lo+units.Time(math.Ceil(min(1, x)*float64(at-lo))))
 }
 
 // queueDelay is the time flow fid's bytes wait in the queues of its path now.

@@ -15,18 +15,21 @@ import (
 // p99 message FCT within the spread the flows' own mark draws make at one step (docs/flow.md,
 // "Adaptive step": over four draw streams at 1 us, mean 2.1 % and p99 2.3 % apart): 3 % on the
 // mean, 4 % on the p99. A step of 2 us, half the CNP interval, fails it (p99 5.7 % below 0.5 us).
+// Each figure is the mean over the flows' first four draw streams (DrawSeed 1-4), so that one
+// stream's draws do not decide it (with the paced flows' marks, dcqcnModel.afterStep, stream 1
+// alone puts the mean FCT 3.3 % apart, the four 0.8 %).
 func TestDCQCNBaseStepConverged(t *testing.T) {
 	if testing.Short() {
-		t.Skip("two 2,048-GPU runs (about 1.5 s of CPU)")
+		t.Skip("eight 2,048-GPU runs (about 6 s of CPU)")
 	}
 	type fcts struct{ mean, p99 float64 }
-	run := func(step units.Time) fcts {
+	run1 := func(step units.Time, draw uint64) fcts {
 		g, mg, cfg := pipelineClass(t, 256, 3)
 		rt, err := topo.ComputeRoutes(g)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(g, rt, cfg, mg, Options{Step: step, FixedStep: true})
+		res, err := Run(g, rt, cfg, mg, Options{Step: step, FixedStep: true, DrawSeed: draw})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +46,15 @@ func TestDCQCNBaseStepConverged(t *testing.T) {
 		slices.Sort(x)
 		return fcts{sum / float64(len(x)), x[len(x)*99/100]}
 	}
+	run := func(step units.Time) fcts {
+		var m fcts
+		for draw := uint64(1); draw <= 4; draw++ {
+			f := run1(step, draw)
+			m.mean += f.mean / 4
+			m.p99 += f.p99 / 4
+		}
+		return m
+	}
 	fine, base := run(500*units.Nanosecond), run(DefaultStep)
 	for _, c := range []struct {
 		name       string
@@ -52,6 +64,7 @@ func TestDCQCNBaseStepConverged(t *testing.T) {
 		{"mean FCT", fine.mean, base.mean, 0.03},
 		{"p99 FCT", fine.p99, base.p99, 0.04},
 	} {
+		t.Logf("%s: %.1f us at 1 us, %.1f us at 0.5 us", c.name, c.base*1e6, c.fine*1e6)
 		if rel := math.Abs(c.base/c.fine - 1); rel > c.tol {
 			t.Errorf("%s: %.1f us at 1 us against %.1f us at 0.5 us (%.1f %% apart, at most %.0f %%)", c.name, c.base*1e6, c.fine*1e6, rel*100, c.tol*100)
 		}
