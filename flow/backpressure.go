@@ -219,7 +219,7 @@ func (b *backpressure) update(tau float64) bool {
 				}
 				bound := b.bound(r)
 				ing := e.rc[idx].ing
-				if b.kind == bpPFC {
+				if b.kind == bpPFC && (b.stalled[idx] != b.pc[idx].counted || b.pc[idx].open()) {
 					b.countPauses(idx, r, drained/tau, ing, bound)
 				}
 				b.maxOver = max(b.maxOver, ing-bound)
