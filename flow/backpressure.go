@@ -32,10 +32,13 @@ type backpressure struct {
 	// lossless says, per class, whether flow control applies.
 	lossless []bool
 	// Per resource and class.
-	binding     []bool
-	sinceFrame  []float64 // seconds since the last PAUSE frame of a binding PFC throttle
+	binding []bool
+	// pauseFrames and resumes are PFC's XOFF (refreshes included) and XON frames, counted by
+	// countPauses from the paused time (pfcframes.go).
 	pauseFrames []int64
 	resumes     []int64
+	pc          []pauseCounter
+	saw         []float64 // per resource: pfcSaw's amplitude, 0 until computed
 	stalled     []float64 // seconds paused (PFC) or stalled for credits (InfiniBand)
 	// refresh is the time after which a held PAUSE is resent (fabric: half the pause time).
 	alpha, xoff float64
@@ -84,9 +87,11 @@ func newBackpressure(e *engine) *backpressure {
 func (b *backpressure) grow(n int) {
 	if k := n - len(b.binding); k > 0 {
 		b.binding = append(b.binding, make([]bool, k)...)
-		b.sinceFrame = append(b.sinceFrame, make([]float64, k)...)
 		b.pauseFrames = append(b.pauseFrames, make([]int64, k)...)
 		b.resumes = append(b.resumes, make([]int64, k)...)
+		if b.kind == bpPFC {
+			b.pc = append(b.pc, make([]pauseCounter, k)...)
+		}
 		b.stalled = append(b.stalled, make([]float64, k)...)
 	}
 }
@@ -195,7 +200,8 @@ func (b *backpressure) refreshEvery(r int32) float64 {
 }
 
 // update sets every resource's allowance for the next step from its ingress counter, and counts
-// pauses, stalls and headroom use. It reports whether any throttle started or stopped.
+// pauses (countPauses: the frames of the step just taken), stalls and headroom use. It reports
+// whether any throttle started or stopped.
 func (b *backpressure) update(tau float64) bool {
 	e := b.e
 	nc := e.nc
@@ -213,6 +219,9 @@ func (b *backpressure) update(tau float64) bool {
 				}
 				bound := b.bound(r)
 				ing := e.rc[idx].ing
+				if b.kind == bpPFC && (b.stalled[idx] != b.pc[idx].counted || b.pc[idx].open()) {
+					b.countPauses(idx, r, drained/tau, ing, bound)
+				}
 				b.maxOver = max(b.maxOver, ing-bound)
 				a := max(0, bound-ing+drained)
 				e.rc[idx].allow = a
@@ -224,18 +233,6 @@ func (b *backpressure) update(tau float64) bool {
 				if bind != b.binding[idx] {
 					changed = true
 					b.binding[idx] = bind
-					if bind {
-						b.pauseFrames[idx]++
-						b.sinceFrame[idx] = 0
-					} else {
-						b.resumes[idx]++
-					}
-				} else if bind && b.kind == bpPFC {
-					b.sinceFrame[idx] += tau
-					if every := b.refreshEvery(r); b.sinceFrame[idx] >= every {
-						b.pauseFrames[idx]++
-						b.sinceFrame[idx] -= every
-					}
 				}
 			}
 		}
@@ -244,7 +241,7 @@ func (b *backpressure) update(tau float64) bool {
 }
 
 // jump accounts a stationary stretch of T seconds: binding throttles stay paused (or stalled) for
-// the same fraction as in the last step, and held PAUSEs are refreshed.
+// the same fraction as in the last step (the next update counts PFC's frames for it).
 func (b *backpressure) jump(T float64) {
 	if b.kind == bpNone {
 		return
@@ -260,13 +257,6 @@ func (b *backpressure) jump(T float64) {
 					continue
 				}
 				b.stalled[idx] += T * max(0, 1-e.rc[idx].allow/(res.rate*b.tau))
-				if b.kind == bpPFC {
-					b.sinceFrame[idx] += T
-					every := b.refreshEvery(r)
-					n := math.Floor(b.sinceFrame[idx] / every)
-					b.pauseFrames[idx] += int64(n)
-					b.sinceFrame[idx] -= n * every
-				}
 			}
 		}
 	}

@@ -152,6 +152,7 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 		e.initGraph()
 		err = e.run()
 	}
+	e.fc.flushPauses()
 	if e.red != nil {
 		e.red.expand(e)
 	}
