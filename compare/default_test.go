@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -79,18 +80,35 @@ variants:
 
 // TestDefaultSiblingGap: the fabric gap of the default's mechanism, on the flow backend (the
 // default's), against the packet backend's figures for the same scenario and seed (fabricsim
-// compare --backend packet: ib-ndr-static 9.1 %, roce-default 31.6 %, roce-pfc-only 13.9 %
-// slower per step than ib-ndr), within 5 percentage points (docs/flow.md's validation allows
+// compare --backend packet: ib-ndr-static 9.1 %, roce-pfc-only 13.9 % slower per step than
+// ib-ndr; roce-default over four seeds, below), within 5 percentage points (docs/flow.md's validation allows
 // 10 for the MoE gap). The mechanisms show in the counters: static InfiniBand routing stalls
 // on credits where adaptive routing spreads the load; RoCEv2 pauses.
 func TestDefaultSiblingGap(t *testing.T) {
 	r := run(t, sibling, Options{Backend: backend.Flow})
 	ib := variant(t, r, "ib-ndr")
-	for name, packet := range map[string]float64{"ib-ndr-static": 9.1, "roce-default": 31.6, "roce-pfc-only": 13.9} {
+	for name, packet := range map[string]float64{"ib-ndr-static": 9.1, "roce-pfc-only": 13.9} {
 		gap := 100 * (variant(t, r, name).StepTime/ib.StepTime - 1)
 		if math.Abs(gap-packet) > 5 {
 			t.Errorf("%s %.1f %% slower than ib-ndr, packet backend %.1f %%: beyond 5 points", name, gap, packet)
 		}
+	}
+	// roce-default's gap moves with the seed (ECMP hashes and DCQCN's mark draws) far more than
+	// the tolerance on both backends: the packet backend's is 33.3, 17.9, 12.1 and 9.0 % for
+	// seeds 1-4 (fabricsim compare --backend packet of this scenario with each seed), so it is
+	// held as the mean over those seeds, 18.1 %. (A single seed is one draw of DCQCN's chaos: a
+	// rounding-level change in the flow backend moved seed 1 from 31.5 to 26.1 % and left seeds
+	// 2-4 as they were; docs/flow.md, "Merged queue entries".)
+	var gap float64
+	for seed := 1; seed <= 4; seed++ {
+		rs := r
+		if seed > 1 {
+			rs = run(t, strings.Replace(sibling, "seed: 1\n", fmt.Sprintf("seed: %d\n", seed), 1), Options{Backend: backend.Flow})
+		}
+		gap += 100 * (variant(t, rs, "roce-default").StepTime/variant(t, rs, "ib-ndr").StepTime - 1) / 4
+	}
+	if packet := 18.1; math.Abs(gap-packet) > 5 {
+		t.Errorf("roce-default %.1f %% slower than ib-ndr over seeds 1-4, packet backend %.1f %%: beyond 5 points", gap, packet)
 	}
 	if st := variant(t, r, "ib-ndr-static").CreditStall; st <= ib.CreditStall {
 		t.Errorf("credit stall: static %g s, adaptive %g s; want more without adaptive routing", st, ib.CreditStall)

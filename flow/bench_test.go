@@ -117,24 +117,21 @@ func pipelineClassPlanes(tb testing.TB, servers, stage int, railPlanes bool) (*t
 // BenchmarkPipelineClass runs one congested pipeline class of the 70B three-tier compare (stage
 // 3: sends to stages 2 and 4), at 2,048 GPUs (512 sends) and 16,384 GPUs (4,096 sends, the
 // class the 16k compare runs 8 x 3 seeds x 4 variants of), on roce-default (DCQCN, where every
-// step is the base step) and roce-pfc-only (PFC alone, where the adaptive step acts), each with
-// the adaptive step and with every step at 1 us (fixed), reporting CPU seconds, steps and the
+// step is the base step) and roce-pfc-only (PFC alone, where the adaptive step acts): as run
+// (adaptive), with every step at 1 us (fixed), and with the plain hand-off of a flow's pieces
+// as entries of their own (split, Options.SplitEntries), reporting CPU seconds, steps and the
 // slowest message's FCT:
 // go test ./flow -run '^$' -bench PipelineClass -benchtime 1x -count 3.
 func BenchmarkPipelineClass(b *testing.B) {
 	for _, servers := range []int{256, 2048} {
 		for _, variant := range []string{"roce-default", "roce-pfc-only"} {
-			for _, fixed := range []bool{false, true} {
-				name := fmt.Sprintf("%dGPUs/%s/adaptive", servers*8, variant)
-				if fixed {
-					name = fmt.Sprintf("%dGPUs/%s/fixed", servers*8, variant)
-				}
-				b.Run(name, func(b *testing.B) {
+			for _, mode := range []string{"adaptive", "fixed", "split"} {
+				b.Run(fmt.Sprintf("%dGPUs/%s/%s", servers*8, variant, mode), func(b *testing.B) {
 					g, mg, cfg := pipelineClass(b, servers, 3)
 					if variant == "roce-pfc-only" {
 						cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
 					}
-					res := benchClass(b, g, mg, cfg, Options{FixedStep: fixed})
+					res := benchClass(b, g, mg, cfg, Options{FixedStep: mode == "fixed", SplitEntries: mode == "split"})
 					var slowest units.Time
 					for _, m := range res.Messages {
 						slowest = max(slowest, m.Finish-m.Start)

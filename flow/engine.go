@@ -53,6 +53,10 @@ type Options struct {
 	// NoSymmetry runs every copy of a repeated, independent part of the graph instead of one
 	// representative (symmetry.go; the results are the same: for tests and measurements).
 	NoSymmetry bool
+	// SplitEntries keeps each piece of a flow's bytes that joins a queue in a step its own
+	// entry (fifo.push) instead of joining the piece before it (fifo.pushMerged): the plain
+	// hand-off that the merged one is compared with (TestMergedEntriesMatchSplit).
+	SplitEntries bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -233,6 +237,8 @@ type slotOwner struct {
 	gen       uint32
 	res       int32
 	back      float64
+	// ent is the slot's entry in its hop's queue as fifo.pushMerged last left it.
+	ent int32
 }
 
 // hostState is a host NIC: the flows it injects, served round robin at line rate.
@@ -259,6 +265,8 @@ type engine struct {
 	horizon   float64
 	adaptive  bool
 	lastStart units.Time // the latest flow start
+	// merge: a flow's pieces joining a queue in one step share an entry (!Options.SplitEntries).
+	merge bool
 
 	// The message graph (as the packet backend's engine walks it).
 	waiting  []int32
@@ -362,6 +370,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 		e.step = DefaultStep
 	}
 	e.cur, e.adaptive = e.step, !opt.FixedStep && e.step < MaxStep
+	e.merge = !opt.SplitEntries
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {

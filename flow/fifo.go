@@ -66,6 +66,30 @@ func (q *fifo) push(slot int32, gen uint32, amt float64, step int64) {
 	q.bytes += amt
 }
 
+// pushMerged is push, except that bytes of a slot (and generation) that already has an entry in
+// the tail segment join that entry instead of opening another one; *last is the slot's entry
+// index in this queue as pushMerged last left it (checked before use: compaction moves entries).
+// A queue served in part hands on each flow's bytes from two segments in one step (the rest of
+// the head one, part of the next), so a flow's arrivals at the next queue come in pieces; kept
+// apart, the pieces are entries of one segment that the next queue serves in the same
+// proportion (the same bytes leave at the same times) but hands on one by one, and their number
+// grows hop by hop (the 2,048-GPU pipeline class: 8.2 M entries handed on for 4.2 M hops of
+// hot flows stepped). Merged, a flow has at most one entry per segment.
+func (q *fifo) pushMerged(slot int32, gen uint32, amt float64, step int64, last *int32) {
+	if n := len(q.segs); n > q.sh && q.step == step {
+		if i := int(*last); i >= q.segs[n-1].from && i < len(q.ents) {
+			if x := &q.ents[i]; x.slot == slot && x.gen == gen {
+				x.amt += amt
+				q.segs[n-1].rem += amt
+				q.bytes += amt
+				return
+			}
+		}
+	}
+	q.push(slot, gen, amt, step)
+	*last = int32(len(q.ents) - 1)
+}
+
 // compact drops consumed segments and entries once they are most of the slices.
 func (q *fifo) compact() {
 	if q.sh > 0 && q.sh >= len(q.segs)/2 {

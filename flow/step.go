@@ -370,7 +370,12 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	if e.cc != nil {
 		e.cc.enqueued(fid, r, q, amt)
 	}
-	q.push(idx, e.owner[idx].gen, amt, e.steps)
+	if e.merge {
+		o := &e.owner[idx]
+		q.pushMerged(idx, o.gen, amt, e.steps, &o.ent)
+	} else {
+		q.push(idx, e.owner[idx].gen, amt, e.steps)
+	}
 	return amt
 }
 
