@@ -57,6 +57,9 @@ type ParallelInfo struct {
 	// once, between windows: a synchronization cost; the only figure here that is not exact).
 	CreditsHanded uint64
 	ExchangeTime  time.Duration
+	// Spun and Slept count the waits of the hand-offs between windows (sim.Group.Waits) that
+	// ended while spinning and that slept: machine-dependent, like ExchangeTime.
+	Spun, Slept uint64
 }
 
 // Parallel returns how the last Run was split.
@@ -66,6 +69,7 @@ func (n *Network) Parallel() ParallelInfo {
 	if n.par != nil {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		i.Spun, i.Slept = g.Waits()
 		for _, c := range n.par.nets {
 			if f := c.ibfc; f != nil {
 				i.CreditsHanded += f.handed

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -50,6 +52,16 @@ type Group struct {
 	// window and write only partition i's state.
 	Exchange func(part int, bound Time)
 	started  bool
+
+	// The hand-offs (barrier.go): the coordinator writes job, then counts it in posted; each
+	// worker counts the jobs it finished in finished, and the coordinator waits for all of
+	// them. quit, set before a last count in posted, ends the workers.
+	job      job
+	posted   atomic.Uint64
+	finished atomic.Uint64
+	want     uint64 // finished when the job posted last is done
+	quit     atomic.Bool
+	coord    *waiter
 }
 
 // partition is one worker's share: its own Sim (queue and clock) and the events it hands to
@@ -63,7 +75,7 @@ type partition struct {
 	par  int           // parity of the window running
 	end  Time          // the window's end (exclusive): handed-over events lie at or after it
 	next Time          // earliest pending event after the window (own or handed over)
-	run  chan job      // windows and exchanges, for a worker goroutine
+	w    *waiter       // where its worker sleeps between jobs (barrier.go)
 	// panicked holds what a worker's window panicked with.
 	panicked any
 	seen     uint64 // events run before the window
@@ -74,6 +86,7 @@ type partition struct {
 type job struct {
 	bound    Time
 	exchange bool
+	parity   int
 }
 
 type handed struct {
@@ -114,6 +127,22 @@ func NewGroup(main *Sim, parts int, partOf []int32, lookahead Time) *Group {
 	}
 	main.grp, main.split = g, true
 	return g
+}
+
+// Waits returns how many of the hand-offs' waits (barrier.go) ended while spinning and how
+// many slept, over the coordinator and the workers: machine-dependent, for measuring.
+func (g *Group) Waits() (spun, slept uint64) {
+	ws := []*waiter{g.coord}
+	for _, p := range g.parts[1:] {
+		ws = append(ws, p.w)
+	}
+	for _, w := range ws {
+		if w != nil {
+			spun += w.spun
+			slept += w.slept
+		}
+	}
+	return spun, slept
 }
 
 // Partitions returns the number of partitions.
@@ -207,7 +236,7 @@ func (p *partition) window(bound Time, parity int) {
 
 // safeWindow runs window (or, for an exchange job, the Group's Exchange) on a worker
 // goroutine, keeping a panic for the coordinator to raise.
-func (p *partition) safeWindow(j job, parity int) {
+func (p *partition) safeWindow(j job) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panicked = r
@@ -217,23 +246,45 @@ func (p *partition) safeWindow(j job, parity int) {
 		p.g.Exchange(int(p.id), j.bound)
 		return
 	}
-	p.window(j.bound, parity)
+	p.window(j.bound, j.parity)
+}
+
+// work is partition p's worker: it waits for each job posted, runs it and counts it finished.
+func (g *Group) work(p *partition) {
+	for seen := uint64(1); ; seen++ {
+		p.w.await(&g.posted, seen)
+		if g.quit.Load() {
+			return
+		}
+		p.safeWindow(g.job)
+		g.finished.Add(1)
+		g.coord.signal()
+	}
 }
 
 // runAll runs j on every partition, the first on the calling goroutine, the others on their
 // workers, and waits for them; a worker's panic is raised here.
-func (g *Group) runAll(j job, done chan struct{}) {
+func (g *Group) runAll(j job) {
+	if len(g.parts) == 1 {
+		if j.exchange {
+			g.Exchange(0, j.bound)
+		} else {
+			g.parts[0].window(j.bound, j.parity)
+		}
+		return
+	}
+	g.job = j
+	g.posted.Add(1)
 	for _, p := range g.parts[1:] {
-		p.run <- j
+		p.w.signal()
 	}
 	if j.exchange {
 		g.Exchange(0, j.bound)
 	} else {
-		g.parts[0].window(j.bound, int(g.Windows&1))
+		g.parts[0].window(j.bound, j.parity)
 	}
-	for range len(g.parts) - 1 {
-		<-done
-	}
+	g.want += uint64(len(g.parts) - 1)
+	g.coord.await(&g.finished, g.want)
 	for _, p := range g.parts[1:] {
 		if r := p.panicked; r != nil {
 			panic(r) // a worker's panic (a broken invariant) ends the run as in a sequential one
@@ -256,22 +307,20 @@ func (g *Group) Run(until Time) error {
 			p.next = p.s.q.minTime()
 		}
 	}
-	var done chan struct{}
 	if len(g.parts) > 1 {
-		done = make(chan struct{}, len(g.parts))
+		g.coord = newWaiter(len(g.parts))
+		var wg sync.WaitGroup
 		for _, p := range g.parts[1:] {
-			p.run = make(chan job)
-			go func(p *partition) {
-				for j := range p.run {
-					p.safeWindow(j, int(g.Windows&1))
-					done <- struct{}{}
-				}
-			}(p)
+			p.w = newWaiter(len(g.parts))
+			wg.Go(func() { g.work(p) })
 		}
 		defer func() {
+			g.quit.Store(true)
+			g.posted.Add(1)
 			for _, p := range g.parts[1:] {
-				close(p.run)
+				p.w.signal()
 			}
+			wg.Wait()
 		}()
 	}
 	main := g.main
@@ -291,10 +340,10 @@ func (g *Group) Run(until Time) error {
 			break
 		}
 		bound := min(t+g.lookahead-1, until, mainNext)
-		g.runAll(job{bound: bound}, done)
+		g.runAll(job{bound: bound, parity: int(g.Windows & 1)})
 		g.Windows++
 		if g.Exchange != nil {
-			g.runAll(job{bound: bound, exchange: true}, done)
+			g.runAll(job{bound: bound, exchange: true})
 		}
 		var most uint64
 		for _, p := range g.parts {
