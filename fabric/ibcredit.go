@@ -75,6 +75,7 @@ type ibPort struct {
 	fcSer     units.Time // serialization time of a flow-control frame on this port's link
 	fcWire    int64      // its wire bytes
 	fcN       int32
+	fcDest    int32 // the peer's partition, which a deferFC port's updates go to
 	fcOrder   [IBMaxVLs]uint8
 	// deferFC: this port's updates reach the peer's ring at the end of the window they were
 	// sent in (exchangeFC), not at once: the link is one a parallel run may cut (parallel.go,
@@ -82,7 +83,7 @@ type ibPort struct {
 	deferFC bool
 	// fcTouched marks the port while exchangeFC has handed it updates to look at.
 	fcTouched bool
-	_         [11]byte
+	_         [7]byte
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.
@@ -399,7 +400,7 @@ func (f *ibCredits) sentFC(p *Port, st *ibPort, k int64) {
 // ring and wakes the peer if it waits for them.
 func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time {
 	k := int64(st.fcN)
-	d := f.n.par.partOf[f.n.peerNode[p.gidx]]
+	d := st.fcDest
 	w := f.n.sim.Parity()
 	out := f.out[w][d]
 	f.outFrom[w] = min(f.outFrom[w], t+st.fcSer+p.delay) // the first of them arrives first

@@ -229,6 +229,7 @@ func (n *Network) planIB(mg *msggraph.Graph, threads int) {
 	f := n.ibfc
 	for g := range f.ports {
 		f.ports[g].deferFC = unitOf[f.ports[g].port.Owner] != unitOf[n.peerNode[g]]
+		f.ports[g].fcDest = partOf[n.peerNode[g]]
 	}
 	for _, c := range n.par.nets {
 		cf := c.ibfc
