@@ -401,7 +401,8 @@ func (g *Group) Run(until Time) error {
 		}
 		if g.Exchange != nil {
 			ex := job{exchange: true, exBound: bound, exParity: j.parity}
-			if !stopped && mainNext != bound && g.deferExchange(j.parity, until) {
+			// (deferExchange first: ExchangeFrom is called after every window.)
+			if g.deferExchange(j.parity, until) && !stopped && mainNext != bound {
 				pend = ex
 				g.Deferred++
 			} else {
