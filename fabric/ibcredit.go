@@ -75,6 +75,7 @@ type ibPort struct {
 	fcSer     units.Time // serialization time of a flow-control frame on this port's link
 	fcWire    int64      // its wire bytes
 	fcN       int32
+	fcDest    int32 // the peer's partition, which a deferFC port's updates go to
 	fcOrder   [IBMaxVLs]uint8
 	// deferFC: this port's updates reach the peer's ring at the end of the window they were
 	// sent in (exchangeFC), not at once: the link is one a parallel run may cut (parallel.go,
@@ -82,7 +83,7 @@ type ibPort struct {
 	deferFC bool
 	// fcTouched marks the port while exchangeFC has handed it updates to look at.
 	fcTouched bool
-	_         [11]byte
+	_         [7]byte
 
 	// v is the per-VL credit state of both halves: what one packet's passage reads and
 	// writes on a VL lies together.
@@ -133,9 +134,12 @@ type ibCredits struct {
 	// packetFC sends every update as a packet (the lossy-link path) even on clean links; for
 	// tests comparing the two paths.
 	packetFC bool
-	// out holds, per destination partition, the updates of deferFC ports sent during the
-	// window, in the order they were sent (exchangeFC delivers them).
-	out [][]fcHanded
+	// out holds, per window parity and destination partition, the updates of deferFC ports
+	// sent during the window, in the order they were sent (exchangeFC delivers them; the
+	// exchange after a window may run while the next window fills the other parity's);
+	// outFrom, per parity, the earliest arrival among them (exchangeFrom).
+	out     [2][][]fcHanded
+	outFrom [2]units.Time
 	// touched is exchangeFC's scratch list of the partition's ports handed updates; handed
 	// and exchangeTime its totals (ParallelInfo).
 	touched      []int32
@@ -396,39 +400,39 @@ func (f *ibCredits) sentFC(p *Port, st *ibPort, k int64) {
 // ring and wakes the peer if it waits for them.
 func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time {
 	k := int64(st.fcN)
-	par := f.n.par
-	d := par.partOf[f.n.peerNode[p.gidx]]
-	if len(f.out) == 0 {
-		f.out = make([][]fcHanded, len(par.nets))
-	}
+	d := st.fcDest
+	w := f.n.sim.Parity()
+	out := f.out[w][d]
+	f.outFrom[w] = min(f.outFrom[w], t+st.fcSer+p.delay) // the first of them arrives first
 	for _, vl := range st.fcOrder[:st.fcN] {
 		t += st.fcSer
-		f.out[d] = append(f.out[d], fcHanded{at: t + p.delay, lv: st.v[vl].fcVal<<4 | int64(vl), port: st.peer.idx})
+		out = append(out, fcHanded{at: t + p.delay, lv: st.v[vl].fcVal<<4 | int64(vl), port: st.peer.idx})
 	}
+	f.out[w][d] = out
 	f.sentFC(p, st, k)
 	return t
 }
 
-// exchangeFC delivers to partition d, after a window ending at bound, the updates deferFC ports
-// sent to it during the window (parallel.go, planIB; sim.Group.Exchange runs it for every
+// exchangeFC delivers to partition d, after a window ending at bound (of parity w), the updates
+// deferFC ports sent to it during the window (parallel.go, planIB; sim.Group.Exchange runs it for every
 // partition at once, each on its own worker): into each receiving port's ring, from every
 // partition's outbox in partition order (a port has one sender, so its updates keep their
 // order), then, port by port in index order, what flushFC does for an update on an undeferred
 // link: a port that waits for credits with nothing on the wire is woken when one that lets it
 // send arrives, the wake-up scheduled as the port's own node's event, so that it orders the
 // same for every partitioning. It reads the other partitions' outboxes for d only and writes
-// only d's ports and queue.
-func (n *Network) exchangeFC(d int, bound units.Time) {
+// only d's ports and queue. Every wake-up it schedules lies at or after the arrival of an update
+// of the window (exchangeFrom): a port that waits with nothing on the wire, not yet woken, was
+// last blocked at a check (ibCredits.Blocked and wake) that found no earlier update letting it
+// send, and a deferFC port's updates come only from here.
+func (n *Network) exchangeFC(d int, bound units.Time, w int) {
 	par := n.par
 	df := par.nets[d].ibfc
 	start := time.Now()
 	touched := df.touched[:0]
 	for _, sn := range par.nets {
 		sf := sn.ibfc
-		if len(sf.out) == 0 {
-			continue
-		}
-		l := sf.out[d]
+		l := sf.out[w][d]
 		df.handed += uint64(len(l))
 		for _, e := range l {
 			st := &df.ports[e.port]
@@ -438,7 +442,7 @@ func (n *Network) exchangeFC(d int, bound units.Time) {
 				touched = append(touched, e.port)
 			}
 		}
-		sf.out[d] = l[:0]
+		sf.out[w][d] = l[:0]
 	}
 	slices.Sort(touched)
 	for _, i := range touched {
@@ -458,6 +462,19 @@ func (n *Network) exchangeFC(d int, bound units.Time) {
 	}
 	df.touched = touched[:0]
 	df.exchangeTime += time.Since(start)
+}
+
+// exchangeFrom returns the earliest arrival of an update handed in the window of parity w, in
+// every partition, before which exchangeFC schedules nothing (sim.Group.ExchangeFrom), and
+// starts that parity's next window afresh.
+func (n *Network) exchangeFrom(w int) units.Time {
+	t := units.MaxTime
+	for _, c := range n.par.nets {
+		f := c.ibfc
+		t = min(t, f.outFrom[w])
+		f.outFrom[w] = units.MaxTime
+	}
+	return t
 }
 
 // Admit: with credits the sender never overruns a receive buffer, so nothing is dropped; the

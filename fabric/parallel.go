@@ -57,6 +57,12 @@ type ParallelInfo struct {
 	// once, between windows: a synchronization cost; the only figure here that is not exact).
 	CreditsHanded uint64
 	ExchangeTime  time.Duration
+	// Deferred counts the windows whose credit exchange ran at the start of the next window's
+	// job instead of in a hand-off of its own (sim.Group.ExchangeFrom).
+	Deferred uint64
+	// Spun and Slept count the waits of the hand-offs between windows (sim.Group.Waits) that
+	// ended while spinning and that slept: machine-dependent, like ExchangeTime.
+	Spun, Slept uint64
 }
 
 // Parallel returns how the last Run was split.
@@ -66,6 +72,8 @@ func (n *Network) Parallel() ParallelInfo {
 	if n.par != nil {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
+		i.Spun, i.Slept = g.Waits()
+		i.Deferred = g.Deferred
 		for _, c := range n.par.nets {
 			if f := c.ibfc; f != nil {
 				i.CreditsHanded += f.handed
@@ -221,8 +229,16 @@ func (n *Network) planIB(mg *msggraph.Graph, threads int) {
 	f := n.ibfc
 	for g := range f.ports {
 		f.ports[g].deferFC = unitOf[f.ports[g].port.Owner] != unitOf[n.peerNode[g]]
+		f.ports[g].fcDest = partOf[n.peerNode[g]]
 	}
-	n.par.g.Exchange = n.exchangeFC
+	for _, c := range n.par.nets {
+		cf := c.ibfc
+		for w := range cf.out {
+			cf.out[w] = make([][]fcHanded, k)
+			cf.outFrom[w] = units.MaxTime
+		}
+	}
+	n.par.g.Exchange, n.par.g.ExchangeFrom = n.exchangeFC, n.exchangeFrom
 	n.parInfo.Partitions, n.parInfo.Lookahead = k, look
 	n.parInfo.Reason = fmt.Sprintf("%d partitions cut below the top switch tier, lookahead %v, InfiniBand credits of top-tier links at window ends", k, look)
 }

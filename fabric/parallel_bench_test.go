@@ -62,7 +62,7 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 	}
 	mg := permutationGraph(len(g.Hosts), 2*units.MB, 1)
 	b.ReportAllocs()
-	var windows, handed, events, credits uint64
+	var windows, handed, events, credits, slept, deferred uint64
 	var balance, exchange float64
 	for i := 0; i < b.N; i++ {
 		n, err := New(g, r, cfg)
@@ -85,13 +85,19 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 		balance += info.Balance
 		credits += info.CreditsHanded
 		exchange += info.ExchangeTime.Seconds()
+		slept += info.Slept
+		deferred += info.Deferred
 	}
 	b.ReportMetric(balance/float64(b.N), "balance")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")
 	b.ReportMetric(float64(windows)/float64(b.N), "windows/run")
 	b.ReportMetric(float64(handed)/float64(b.N), "handed/run")
+	if threads > 1 {
+		b.ReportMetric(float64(slept)/float64(windows), "slept/window")
+	}
 	if credits > 0 {
 		b.ReportMetric(float64(credits)/float64(b.N), "credits/run")
 		b.ReportMetric(exchange*1e9/float64(windows), "exchange-ns/window")
+		b.ReportMetric(float64(deferred)/float64(b.N), "deferred/run")
 	}
 }

@@ -22,7 +22,7 @@ func (n *Network) partitionPolicies(c *Network) bool {
 	case *ibCredits:
 		f := *fc
 		f.n = c
-		f.fcSent, f.maxUsed, f.out, f.touched, f.handed, f.exchangeTime = 0, 0, nil, nil, 0, 0
+		f.fcSent, f.maxUsed, f.out, f.touched, f.handed, f.exchangeTime = 0, 0, [2][][]fcHanded{}, nil, 0, 0
 		c.SetLinkFlowControl(&f)
 	case *pfc:
 		f := *fc

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -41,15 +43,36 @@ type Group struct {
 	// partitions' counters for global events or progress.
 	BeforeMain  func()
 	AfterWindow func()
-	// Exchange, when set, is called after every window for each partition (its index and the
-	// window's last instant), on the partition's worker, all partitions at once, before the
-	// next window is chosen: the owner hands partition i what the others wrote for it during
-	// the window without events (state that takes effect at least the lookahead later), and
-	// may schedule events on partition i's Sim from then on (ScheduleAs), which the next
-	// window then takes into account. A call may read what any partition wrote for i in the
-	// window and write only partition i's state.
-	Exchange func(part int, bound Time)
+	// Exchange, when set, is called after every window for each partition (its index, the
+	// window's last instant and its parity, Sim.Parity), on the partition's worker, all
+	// partitions at once, before the partition runs another event: the owner hands partition i
+	// what the others wrote for it during the window without events (state that takes effect
+	// at least the lookahead later), and may schedule events on partition i's Sim from then on
+	// (ScheduleAs). A call may read what any partition wrote for i in the window of that
+	// parity and write only partition i's state.
+	//
+	// ExchangeFrom, when set, is called after every window with its parity (the partitions
+	// idle) and returns a time before which the Exchange of that window schedules no event
+	// (units.MaxTime: none). When the next window starts no later, the next window would be
+	// the same with the Exchange run first, so the Group runs it at the start of the next
+	// window's job instead of as a job of its own: one hand-off a window instead of two
+	// (the Exchange's writes are then double-buffered by parity). Otherwise, after a stop, or
+	// when the main Sim's events follow the window, the Exchange runs at once.
+	Exchange     func(part int, bound Time, parity int)
+	ExchangeFrom func(parity int) Time
+	// Deferred counts the windows whose Exchange ran with the next window.
+	Deferred uint64
 	started  bool
+
+	// The hand-offs (barrier.go): the coordinator writes job, then counts it in posted; each
+	// worker counts the jobs it finished in finished, and the coordinator waits for all of
+	// them. quit, set before a last count in posted, ends the workers.
+	job      job
+	posted   atomic.Uint64
+	finished atomic.Uint64
+	want     uint64 // finished when the job posted last is done
+	quit     atomic.Bool
+	coord    *waiter
 }
 
 // partition is one worker's share: its own Sim (queue and clock) and the events it hands to
@@ -63,17 +86,36 @@ type partition struct {
 	par  int           // parity of the window running
 	end  Time          // the window's end (exclusive): handed-over events lie at or after it
 	next Time          // earliest pending event after the window (own or handed over)
-	run  chan job      // windows and exchanges, for a worker goroutine
+	w    *waiter       // where its worker sleeps between jobs (barrier.go)
 	// panicked holds what a worker's window panicked with.
 	panicked any
 	seen     uint64 // events run before the window
 
 }
 
-// job is a worker's next task: the window up to bound, or the exchange after it.
+// job is a worker's next task: the Exchange after the window that ended at exBound (of parity
+// exParity), if exchange; then the window from..bound (of parity), if window.
 type job struct {
-	bound    Time
 	exchange bool
+	exBound  Time
+	exParity int
+	window   bool
+	from     Time
+	bound    Time
+	parity   int
+}
+
+// run runs job j on partition p.
+func (p *partition) run(j job) {
+	if j.exchange {
+		p.g.Exchange(int(p.id), j.exBound, j.exParity)
+		if j.window && p.next < j.from {
+			panic(fmt.Sprintf("sim: the exchange after the window ending at %v scheduled an event at %v, before the next window's start %v (ExchangeFrom)", j.exBound, p.next, j.from))
+		}
+	}
+	if j.window {
+		p.window(j.bound, j.parity)
+	}
 }
 
 type handed struct {
@@ -114,6 +156,22 @@ func NewGroup(main *Sim, parts int, partOf []int32, lookahead Time) *Group {
 	}
 	main.grp, main.split = g, true
 	return g
+}
+
+// Waits returns how many of the hand-offs' waits (barrier.go) ended while spinning and how
+// many slept, over the coordinator and the workers: machine-dependent, for measuring.
+func (g *Group) Waits() (spun, slept uint64) {
+	ws := []*waiter{g.coord}
+	for _, p := range g.parts[1:] {
+		ws = append(ws, p.w)
+	}
+	for _, w := range ws {
+		if w != nil {
+			spun += w.spun
+			slept += w.slept
+		}
+	}
+	return spun, slept
 }
 
 // Partitions returns the number of partitions.
@@ -207,38 +265,64 @@ func (p *partition) window(bound Time, parity int) {
 
 // safeWindow runs window (or, for an exchange job, the Group's Exchange) on a worker
 // goroutine, keeping a panic for the coordinator to raise.
-func (p *partition) safeWindow(j job, parity int) {
+func (p *partition) safeWindow(j job) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panicked = r
 		}
 	}()
-	if j.exchange {
-		p.g.Exchange(int(p.id), j.bound)
-		return
+	p.run(j)
+}
+
+// work is partition p's worker: it waits for each job posted, runs it and counts it finished.
+func (g *Group) work(p *partition) {
+	for seen := uint64(1); ; seen++ {
+		p.w.await(&g.posted, seen)
+		if g.quit.Load() {
+			return
+		}
+		p.safeWindow(g.job)
+		g.finished.Add(1)
+		g.coord.signal()
 	}
-	p.window(j.bound, parity)
 }
 
 // runAll runs j on every partition, the first on the calling goroutine, the others on their
 // workers, and waits for them; a worker's panic is raised here.
-func (g *Group) runAll(j job, done chan struct{}) {
+func (g *Group) runAll(j job) {
+	if len(g.parts) == 1 {
+		g.parts[0].run(j)
+		return
+	}
+	g.job = j
+	g.posted.Add(1)
 	for _, p := range g.parts[1:] {
-		p.run <- j
+		p.w.signal()
 	}
-	if j.exchange {
-		g.Exchange(0, j.bound)
-	} else {
-		g.parts[0].window(j.bound, int(g.Windows&1))
-	}
-	for range len(g.parts) - 1 {
-		<-done
-	}
+	g.parts[0].run(j)
+	g.want += uint64(len(g.parts) - 1)
+	g.coord.await(&g.finished, g.want)
 	for _, p := range g.parts[1:] {
 		if r := p.panicked; r != nil {
 			panic(r) // a worker's panic (a broken invariant) ends the run as in a sequential one
 		}
 	}
+}
+
+// deferExchange reports whether the Exchange of the window just run (of parity) can run at
+// the start of the next window: no event it schedules lies before the next window's start,
+// the earliest event pending in the partitions (the main Sim's do not run before the
+// Exchange: the caller runs it at once when they follow the window), and that window will run.
+func (g *Group) deferExchange(parity int, until Time) bool {
+	if g.ExchangeFrom == nil {
+		return false
+	}
+	from := g.ExchangeFrom(parity)
+	t := units.MaxTime
+	for _, p := range g.parts {
+		t = min(t, p.next)
+	}
+	return t <= until && t <= from
 }
 
 // Run executes events in every partition and the main Sim until none is left, one stops
@@ -256,26 +340,25 @@ func (g *Group) Run(until Time) error {
 			p.next = p.s.q.minTime()
 		}
 	}
-	var done chan struct{}
 	if len(g.parts) > 1 {
-		done = make(chan struct{}, len(g.parts))
+		g.coord = newWaiter(len(g.parts))
+		var wg sync.WaitGroup
 		for _, p := range g.parts[1:] {
-			p.run = make(chan job)
-			go func(p *partition) {
-				for j := range p.run {
-					p.safeWindow(j, int(g.Windows&1))
-					done <- struct{}{}
-				}
-			}(p)
+			p.w = newWaiter(len(g.parts))
+			wg.Go(func() { g.work(p) })
 		}
 		defer func() {
+			g.quit.Store(true)
+			g.posted.Add(1)
 			for _, p := range g.parts[1:] {
-				close(p.run)
+				p.w.signal()
 			}
+			wg.Wait()
 		}()
 	}
 	main := g.main
 	nextProgress := main.ProgressEvery
+	var pend job // the last window's Exchange, when it runs with the next window
 	var err error
 	for !main.stopped {
 		t := units.MaxTime
@@ -291,11 +374,11 @@ func (g *Group) Run(until Time) error {
 			break
 		}
 		bound := min(t+g.lookahead-1, until, mainNext)
-		g.runAll(job{bound: bound}, done)
+		j := pend
+		pend = job{}
+		j.window, j.from, j.bound, j.parity = true, t, bound, int(g.Windows&1)
+		g.runAll(j)
 		g.Windows++
-		if g.Exchange != nil {
-			g.runAll(job{bound: bound, exchange: true}, done)
-		}
 		var most uint64
 		for _, p := range g.parts {
 			most = max(most, p.s.events-p.seen)
@@ -314,6 +397,16 @@ func (g *Group) Run(until Time) error {
 				if err == nil {
 					err = p.s.err
 				}
+			}
+		}
+		if g.Exchange != nil {
+			ex := job{exchange: true, exBound: bound, exParity: j.parity}
+			// (deferExchange first: ExchangeFrom is called after every window.)
+			if g.deferExchange(j.parity, until) && !stopped && mainNext != bound {
+				pend = ex
+				g.Deferred++
+			} else {
+				g.runAll(ex)
 			}
 		}
 		if stopped {
@@ -341,6 +434,9 @@ func (g *Group) Run(until Time) error {
 				main.Stop(context.Cause(main.ctx))
 			}
 		}
+	}
+	if pend.exchange {
+		g.runAll(pend)
 	}
 	// The main Sim accounts for the whole run.
 	for _, p := range g.parts {

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -153,15 +155,167 @@ func BenchmarkGroupWindow(b *testing.B) {
 	b.ReportMetric(float64(g.Windows)/float64(b.N), "windows/op")
 }
 
+// BenchmarkGroupHandoff is BenchmarkGroupWindow with work in the windows: each entity's
+// event computes for a fixed loop (20,000 steps, some tens of microseconds), so that each
+// worker is busy when the other finishes, as in a packet run's windows, and a waiter that
+// sleeps waits for its thread to be woken; in two partitions with the waiters spinning
+// (SpinWait) and sleeping at once (spin=0), and in one partition (both entities' work on one
+// thread, no hand-off). One partition's ns/op over two's is the speedup the hand-offs leave of
+// the ideal 2 (on two free cores only: with more runnable threads than cores it measures the
+// machine's load).
+func BenchmarkGroupHandoff(b *testing.B) {
+	defer func(d time.Duration) { SpinWait = d }(SpinWait)
+	for _, c := range []struct {
+		parts int
+		spin  time.Duration
+	}{{2, SpinWait}, {2, 0}, {1, 0}} {
+		b.Run(fmt.Sprintf("parts=%d/spin=%v", c.parts, c.spin), func(b *testing.B) {
+			SpinWait = c.spin
+			main := New()
+			main.SetEntities(3, 2)
+			partOf := []int32{0, 1, -1}
+			if c.parts == 1 {
+				partOf[1] = 0
+			}
+			g := NewGroup(main, c.parts, partOf, 1000)
+			p := [2]*pingPong{}
+			for i := range p {
+				p[i] = &pingPong{id: int32(i), s: g.Part(int(partOf[i])), left: b.N, work: 20000}
+			}
+			p[0].peer, p[1].peer = p[1], p[0]
+			main.ScheduleTo(0, 0, p[0], 0, 0, nil)
+			main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+			b.ResetTimer()
+			if err := g.Run(units.MaxTime); err != nil {
+				b.Fatal(err)
+			}
+			if spun, slept := g.Waits(); spun+slept > 0 {
+				b.ReportMetric(float64(slept)/float64(spun+slept), "slept/wait")
+			}
+		})
+	}
+}
+
 type pingPong struct {
 	id   int32
 	s    *Sim
 	peer *pingPong
 	left int
+	work int // iterations of busy work an event
+	sink uint64
 }
 
 func (p *pingPong) Handle(*Event) {
+	x := uint64(p.left)
+	for range p.work { // a few ns an iteration
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	p.sink += x
 	if p.left--; p.left > 0 {
 		p.s.ScheduleTo(p.peer.id, p.s.Now()+1000, p.peer, 0, 0, nil)
+	}
+}
+
+// TestGroupSpinMatchesSleep runs the ring model in two partitions with the hand-offs' waiters
+// spinning (SpinWait) and sleeping at once (0): the same events in the same order, and with 0
+// no wait ends in a spin.
+func TestGroupSpinMatchesSleep(t *testing.T) {
+	const ents, look = 10, Time(3000)
+	defer func(d time.Duration) { SpinWait = d }(SpinWait)
+	var logs [2][]*node
+	for i, spin := range []time.Duration{100 * time.Microsecond, 0} {
+		SpinWait = spin
+		main := New()
+		logs[i] = ring(main, ents, []int32{0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, look)
+		if err := main.grp.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		spun, slept := main.grp.Waits()
+		if want := 2 * main.grp.Windows; spun+slept > want {
+			t.Fatalf("spin %v: %d waits spun and %d slept over %d windows: more than one each a hand-off", spin, spun, slept, main.grp.Windows)
+		}
+		if spin == 0 && spun != 0 {
+			t.Fatalf("spin 0: %d waits ended spinning", spun)
+		}
+	}
+	for i := range logs[0] {
+		if !slices.Equal(logs[0][i].log, logs[1][i].log) {
+			t.Fatalf("entity %d: %d events spinning, %d sleeping", i, len(logs[0][i].log), len(logs[1][i].log))
+		}
+	}
+}
+
+// exchanger is an owner's Exchange for the ring model: after every window ending before
+// stop, each partition's entities with an even ID schedule for themselves (ScheduleAs) an event
+// delay after the window's end, what a credit's wake-up is to the fabric; from is the window's
+// end plus delay (ExchangeFrom).
+type exchanger struct {
+	members [][]*node // per partition
+	delay   Time
+	stop    Time
+	ends    [2]Time // the last window's end of each parity, as ExchangeFrom saw it (when set)
+	from    bool    // ExchangeFrom is set
+}
+
+func (x *exchanger) exchange(part int, bound Time, parity int) {
+	if x.from && x.ends[parity] != bound {
+		panic(fmt.Sprintf("exchange after the window ending at %v, the last of its parity ended at %v", bound, x.ends[parity]))
+	}
+	for _, n := range x.members[part] {
+		if n.id%2 == 0 && bound < x.stop {
+			n.s.ScheduleAs(n.id, bound+x.delay, n, 0, 7, nil)
+		}
+	}
+}
+
+// TestGroupDeferredExchange runs the ring model with an Exchange in one, two and three
+// partitions, the Exchange run after each window as a hand-off of its own (no ExchangeFrom) and
+// at the start of the next window's job: every run handles the same events in the same order
+// in the same windows as the one-partition run, and with ExchangeFrom some windows' Exchange
+// is deferred (those followed by events of the ring). The exchanges go on for a while after the ring's own events end, when the
+// windows hold nothing else: an ExchangeFrom too late there loses events or panics.
+func TestGroupDeferredExchange(t *testing.T) {
+	const ents, look = 10, Time(3000)
+	seq := New()
+	ring(seq, ents, nil, look)
+	if err := seq.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	run := func(partOf []int32, deferred bool) (*Group, []*node) {
+		main := New()
+		nodes := ring(main, ents, partOf, look)
+		g := main.grp
+		x := &exchanger{delay: look / 2, stop: seq.Now() + 20*look}
+		x.members = make([][]*node, g.Partitions())
+		for i, p := range partOf {
+			x.members[p] = append(x.members[p], nodes[i])
+		}
+		g.Exchange = x.exchange
+		if deferred {
+			// Each call comes right after its window, whose end the partitions keep.
+			x.from = true
+			g.ExchangeFrom = func(parity int) Time {
+				x.ends[parity] = g.parts[0].end - 1
+				return x.ends[parity] + x.delay
+			}
+		}
+		if err := g.Run(units.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		return g, nodes
+	}
+	g0, want := run(make([]int32, ents), true)
+	for _, partOf := range [][]int32{{0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, {0, 1, 2, 0, 1, 2, 0, 1, 2, 0}} {
+		for _, deferred := range []bool{false, true} {
+			g, got := run(partOf, deferred)
+			for i := range want {
+				if !slices.Equal(got[i].log, want[i].log) {
+					t.Fatalf("partitions %v, deferred %v: entity %d handled %d events, in one partition %d", partOf, deferred, i, len(got[i].log), len(want[i].log))
+				}
+			}
+			if g.Windows != g0.Windows || deferred != (g.Deferred > 0) || g.Pending() != 0 {
+				t.Fatalf("partitions %v, deferred %v: %d windows (one partition %d), %d exchanges deferred", partOf, deferred, g.Windows, g0.Windows, g.Deferred)
+			}
+		}
 	}
 }

@@ -188,6 +188,9 @@ func (q *queue) advance() {
 		} else {
 			q.curStart += bucketWidth
 			q.idx = (q.idx + 1) & (ringSize - 1)
+			if len(q.buckets[q.idx]) == 0 && (q.far.len() == 0 || q.far.min().at >= q.curStart+bucketWidth) {
+				continue // an empty bucket: nothing to load (a partition's queue meets many)
+			}
 		}
 		q.load()
 	}

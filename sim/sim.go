@@ -194,6 +194,16 @@ func (s *Sim) AfterTo(ent int32, d Time, h Handler, op, i int32, p unsafe.Pointe
 	s.ScheduleTo(ent, s.now+d, h, op, i, p)
 }
 
+// Parity returns the parity of the Group window a partition's Sim is running (0 or 1; 0 for a
+// Sim that is not a partition): state handed between partitions without events is
+// double-buffered by it (Group.Exchange).
+func (s *Sim) Parity() int {
+	if s.par != nil {
+		return s.par.par
+	}
+	return 0
+}
+
 // SetPrefetch turns the kernel's reading ahead (the bucket touch and Prefetcher calls) on or
 // off; it is on by default and changes only speed, never results.
 func (s *Sim) SetPrefetch(on bool) { s.q.noTouch = !on }
