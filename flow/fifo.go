@@ -5,9 +5,8 @@ import "math"
 // fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
 // bytes that arrived in one step form a segment (each flow's share of it), and the link serves
 // segments in order, the head one in proportion to its flows' amounts (with Options.AgeOrder
-// oldest bytes first: serveOldest). A flow that joins a long
-// queue waits behind what was there; a flow that stops arriving leaves with its last segment,
-// one queueing delay later.
+// its oldest bytes first: serveOldest). A flow that joins a long queue waits behind what was
+// there; a flow that stops arriving leaves with its last segment, one queueing delay later.
 //
 // Its layout is part of a congested step's speed (BenchmarkPipelineClass; TestHotLayout): what
 // push and RED marking read for every entry that joins (segs, ents, bytes, markP) is the first 64
