@@ -25,6 +25,8 @@ type FlowOptions struct {
 	// DrawSeed, when non-zero, seeds the flows' random draws (ECN marking, injected loss) apart
 	// from Job.Seed, which then drives routing alone (flow.Options.DrawSeed).
 	DrawSeed uint64
+	// AgeOrder serves a partly sent queue segment oldest first (flow.Options.AgeOrder).
+	AgeOrder bool
 }
 
 type flowBackend struct{}
@@ -55,7 +57,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		}
 		nh = r
 	}
-	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed,
+	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed, AgeOrder: j.Flow.AgeOrder,
 		Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)

@@ -51,6 +51,9 @@ type Options struct {
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
 	EveryClass bool
+	// FlowAgeOrder runs the flow backend with flow.Options.AgeOrder (a partly sent queue
+	// segment served oldest first; docs/flow.md, "Where the step is not a resolution").
+	FlowAgeOrder bool
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -442,7 +445,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if !full {
 						mw.group = cls[j.c].Instances
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw)
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw, opt.FlowAgeOrder)
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -738,10 +741,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // collectives' (by the largest factor of the class's groups).
 //
 // mw weighs the messages in the run's message statistics (fct.go).
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights) (*classRun, error) {
+// ageOrder sets the flow backend's flow.Options.AgeOrder (Options.FlowAgeOrder).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights, ageOrder bool) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
-	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed},
+	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed, AgeOrder: ageOrder},
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
 	if name == backend.Packet {
 		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {

@@ -57,6 +57,11 @@ type Options struct {
 	// entry (fifo.push) instead of joining the piece before it (fifo.pushMerged): the plain
 	// hand-off that the merged one is compared with (TestMergedEntriesMatchSplit).
 	SplitEntries bool
+	// AgeOrder serves a partly sent FIFO segment oldest first: the bytes that left their NIC in
+	// the earliest step whole, in proportion among the bytes of the step the link's allowance
+	// reaches, instead of every entry in proportion (docs/flow.md, "Where the step is not a
+	// resolution"). Off by default until validated against the packet backend everywhere.
+	AgeOrder bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -267,6 +272,10 @@ type engine struct {
 	lastStart units.Time // the latest flow start
 	// merge: a flow's pieces joining a queue in one step share an entry (!Options.SplitEntries).
 	merge bool
+	// ageOrder: Options.AgeOrder; age is the NIC step of the bytes being handed on (inject,
+	// fifo.serve), which enqueue gives their entry at the next queue.
+	ageOrder bool
+	age      int32
 
 	// The message graph (as the packet backend's engine walks it).
 	waiting  []int32
@@ -371,6 +380,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	}
 	e.cur, e.adaptive = e.step, !opt.FixedStep && e.step < MaxStep
 	e.merge = !opt.SplitEntries
+	e.ageOrder = opt.AgeOrder
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {

@@ -4,9 +4,9 @@ import "math"
 
 // fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
 // bytes that arrived in one step form a segment (each flow's share of it), and the link serves
-// segments in order, the head one in proportion to its flows' amounts. A flow that joins a long
-// queue waits behind what was there; a flow that stops arriving leaves with its last segment,
-// one queueing delay later.
+// segments in order, the head one in proportion to its flows' amounts (with Options.AgeOrder
+// its oldest bytes first: serveOldest). A flow that joins a long queue waits behind what was
+// there; a flow that stops arriving leaves with its last segment, one queueing delay later.
 //
 // Its layout is part of a congested step's speed (BenchmarkPipelineClass; TestHotLayout): what
 // push and RED marking read for every entry that joins (segs, ents, bytes, markP) is the first 64
@@ -25,7 +25,9 @@ type fifo struct {
 	// left is what the queue held after its last service (what a packet arriving in the next
 	// step finds, ECN marking).
 	left float64
-	_    [24]byte
+	// age is, with Options.AgeOrder, each entry's age: the step its bytes left their NIC
+	// (parallel to ents; nil without the option). It takes the 24 bytes that padded the struct.
+	age []int32
 }
 
 // setLeft records what the queue holds after its link has sent, and the marking probability
@@ -90,6 +92,29 @@ func (q *fifo) pushMerged(slot int32, gen uint32, amt float64, step int64, last 
 	*last = int32(len(q.ents) - 1)
 }
 
+// pushAge is push (merged as pushMerged where last is not nil) for Options.AgeOrder: the entry
+// remembers age, the step its bytes left their NIC, and joins only an entry of the same age.
+func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int32, last *int32) {
+	if q.age == nil {
+		q.age = make([]int32, len(q.ents), cap(q.ents))
+	}
+	if n := len(q.segs); last != nil && n > q.sh && q.step == step {
+		if i := int(*last); i >= q.segs[n-1].from && i < len(q.ents) {
+			if x := &q.ents[i]; x.slot == slot && x.gen == gen && q.age[i] == age {
+				x.amt += amt
+				q.segs[n-1].rem += amt
+				q.bytes += amt
+				return
+			}
+		}
+	}
+	q.push(slot, gen, amt, step)
+	q.age = append(q.age[:len(q.ents)-1], age)
+	if last != nil {
+		*last = int32(len(q.ents) - 1)
+	}
+}
+
 // compact drops consumed segments and entries once they are most of the slices.
 func (q *fifo) compact() {
 	if q.sh > 0 && q.sh >= len(q.segs)/2 {
@@ -100,6 +125,9 @@ func (q *fifo) compact() {
 	if q.eh > 0 && q.eh >= len(q.ents)/2 {
 		n := copy(q.ents, q.ents[q.eh:])
 		q.ents = q.ents[:n]
+		if q.age != nil {
+			copy(q.age, q.age[q.eh:])
+		}
 		for i := range q.segs {
 			q.segs[i].from -= q.eh
 			q.segs[i].to -= q.eh
@@ -109,6 +137,9 @@ func (q *fifo) compact() {
 	if len(q.segs) == 0 {
 		q.ents = q.ents[:0]
 		q.eh = 0
+	}
+	if q.age != nil {
+		q.age = q.age[:len(q.ents)]
 	}
 }
 
@@ -121,6 +152,9 @@ func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 		if s.rem <= limit*(1+1e-12) {
 			for i := max(s.from, q.eh); i < s.to; i++ {
 				if x := &q.ents[i]; x.amt > 0 {
+					if q.age != nil {
+						e.age = q.age[i]
+					}
 					e.take(a, x.slot, x.gen, x.amt)
 					x.amt = 0
 				}
@@ -132,13 +166,10 @@ func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 			q.sh++
 			continue
 		}
-		phi := limit / s.rem
-		for i := max(s.from, q.eh); i < s.to; i++ {
-			if x := &q.ents[i]; x.amt > 0 {
-				y := x.amt * phi
-				x.amt -= y
-				e.take(a, x.slot, x.gen, y)
-			}
+		if q.age != nil {
+			q.serveOldest(s, limit, e, a)
+		} else {
+			q.serveShare(s, limit/s.rem, e, a)
 		}
 		s.rem -= limit
 		q.bytes -= limit
@@ -147,8 +178,57 @@ func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 	}
 	if q.sh == len(q.segs) {
 		q.segs, q.ents, q.sh, q.eh, q.bytes = q.segs[:0], q.ents[:0], 0, 0, 0
+		if q.age != nil {
+			q.age = q.age[:0]
+		}
 	}
 	return served
+}
+
+// serveShare sends the fraction phi of every entry of the partly sent segment s.
+func (q *fifo) serveShare(s *segment, phi float64, e *engine, a *serveAt) {
+	for i := max(s.from, q.eh); i < s.to; i++ {
+		if x := &q.ents[i]; x.amt > 0 {
+			y := x.amt * phi
+			x.amt -= y
+			e.take(a, x.slot, x.gen, y)
+		}
+	}
+}
+
+// serveOldest sends limit bytes of the partly sent segment s oldest first (Options.AgeOrder):
+// the entries whose bytes left their NIC in the earliest step whole, in proportion among the
+// entries of the step that the limit reaches.
+func (q *fifo) serveOldest(s *segment, limit float64, e *engine, a *serveAt) {
+	from := max(s.from, q.eh)
+	for limit > 0 {
+		oldest, sum := int32(math.MaxInt32), 0.0
+		for i := from; i < s.to; i++ {
+			if x := &q.ents[i]; x.amt > 0 {
+				if g := q.age[i]; g < oldest {
+					oldest, sum = g, x.amt
+				} else if g == oldest {
+					sum += x.amt
+				}
+			}
+		}
+		if sum <= 0 {
+			return
+		}
+		phi := min(1, limit/sum)
+		for i := from; i < s.to; i++ {
+			if x := &q.ents[i]; x.amt > 0 && q.age[i] == oldest {
+				y := x.amt
+				if phi < 1 {
+					y *= phi
+				}
+				x.amt -= y
+				e.age = oldest
+				e.take(a, x.slot, x.gen, y)
+			}
+		}
+		limit -= min(sum, limit)
+	}
 }
 
 // drop removes the bytes of a path slot (a flow retired with a floating-point residue).

@@ -205,6 +205,7 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			f.inj = amt
 			e.stats.injected += amt
 			r0 := e.path[f.off]
+			e.age = int32(e.steps)
 			e.forward(r0, fid, 0, amt)
 			if f.rem == 0 {
 				finished = append(finished, fid)
@@ -370,7 +371,14 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	if e.cc != nil {
 		e.cc.enqueued(fid, r, q, amt)
 	}
-	if e.merge {
+	if e.ageOrder {
+		o := &e.owner[idx]
+		last := &o.ent
+		if !e.merge {
+			last = nil
+		}
+		q.pushAge(idx, o.gen, amt, e.steps, e.age, last)
+	} else if e.merge {
 		o := &e.owner[idx]
 		q.pushMerged(idx, o.gen, amt, e.steps, &o.ent)
 	} else {
