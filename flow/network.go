@@ -406,18 +406,20 @@ func (n *network) pairConstraint(a, b int32, aChans, bChans []int32) int32 {
 	for _, c := range bChans {
 		out[n.res[c].from] += n.res[c].rate
 	}
-	var through float64
 	var mids []topo.NodeID
-	for m, x := range in {
-		if y := out[m]; y > 0 {
-			through += min(x, y)
+	for m := range in {
+		if out[m] > 0 {
 			mids = append(mids, m)
 		}
+	}
+	slices.Sort(mids) // map order is random; the sum's rounding must not be
+	var through float64
+	for _, m := range mids {
+		through += min(in[m], out[m])
 	}
 	if through <= 0 || through >= min(ra.rate, rb.rate)*(1-1e-9) {
 		return -1
 	}
-	slices.Sort(mids) // (map order is random; the resource is not)
 	p := resource{rate: through, linkRate: ra.linkRate, rank: ra.rank + 1, from: ra.from, to: -1, toSwitches: mids,
 		links: max(1, int32(math.Round(through/(float64(ra.linkRate)/8)))), first: ra.first, pair: true, active: -1}
 	if len(mids) == 1 {
