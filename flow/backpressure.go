@@ -155,7 +155,7 @@ func (b *backpressure) window(r, c int32) float64 {
 	if res.credWin > 0 {
 		return res.credWin
 	}
-	if b.kind != bpCredits {
+	if b.kind != bpCredits || res.pair {
 		res.credWin = math.Inf(1)
 		return res.credWin
 	}
@@ -214,7 +214,7 @@ func (b *backpressure) update(tau float64) bool {
 				idx := int(r)*nc + c
 				drained := e.rc[idx].drain
 				e.rc[idx].lastDrain, e.rc[idx].drain = drained, 0
-				if b.kind == bpNone || res.toHost || !b.lossless[c] {
+				if b.kind == bpNone || res.toHost || res.pair || !b.lossless[c] {
 					continue
 				}
 				bound := b.bound(r)

@@ -325,7 +325,7 @@ func (fs *faultState) flush(ch int32) {
 		if m.h == 0 || b == 0 {
 			continue
 		}
-		e.addIng(e.path[slot-1], f.cls, -b)
+		e.addIng(e.ingRes(slot), f.cls, -b)
 		e.queue(ch, f.cls).drop(slot, e.owner[slot].gen)
 		e.owner[slot].back = 0
 		fs.lose(m.f, m.h, b)
@@ -364,6 +364,9 @@ func (fs *faultState) downShare(r int32) float64 {
 		return 0
 	}
 	chans := fs.e.net.res[r].chans
+	if len(chans) == 0 {
+		return 0 // a pair constraint: its links' bundles count their faults
+	}
 	k := 0
 	for _, c := range chans {
 		if fs.chDown[c] {
@@ -558,7 +561,7 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	for h := int32(1); h < f.hops; h++ {
 		slot := f.off + h
 		if b := e.owner[slot].back; b != 0 {
-			e.addIng(e.path[slot-1], f.cls, -b)
+			e.addIng(e.ingRes(slot), f.cls, -b)
 			e.queue(e.path[slot], f.cls).drop(slot, e.owner[slot].gen)
 			e.owner[slot].back = 0
 			q += b

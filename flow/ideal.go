@@ -2,6 +2,7 @@ package flow
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/units"
@@ -16,6 +17,7 @@ type idealCache struct {
 	memo    map[string]units.Time
 	key     []byte
 	maxWire float64 // wire bytes of a full data packet
+	links   []int32 // scratch: a path without its pair constraints
 }
 
 func newIdealCache(cfg *fabric.Config) *idealCache {
@@ -24,8 +26,17 @@ func newIdealCache(cfg *fabric.Config) *idealCache {
 }
 
 // fct is the alone-on-the-network completion time of payload bytes over path (a bundle counts as
-// one of its links: a lone packet uses one).
+// one of its links: a lone packet uses one; a pair constraint, no link, not at all).
 func (c *idealCache) fct(net *network, path []int32, payload int64) units.Time {
+	if len(net.pairMark) > 0 && slices.ContainsFunc(path, net.isPair) {
+		c.links = c.links[:0]
+		for _, r := range path {
+			if !net.isPair(r) {
+				c.links = append(c.links, r)
+			}
+		}
+		path = c.links
+	}
 	c.key = binary.LittleEndian.AppendUint64(c.key[:0], uint64(payload))
 	for _, r := range path {
 		res := &net.res[r]

@@ -39,7 +39,10 @@ type resource struct {
 	toHost bool
 	// fromHost: the resource is a host's NIC link; its bytes are injected, never queued.
 	fromHost bool
-	marks    float64
+	// pair: the resource is a pair constraint (pairConstraint), not a link: no credits, no
+	// delay, and the bytes it hands on stay counted on the link before it.
+	pair  bool
+	marks float64
 	// links is the number of channels pooled (1 for a channel); first the first (itself for a
 	// channel).
 	links int32
@@ -114,6 +117,10 @@ type network struct {
 	res      []resource
 	bundles  map[string]int32
 	key      []byte
+	// pairs memoizes pairConstraint by its two stages (-1: none needed); pairMark says, per
+	// resource up to the last pair constraint created, whether it is one.
+	pairs    map[[2]int32]int32
+	pairMark []bool
 	level    []int32 // per node: hops from the nearest host
 	maxLevel int32
 	bufs     []switchBuf // per node (zero for hosts)
@@ -344,6 +351,9 @@ func (n *network) reverse(r int32) int32 {
 	if res.rev != 0 {
 		return res.rev - 1
 	}
+	if res.pair {
+		return r // no links of its own: what is counted on its reverse lands on itself, unread
+	}
 	var rev int32
 	if res.links == 1 {
 		nd := &n.g.Nodes[res.from]
@@ -359,4 +369,66 @@ func (n *network) reverse(r int32) int32 {
 	}
 	n.res[r].rev = rev + 1
 	return rev
+}
+
+// isPair reports whether resource r is a pair constraint.
+func (n *network) isPair(r int32) bool { return int(r) < len(n.pairMark) && n.pairMark[r] }
+
+// pairConstraint returns the resource that bounds what crosses two consecutive bundle stages a
+// (the channels aChans) and b (bChans) together, or -1 where the bundles' own rates already do.
+// Pooling a stage's links assumes a byte may take any link of one stage and any of the next, but
+// a byte that reached switch m by a link of a leaves by one of m's links in b: the two stages carry
+// at most the sum over the switches m between them of min(what a brings into m, what b takes out
+// of m) (the maximum flow through them, every source and sink pooled). On an uneven core tier of
+// a three-tier Clos (spine X's uplinks spread 2, 2, 2, 1, 1 over five cores, the next pod's spine
+// Y's 1, 2, 2, 2, 1) that is the sum over the cores c of min(links X-c, links c-Y), below both
+// bundles' rates; an adaptive-routing switch that skips a port without credits (fabric/ibroute.go)
+// settles there. The constraint is a resource of its own between the two bundles, shared by every
+// flow that crosses both, while the bundles stay shared with the flows that cross only one.
+func (n *network) pairConstraint(a, b int32, aChans, bChans []int32) int32 {
+	if n.pairs == nil {
+		n.pairs = map[[2]int32]int32{}
+	}
+	k := [2]int32{a, b}
+	if id, ok := n.pairs[k]; ok {
+		return id
+	}
+	n.pairs[k] = -1
+	ra, rb := &n.res[a], &n.res[b]
+	if ra.rank+1 >= rb.rank {
+		return -1 // no rank between them in the sweep (not a climb, nor a descent, seen so far)
+	}
+	in := map[topo.NodeID]float64{}
+	for _, c := range aChans {
+		in[n.res[c].to] += n.res[c].rate
+	}
+	out := map[topo.NodeID]float64{}
+	for _, c := range bChans {
+		out[n.res[c].from] += n.res[c].rate
+	}
+	var mids []topo.NodeID
+	for m := range in {
+		if out[m] > 0 {
+			mids = append(mids, m)
+		}
+	}
+	slices.Sort(mids) // map order is random; the sum's rounding must not be
+	var through float64
+	for _, m := range mids {
+		through += min(in[m], out[m])
+	}
+	if through <= 0 || through >= min(ra.rate, rb.rate)*(1-1e-9) {
+		return -1
+	}
+	p := resource{rate: through, linkRate: ra.linkRate, rank: ra.rank + 1, from: ra.from, to: -1, toSwitches: mids,
+		links: max(1, int32(math.Round(through/(float64(ra.linkRate)/8)))), first: ra.first, pair: true, active: -1}
+	if len(mids) == 1 {
+		p.to, p.toSwitches = mids[0], nil
+	}
+	id := int32(len(n.res))
+	n.res = append(n.res, p)
+	n.pairMark = append(n.pairMark, make([]bool, len(n.res)-len(n.pairMark))...)
+	n.pairMark[id] = true
+	n.pairs[k] = id
+	return id
 }

@@ -126,12 +126,13 @@ func (r *router) path(src, dst int32, hash uint32, qp int32, out []int32) ([]int
 
 // bundlePath continues a path from switch n stage by stage: the links every frontier switch may
 // use toward dst form one resource (a single link when there is only one), and their far ends the
-// next frontier.
+// next frontier. With adaptive routing, a pair constraint may sit between two stages.
 func (r *router) bundlePath(n topo.NodeID, dst int32, out []int32) ([]int32, error) {
 	g := r.g
 	dn := g.Hosts[dst]
 	r.frontier = append(r.frontier[:0], n)
-	var chans []int32
+	var chans, prevChans []int32
+	prev := int32(-1)
 	for {
 		if len(r.frontier) == 1 && r.frontier[0] == dn {
 			return out, nil
@@ -159,11 +160,20 @@ func (r *router) bundlePath(n topo.NodeID, dst int32, out []int32) ([]int32, err
 		slices.Sort(r.next)
 		r.next = slices.Compact(r.next)
 		r.frontier, r.next = r.next, r.frontier
-		if len(chans) == 1 {
-			out = append(out, chans[0])
-		} else {
-			out = append(out, r.net.bundle(chans))
+		id := chans[0]
+		if len(chans) > 1 {
+			id = r.net.bundle(chans)
 		}
+		// Adaptive routing: where two bundles in a row carry less together than either alone
+		// (an uneven core tier), a pair constraint between them (network.pairConstraint).
+		if r.mode == routeAR && prev >= 0 && len(prevChans) > 1 && len(chans) > 1 {
+			if pc := r.net.pairConstraint(prev, id, prevChans, chans); pc >= 0 {
+				out = append(out, pc)
+			}
+		}
+		out = append(out, id)
+		prev = id
+		prevChans, chans = chans, prevChans
 	}
 }
 

@@ -136,7 +136,7 @@ func (e *engine) retire(fid int32, tLast units.Time) {
 	f := &e.flows[fid]
 	for h := int32(1); h < f.hops; h++ {
 		if b := e.owner[f.off+h].back; b != 0 {
-			e.addIng(e.path[f.off+h-1], f.cls, -b)
+			e.addIng(e.ingRes(f.off+h), f.cls, -b)
 			e.owner[f.off+h].back = 0
 			e.queue(e.path[f.off+h], f.cls).drop(f.off+h, e.owner[f.off+h].gen)
 		}
@@ -406,8 +406,8 @@ func (e *engine) forward(r, fid, h int32, s float64) {
 		e.deliver(fid, s)
 		return
 	}
-	if ok := e.enqueue(e.owner[f.off+h+1].res, fid, h+1, s); ok > 0 {
-		e.addIng(r, f.cls, ok)
+	if ok := e.enqueue(e.owner[f.off+h+1].res, fid, h+1, s); ok > 0 && !e.net.isPair(r) {
+		e.addIng(r, f.cls, ok) // (a pair constraint's bytes stay counted on the link before it)
 	}
 }
 
@@ -429,6 +429,17 @@ func (e *engine) finished(fid int32) bool {
 		return false
 	}
 	return e.loss == nil || !e.loss.state(fid).pending
+}
+
+// ingRes is the resource whose ingress counter holds the bytes queued at path slot: the hop
+// before it, or the one before that where the hop before is a pair constraint (which is no link:
+// its bytes and those it handed on wait in the buffers its link fills).
+func (e *engine) ingRes(slot int32) int32 {
+	r := e.path[slot-1]
+	if e.net.isPair(r) {
+		r = e.path[slot-2]
+	}
+	return r
 }
 
 // queue is the FIFO of resource r and class c.
@@ -537,7 +548,11 @@ func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
 	fid, h := o.flow, o.hop
 	f := &e.flows[fid]
 	o.back -= s
-	e.drained(e.owner[slot-1].res, a, s)
+	if prev := e.owner[slot-1].res; len(e.net.pairMark) == 0 {
+		e.drained(prev, a, s)
+	} else if !e.net.isPair(a.r) {
+		e.drained(e.ingRes(slot), a, s)
+	}
 	e.forward(a.r, fid, h, s)
 	if h == f.hops-1 && e.finished(fid) {
 		f.done = true // retired after the sweep
