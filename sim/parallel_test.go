@@ -140,14 +140,9 @@ func TestRewind(t *testing.T) {
 func BenchmarkGroupWindow(b *testing.B) {
 	main := New()
 	main.SetEntities(3, 2)
-	g := NewGroup(main, 2, []int32{0, 1, -1}, 1000)
-	p := [2]*pingPong{}
-	for i := range p {
-		p[i] = &pingPong{id: int32(i), s: g.Part(i), left: b.N}
-	}
-	p[0].peer, p[1].peer = p[1], p[0]
-	main.ScheduleTo(0, 0, p[0], 0, 0, nil)
-	main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+	partOf := []int32{0, 1, -1}
+	g := NewGroup(main, 2, partOf, 1000)
+	startPingPong(main, g, partOf, b.N, 0)
 	b.ResetTimer()
 	if err := g.Run(units.MaxTime); err != nil {
 		b.Fatal(err)
@@ -178,13 +173,7 @@ func BenchmarkGroupHandoff(b *testing.B) {
 				partOf[1] = 0
 			}
 			g := NewGroup(main, c.parts, partOf, 1000)
-			p := [2]*pingPong{}
-			for i := range p {
-				p[i] = &pingPong{id: int32(i), s: g.Part(int(partOf[i])), left: b.N, work: 20000}
-			}
-			p[0].peer, p[1].peer = p[1], p[0]
-			main.ScheduleTo(0, 0, p[0], 0, 0, nil)
-			main.ScheduleTo(1, 0, p[1], 0, 0, nil)
+			startPingPong(main, g, partOf, b.N, 20000)
 			b.ResetTimer()
 			if err := g.Run(units.MaxTime); err != nil {
 				b.Fatal(err)
@@ -194,6 +183,18 @@ func BenchmarkGroupHandoff(b *testing.B) {
 			}
 		})
 	}
+}
+
+// startPingPong schedules the first events of two pingPong entities (0 and 1, in the partitions
+// partOf gives them) that exchange n events each, work iterations of busy work an event.
+func startPingPong(main *Sim, g *Group, partOf []int32, n, work int) {
+	p := [2]*pingPong{}
+	for i := range p {
+		p[i] = &pingPong{id: int32(i), s: g.Part(int(partOf[i])), left: n, work: work}
+	}
+	p[0].peer, p[1].peer = p[1], p[0]
+	main.ScheduleTo(0, 0, p[0], 0, 0, nil)
+	main.ScheduleTo(1, 0, p[1], 0, 0, nil)
 }
 
 type pingPong struct {
