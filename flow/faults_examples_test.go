@@ -6,7 +6,6 @@ import (
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/flow"
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -38,18 +37,7 @@ func TestFaultExamplesMatchPacket(t *testing.T) {
 			if err != nil {
 				t.Fatalf("flow: %v", err)
 			}
-			r, err := topo.ComputeRoutes(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			net, err := fabric.New(g, r, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr, err := net.Run(mg, units.MaxTime)
-			if err != nil {
-				t.Fatalf("packet: %v", err)
-			}
+			pr := packetRun(t, c.name, g, cfg, mg)
 			d := relErr(float64(fr.SimTime), float64(pr.SimTime))
 			t.Logf("%s: packet %v (%d timeouts), flow %v (%d timeouts): %+.1f %%", c.name, pr.SimTime, pr.Timeouts, fr.SimTime, fr.Timeouts, 100*d)
 			if d < -c.tol || d > c.tol {

@@ -7,11 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/flow"
 	"github.com/fabricsim/fabricsim/result"
-	"github.com/fabricsim/fabricsim/topo"
-	"github.com/fabricsim/fabricsim/units"
 )
 
 // pfcFigures are a run's PFC counters, per run (means over seeds): XOFF frames with refreshes
@@ -77,19 +74,7 @@ func TestPauseFramesMatchPacket(t *testing.T) {
 			if !live {
 				continue
 			}
-			rt, err := topo.ComputeRoutes(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			net, err := fabric.New(g, rt, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr, err := net.Run(mg, units.MaxTime)
-			if err != nil {
-				t.Fatalf("%s: packet backend: %v", c.name, err)
-			}
-			add(&pkt, pfcOf(pr))
+			add(&pkt, pfcOf(packetRun(t, c.name, g, cfg, mg)))
 		}
 		if !live {
 			pkt = pc.packet

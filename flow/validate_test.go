@@ -257,6 +257,25 @@ func analyticFigures(t testing.TB, g *topo.Graph, cfg fabric.Config, mg *msggrap
 
 func relErr(got, want float64) float64 { return (got - want) / want }
 
+// packetRun runs a scenario on the packet backend (the validation's reference), with the
+// fabric's routes computed from the graph; name labels a failure.
+func packetRun(t testing.TB, name string, g *topo.Graph, cfg fabric.Config, mg *msggraph.Graph) *result.Run {
+	t.Helper()
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := fabric.New(g, rt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := net.Run(mg, units.MaxTime)
+	if err != nil {
+		t.Fatalf("%s: packet backend: %v", name, err)
+	}
+	return pr
+}
+
 // runBoth runs a case on the flow backend (and, live, the packet and analytic backends): mean
 // figures over its seeds.
 func runBoth(t *testing.T, c valCase, live bool) (fl, pkt, an [4]float64) {
@@ -276,18 +295,7 @@ func runBoth(t *testing.T, c valCase, live bool) (fl, pkt, an [4]float64) {
 		if !live {
 			continue
 		}
-		r, err := topo.ComputeRoutes(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		net, err := fabric.New(g, r, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := net.Run(mg, units.MaxTime)
-		if err != nil {
-			t.Fatalf("%s: packet backend: %v", c.name, err)
-		}
+		pr := packetRun(t, c.name, g, cfg, mg)
 		for k, x := range figures(pr, c.victimMsg) {
 			pkt[k] += x / float64(seeds)
 		}
