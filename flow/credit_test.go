@@ -52,14 +52,7 @@ func TestCreditWindowLimitsFastLinks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		net, err := fabric.New(g, r, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := net.Run(mg, units.MaxTime)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pr := packetOn(t, g, r, cfg, mg)
 		// The path's latency and the store-and-forward of the first packet come on top of the
 		// bytes at the flow's rate: the lone flow's ideal FCT less its bytes at line rate.
 		extra := fr.Messages[0].IdealFCT.Seconds() - wire/50e9

@@ -8,10 +8,26 @@ import (
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/traffic"
 	"github.com/fabricsim/fabricsim/units"
 )
+
+// packetOn runs mg on the packet backend over routes r: the reference the flow backend's tests
+// compare with.
+func packetOn(t testing.TB, g *topo.Graph, r *topo.Routes, cfg fabric.Config, mg *msggraph.Graph) *result.Run {
+	t.Helper()
+	net, err := fabric.New(g, r, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := net.Run(mg, units.MaxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
 
 func fatTree(t testing.TB, k int, rate units.Rate) (*topo.Graph, *topo.Routes) {
 	t.Helper()
@@ -49,14 +65,7 @@ func TestSingleFlowMatchesPacketBackend(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				net, err := fabric.New(g, r, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pr, err := net.Run(mg, units.MaxTime)
-				if err != nil {
-					t.Fatal(err)
-				}
+				pr := packetOn(t, g, r, cfg, mg)
 				// InfiniBand's credit updates for the ACKs share the data's links (6 B per ACK,
 				// 0.15 % of a 4 KiB packet), which the flow model counts but does not take from
 				// the data: 2 ns and 0.2 % of the FCT.

@@ -86,14 +86,7 @@ func TestPairCapacityUnevenCore(t *testing.T) {
 		if got := end.Seconds(); math.Abs(got/want-1) > 0.01 {
 			t.Errorf("%s: the flows end at %.4f ms, want %.4f ms (%.0f links of 400G shared by 4)", c.name, got*1e3, want*1e3, c.links)
 		}
-		net, err := fabric.New(g, rt, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := net.Run(mg, units.MaxTime)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pr := packetOn(t, g, rt, cfg, mg)
 		var pend units.Time
 		for _, m := range pr.Messages {
 			pend = max(pend, m.Finish)
