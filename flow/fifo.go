@@ -78,18 +78,32 @@ func (q *fifo) push(slot int32, gen uint32, amt float64, step int64) {
 // grows hop by hop (the 2,048-GPU pipeline class: 8.2 M entries handed on for 4.2 M hops of
 // hot flows stepped). Merged, a flow has at most one entry per segment.
 func (q *fifo) pushMerged(slot int32, gen uint32, amt float64, step int64, last *int32) {
-	if n := len(q.segs); n > q.sh && q.step == step {
-		if i := int(*last); i >= q.segs[n-1].from && i < len(q.ents) {
-			if x := &q.ents[i]; x.slot == slot && x.gen == gen {
-				x.amt += amt
-				q.segs[n-1].rem += amt
-				q.bytes += amt
-				return
-			}
-		}
+	if i := q.tailEntry(slot, gen, step, *last); i >= 0 {
+		q.join(i, amt)
+		return
 	}
 	q.push(slot, gen, amt, step)
 	*last = int32(len(q.ents) - 1)
+}
+
+// tailEntry is last if it is still the entry of slot (and generation) in the tail segment of
+// step, else -1.
+func (q *fifo) tailEntry(slot int32, gen uint32, step int64, last int32) int {
+	if n := len(q.segs); n > q.sh && q.step == step {
+		if i := int(last); i >= q.segs[n-1].from && i < len(q.ents) {
+			if x := &q.ents[i]; x.slot == slot && x.gen == gen {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// join adds amt to entry i of the tail segment.
+func (q *fifo) join(i int, amt float64) {
+	q.ents[i].amt += amt
+	q.segs[len(q.segs)-1].rem += amt
+	q.bytes += amt
 }
 
 // pushAge is push (merged as pushMerged where last is not nil) for Options.AgeOrder: the entry
@@ -98,14 +112,10 @@ func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int3
 	if q.age == nil {
 		q.age = make([]int32, len(q.ents), cap(q.ents))
 	}
-	if n := len(q.segs); last != nil && n > q.sh && q.step == step {
-		if i := int(*last); i >= q.segs[n-1].from && i < len(q.ents) {
-			if x := &q.ents[i]; x.slot == slot && x.gen == gen && q.age[i] == age {
-				x.amt += amt
-				q.segs[n-1].rem += amt
-				q.bytes += amt
-				return
-			}
+	if last != nil {
+		if i := q.tailEntry(slot, gen, step, *last); i >= 0 && q.age[i] == age {
+			q.join(i, amt)
+			return
 		}
 	}
 	q.push(slot, gen, amt, step)
