@@ -17,10 +17,10 @@ import (
 // across the four leaves of a rail) restricted to rail 0's 8 rings, on the whole 1,024-GPU
 // topology, roce-default, for the compare's three network seeds of its first steps (1, 7920,
 // 15839). The packet backend runs it in about a second of CPU per seed (FLOW_VALIDATE=1 reruns
-// it and prints the figures). The flow backend's slowest ring is within the 10 % of the
-// packet backend's at every seed (it was 6-14 % short before paced flows were marked packet by
-// packet: docs/flow.md, "Limits", a ring's backlog after a stall), and its mean ring over the
-// seeds; one seed's mean ring is not (7920: +14 %).
+// it and prints the figures). The flow backend's slowest ring, the mean over its first four draw
+// streams, is within the 10 % of the packet backend's at every seed (it was 6-14 % short
+// before paced flows were marked packet by packet: docs/flow.md, "Limits", a ring's backlog after
+// a stall), and its mean ring over the seeds; one seed's mean ring is not (7920: +13 %).
 func TestRingTailOneRail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -77,17 +77,27 @@ func TestRingTailOneRail(t *testing.T) {
 	// backend.
 	seeds := []uint64{1, 7920, 15839}
 	packet := [][2]float64{{1037.7, 1615.2}, {748.5, 1364.7}, {786.2, 1365.9}}
-	flow := [][2]float64{{1050.3, 1591.4}, {844.2, 1378.4}, {773.0, 1286.3}}
+	flow := [][2]float64{{1015.4, 1490.7}, {848.4, 1401.3}, {772.1, 1289.4}}
 	live := os.Getenv("FLOW_VALIDATE") != ""
 	figures := func(name backend.Name, seed uint64) [2]float64 {
-		r, err := runClass(context.Background(), name, net, v.Fabric, seed, 0, g, ranges, false, nil, msgWeights{}, false)
-		if err != nil {
-			t.Fatal(err)
+		// The flow backend's figures are means over its first four draw streams: one stream's
+		// slowest ring moves by up to 10 % between streams (docs/flow.md, "Limits").
+		draws := uint64(1)
+		if name == backend.Flow {
+			draws = 4
 		}
 		var f [2]float64
-		for _, d := range r.Dur {
-			f[0] += d.Microseconds() / float64(len(r.Dur))
-			f[1] = max(f[1], d.Microseconds())
+		for draw := uint64(0); draw < draws; draw++ {
+			r, err := runClass(context.Background(), name, net, v.Fabric, seed, draw, g, ranges, false, nil, msgWeights{}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var slowest float64
+			for _, d := range r.Dur {
+				f[0] += d.Microseconds() / float64(len(r.Dur)) / float64(draws)
+				slowest = max(slowest, d.Microseconds())
+			}
+			f[1] += slowest / float64(draws)
 		}
 		return f
 	}
