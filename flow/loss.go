@@ -86,14 +86,18 @@ type lossFlow struct {
 	progDeliv float64
 	progAt    units.Time
 	progSet   bool
-	// Go-back-N as the packet transport runs it (transport/rc): ackAt is when the sender last
-	// heard the cumulative acknowledgement advance (or its timer last fired): its retransmission
-	// timer runs from there. nakOff is the gap the receiver last NAKed (-1: none since it last
-	// took a byte in order): it NAKs a gap once. nakDue: the receiver has seen this loss's gap,
-	// the NAK is on its way (rewindAt); until then only the timer (ackAt + RTO) recovers it.
-	ackAt  units.Time
-	nakOff float64
-	nakDue bool
+	// Go-back-N as the packet transport runs it (transport/rc), for the losses dropGoBackN
+	// records (gbn; a fault's losses, faults.go, set rewindAt themselves): ackAt is when the
+	// sender last heard the cumulative acknowledgement advance, at ackDeliv bytes delivered (or
+	// its timer last fired): its retransmission timer runs from there. nakOff is the gap the
+	// receiver last NAKed (-1: none since it last took a byte in order): it NAKs a gap once.
+	// nakDue: the receiver has seen this loss's gap, the NAK is on its way (rewindAt); until then
+	// only the timer (ackAt + RTO) recovers it.
+	gbn      bool
+	ackAt    units.Time
+	ackDeliv float64
+	nakOff   float64
+	nakDue   bool
 	// streams counts the flow's rewinds: each starts a stream of packets with a phase of its own
 	// (inShare).
 	streams uint32
@@ -389,6 +393,10 @@ func (l *lossModel) dropGoBackN(fid, h int32, bytes float64) {
 		s.good = min(s.good, ahead)
 		return
 	}
+	if f.deliv > s.ackDeliv+eps(f.total) {
+		// Delivered while the network was stationary (jump), up to now.
+		s.ackAt, s.ackDeliv = e.now+f.lat, f.deliv
+	}
 	if s.nakOff >= 0 && f.deliv <= s.nakOff+eps(f.total) && ahead-s.nakOff < e.ideal.maxWire {
 		// The first packet resent after the NAK meets the loss: it gets through with the share
 		// of it the switch admitted (the fluid's fraction of a packet, drawn). If lost, the gap
@@ -398,7 +406,7 @@ func (l *lossModel) dropGoBackN(fid, h int32, bytes float64) {
 			ahead = s.nakOff
 		}
 	}
-	s.pending, s.timeout, s.nakDue = true, true, false
+	s.pending, s.timeout, s.nakDue, s.gbn = true, true, false, true
 	s.good = ahead
 	s.injAt = f.total - f.rem
 	s.lost = bytes
@@ -467,7 +475,7 @@ func (l *lossModel) delivered(fid int32, s float64) float64 {
 	f := &l.e.flows[fid]
 	if st.pending {
 		keep := max(0, min(s, st.good-f.deliv))
-		if s > keep+eps(f.total) && !st.nakDue && f.deliv+keep >= st.good-eps(f.total) {
+		if st.gbn && s > keep+eps(f.total) && !st.nakDue && f.deliv+keep >= st.good-eps(f.total) {
 			// A packet beyond the gap: the receiver NAKs the gap, unless it did already.
 			if st.nakOff < st.good-eps(f.total) || st.nakOff > st.good+eps(f.total) {
 				st.nakOff = st.good
@@ -480,7 +488,7 @@ func (l *lossModel) delivered(fid int32, s float64) float64 {
 		s = keep
 	}
 	if s > 0 {
-		st.ackAt = l.e.now + f.lat // the cumulative acknowledgement advances
+		st.ackAt, st.ackDeliv = l.e.now+f.lat, f.deliv+s // the cumulative acknowledgement advances
 		if f.deliv+s > st.nakOff+eps(f.total) {
 			st.nakOff = -1
 		}
@@ -498,14 +506,14 @@ func (l *lossModel) rewind(t units.Time) bool {
 		if !s.pending && !l.irn && !f.done && f.rem == 0 && f.deliv < f.total-eps(f.total) && l.e.inNetwork(fid) <= eps(f.total) {
 			// Everything sent, nothing on its way, the receiver short: the sender's timer
 			// (running while bytes are unacknowledged) resends from the first it lacks.
-			s.pending, s.timeout, s.nakDue = true, true, false
+			s.pending, s.timeout, s.nakDue, s.gbn = true, true, false, true
 			s.good, s.injAt = f.deliv, f.total
 		}
 		if !s.pending || f.done {
 			continue
 		}
 		busy = true
-		if !l.irn && s.timeout {
+		if s.gbn && s.timeout {
 			s.rewindAt = s.ackAt + l.rto // the timer restarts with every advance
 		}
 		if s.rewindAt > t {
@@ -545,7 +553,7 @@ func (l *lossModel) rewind(t units.Time) bool {
 		l.retransmitted += again
 		s.resent += again
 		f.rem += again
-		s.pending, s.nakDue = false, false
+		s.pending, s.nakDue, s.gbn = false, false, false
 		s.streams++
 		if l.lostOn(f, f.off, f.hops) {
 			// The first packet sent again is lost too: the receiver NAKs a gap once, so only the
