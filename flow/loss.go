@@ -228,7 +228,7 @@ func (l *lossModel) ratio(sw topo.NodeID) float64 {
 // freed space in proportion: the packet that arrives first after a departure takes it. Packets
 // of one size arriving back to back at one line rate keep their phase to the departures, so the
 // same input takes every freed slot while the others lose every packet they bring (the phase
-// effect of Floyd and Jacobson, "On traffic phase effects in packet-switched gateways", 1992);
+// effect of tail drop, [FloydJacobson92] in docs/references.md);
 // the packet backend's incast-32 shows it: its drops fall on whole uplinks at a time, and a flow
 // that loses a packet loses the rest of its burst, or none of it. So a full switch gives last
 // step's freed space whole to the arrivals of one input, then the next (allot), the flows of an
