@@ -228,13 +228,14 @@ func (l *lossModel) ratio(sw topo.NodeID) float64 {
 // freed space in proportion: the packet that arrives first after a departure takes it. Packets
 // of one size arriving back to back at one line rate keep their phase to the departures, so the
 // same input takes every freed slot while the others lose every packet they bring (the phase
-// effect of tail drop, [FloydJacobson92] in docs/references.md);
-// the packet backend's incast-32 shows it: its drops fall on whole uplinks at a time, and a flow
-// that loses a packet loses the rest of its burst, or none of it. So a full switch gives last
-// step's freed space whole to the arrivals of one input, then the next (allot), the flows of an
-// input one after another; the others drop all they bring. An input's place in that order is
-// drawn per switch and input from the seed; a flow's within its input per go-back-N stream
-// (a rewind starts a stream of packets with a phase of its own).
+// effect of tail drop, [FloydJacobson92] in docs/references.md); the packet backend's incast-32
+// shows it: its drops fall on whole uplinks at a time, and a flow loses none of its burst or a
+// run of it. So a full switch gives last step's freed space first to the arrivals of one input,
+// flow after flow (its upstream queue interleaves them in a fixed pattern too), and what that
+// input leaves to the other inputs' arrivals in proportion (allot). The order is drawn per
+// switch and input from the seed, and per flow and go-back-N stream within an input (a rewind
+// starts a stream of packets with a phase of its own); the input first in it among those that
+// bring bytes holds the lock.
 func (l *lossModel) inShare(sw topo.NodeID, slot int32, amt, ratio float64) float64 {
 	if int(slot) >= len(l.inArr) {
 		n := max(int(slot)+1, 2*len(l.inArr))
@@ -258,7 +259,9 @@ func (l *lossModel) inShare(sw topo.NodeID, slot int32, amt, ratio float64) floa
 }
 
 // allot shares budget, the bytes full switch sw admits this step, among the path slots that
-// brought bytes last step in their phase order (inShare): each takes as much as it brought then.
+// brought bytes last step (inShare): the input first in phase order takes it first, flow by flow,
+// each slot as much as it brought then; the other inputs' slots share what it leaves in
+// proportion to what they brought, and so do slots new this step.
 func (l *lossModel) allot(sw topo.NodeID, budget float64) {
 	seed := l.e.drawSeed()*0x9e3779b97f4a7c15 ^ uint64(sw)<<40
 	o := l.order[:0]
@@ -279,19 +282,30 @@ func (l *lossModel) allot(sw topo.NodeID, budget float64) {
 		return cmp.Compare(a.slot, b.slot)
 	})
 	l.order = o
-	for _, k := range o {
-		a := l.inArrPrev[k.slot]
+	i := 0
+	for ; i < len(o) && o[i].in == o[0].in; i++ {
+		a := l.inArrPrev[o[i].slot]
 		x := 0.0
 		if a > 0 {
 			x = min(1, max(0, budget)/a)
 		}
 		budget -= x * a
+		l.inRatio[o[i].slot], l.inStamp[o[i].slot] = x, l.e.steps
+	}
+	var rest float64
+	for _, k := range o[i:] {
+		rest += l.inArrPrev[k.slot]
+	}
+	x := 0.0
+	if rest > 0 {
+		x = min(1, max(0, budget)/rest)
+	} else if budget > 0 {
+		x = 1
+	}
+	for _, k := range o[i:] {
 		l.inRatio[k.slot], l.inStamp[k.slot] = x, l.e.steps
 	}
-	l.inRest[sw] = 0
-	if budget > 0 {
-		l.inRest[sw] = 1
-	}
+	l.inRest[sw] = x
 }
 
 // phaseKey orders a path slot's arrivals at a full switch (allot): its input's draw, its flow's.

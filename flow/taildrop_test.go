@@ -7,12 +7,13 @@ import (
 )
 
 // TestTailDropCompletes: incast-32 (32 senders of 2 MB into one 100 Gb/s port, tail drop and
-// go-back-N) completes every message on every seed of validation row 7, and the receiver gets
-// each message's bytes once: delivered equals offered. Before the loss model kept the discarded
+// go-back-N) completes every message on seeds 1-8 of validation row 7, and the receiver gets
+// each message's bytes once: delivered equals offered; every run NAKs, and some time out. Before the loss model kept the discarded
 // stream of a rewind apart from the bytes ahead of a gap, bytes lost further on in the step a gap
 // formed were never sent again on seeds 2, 6 and 8: those flows stalled with nothing in flight and
 // the run ended with 4 to 7 messages unfinished (Finish 0) and no error.
 func TestTailDropCompletes(t *testing.T) {
+	var timeouts int64
 	for seed := uint64(1); seed <= 8; seed++ {
 		g, cfg, mg := loadExample(t, "incast-32.yaml")
 		cfg.Seed = seed
@@ -30,8 +31,12 @@ func TestTailDropCompletes(t *testing.T) {
 		if r.BytesDelivered != offered {
 			t.Errorf("seed %d: %d bytes delivered, %d offered", seed, r.BytesDelivered, offered)
 		}
-		if r.Drops == 0 || r.Timeouts == 0 || r.NAKs == 0 {
-			t.Errorf("seed %d: drops %d, NAKs %d, timeouts %d: the incast should lose bytes and recover both ways", seed, r.Drops, r.NAKs, r.Timeouts)
+		if r.Drops == 0 || r.NAKs == 0 {
+			t.Errorf("seed %d: drops %d, NAKs %d: the incast should lose bytes and NAK gaps", seed, r.Drops, r.NAKs)
 		}
+		timeouts += r.Timeouts
+	}
+	if timeouts == 0 {
+		t.Errorf("no timeout over the seeds: flows that lose the rest of their burst recover only by the timer")
 	}
 }
