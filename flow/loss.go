@@ -16,17 +16,18 @@ import (
 // packet backend's transports (fabric/nic.go, fabric/irn.go, transport/rc):
 //   - a switch admits a packet while its shared buffer (and, with a dynamic threshold, the
 //     queue's share of the free buffer) has room, and drops the rest (tail drop). A full buffer
-//     takes as much as leaves it, and gives that space to the arrivals in their inputs' phase
-//     order, not in proportion (inShare): the flows of one input get all they bring, the others
-//     lose all of it. Links with an error rate, and RoCE's random_loss, drop each packet with
-//     their probability;
+//     takes as much as leaves it, and gives that space by the inputs' phase, not in proportion
+//     (inShare): first to one input's flows, flow after flow, whole, then what that input leaves
+//     to the other inputs in proportion. Links with an error rate, and RoCE's random_loss, drop
+//     each packet with their probability;
 //   - go-back-N (transport/rc GoBackN, IBA vol. 1 §9.7.5): the receiver keeps only the bytes
 //     ahead of the first loss and discards the rest; it NAKs the gap when the first byte beyond
 //     it arrives, once per gap (a retransmission lost at its first packet is not NAKed again).
 //     The sender goes back to the gap on the NAK, or on its retransmission timer, which runs
 //     from the last advance of the cumulative acknowledgement (or its last firing) and so
 //     recovers what no NAK announces: a loss with nothing of the flow admitted after it, a
-//     retransmission lost at its first packet. Everything sent after the loss is sent again, and
+//     retransmission lost at its first packet. (A fault's losses set their timer themselves,
+//     faults.go.) Everything sent after the loss is sent again, and
 //     what was still in the network is discarded on arrival, taking link capacity all the same;
 //   - IRN (selective repeat): only the lost bytes are sent again, after the NAK with its SACK (or
 //     the low retransmission timeout), and a flow keeps at most its BDP cap unacknowledged.
