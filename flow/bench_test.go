@@ -32,6 +32,32 @@ func BenchmarkPermutationDCQCN(b *testing.B) {
 	}
 }
 
+// BenchmarkIncastTailDrop: incast-32's run (hosts 1-32 send 2 MB each to host 0 of a k=8 fat
+// tree at 100 Gb/s, Ethernet with 16 MiB buffers, tail drop and go-back-N; seed 1): every step
+// of its 7-12 ms is congested and lossy (loss.go's admission and recovery).
+func BenchmarkIncastTailDrop(b *testing.B) {
+	g, r := fatTree(b, 8, 100*units.Gbps)
+	cfg := fabric.DefaultEthernet()
+	cfg.MTU, cfg.Buffer, cfg.Seed = 4096, 16*units.MiB, 1
+	senders := make([]int, 32)
+	for i := range senders {
+		senders[i] = i + 1
+	}
+	flows, err := traffic.Incast(senders, 0, 2*units.MB, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mg := traffic.ToGraph(flows, len(g.Hosts))
+	b.ResetTimer()
+	for range b.N {
+		res, err := Run(g, r, cfg, mg, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Events), "steps/op")
+	}
+}
+
 // BenchmarkRing1024: one class run of the 1,024-GPU compare's data-parallel ring (8 rails of 128
 // ranks on a rail-optimized fabric of 64-port switches, a 25 MiB reduce-scatter in two channels
 // of 512 KiB chunks), RoCE with PFC.

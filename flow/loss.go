@@ -1,8 +1,11 @@
 package flow
 
 import (
-	"github.com/fabricsim/fabricsim/fabric"
+	"cmp"
 	"math"
+	"slices"
+
+	"github.com/fabricsim/fabricsim/fabric"
 
 	"github.com/fabricsim/fabricsim/sim"
 	"github.com/fabricsim/fabricsim/topo"
@@ -10,15 +13,22 @@ import (
 )
 
 // lossModel is what drops cost on a lossy class (no PFC, no credits), in the fluid limit of the
-// packet backend's transports (fabric/nic.go, fabric/irn.go):
+// packet backend's transports (fabric/nic.go, fabric/irn.go, transport/rc):
 //   - a switch admits a packet while its shared buffer (and, with a dynamic threshold, the
-//     queue's share of the free buffer) has room, and drops the rest (tail drop); links with an
-//     error rate, and RoCE's random_loss, drop each packet with their probability;
-//   - go-back-N: the receiver keeps only the bytes ahead of the first loss and discards the rest
-//     until the sender, told by a NAK once the next packet shows the gap (or by its
-//     retransmission timeout when nothing follows the loss), goes back to the gap: everything it
-//     sent after the loss is sent again, and what was still in the network is discarded on
-//     arrival, taking link capacity all the same;
+//     queue's share of the free buffer) has room, and drops the rest (tail drop). A full buffer
+//     takes as much as leaves it, and gives that space by the inputs' phase, not in proportion
+//     (inShare): first to one input's flows, flow after flow, whole, then what that input leaves
+//     to the other inputs in proportion. Links with an error rate, and RoCE's random_loss, drop
+//     each packet with their probability;
+//   - go-back-N (transport/rc GoBackN, IBA vol. 1 §9.7.5): the receiver keeps only the bytes
+//     ahead of the first loss and discards the rest; it NAKs the gap when the first byte beyond
+//     it arrives, once per gap (a retransmission lost at its first packet is not NAKed again).
+//     The sender goes back to the gap on the NAK, or on its retransmission timer, which runs
+//     from the last advance of the cumulative acknowledgement (or its last firing) and so
+//     recovers what no NAK announces: a loss with nothing of the flow admitted after it, a
+//     retransmission lost at its first packet. (A fault's losses set their timer themselves,
+//     faults.go.) Everything sent after the loss is sent again, and
+//     what was still in the network is discarded on arrival, taking link capacity all the same;
 //   - IRN (selective repeat): only the lost bytes are sent again, after the NAK with its SACK (or
 //     the low retransmission timeout), and a flow keeps at most its BDP cap unacknowledged.
 type lossModel struct {
@@ -34,6 +44,16 @@ type lossModel struct {
 
 	// touched lists the switches that took arrivals this step (admit).
 	touched []topo.NodeID
+	// Tail drop by phase (inShare): each switch's path slots that brought bytes this step (ins)
+	// and the last (insPrev), their arrivals (inArr, inArrPrev, by slot) and admitted share this
+	// step (inRatio, valid where inStamp is the step); inRest, a switch's share for slots that
+	// brought nothing last step; order, allot's scratch.
+	ins, insPrev     [][]int32
+	inArr, inArrPrev []float64
+	inRatio          []float64
+	inStamp          []int64
+	inRest           []float64
+	order            []phaseKey
 
 	// retryLimit is how long a QP may go without an ACK under a fault plan (0: no limit);
 	// failed is the QP that went longer, which stops the run.
@@ -67,6 +87,21 @@ type lossFlow struct {
 	progDeliv float64
 	progAt    units.Time
 	progSet   bool
+	// Go-back-N as the packet transport runs it (transport/rc), for the losses dropGoBackN
+	// records (gbn; a fault's losses, faults.go, set rewindAt themselves): ackAt is when the
+	// sender last heard the cumulative acknowledgement advance, at ackDeliv bytes delivered (or
+	// its timer last fired): its retransmission timer runs from there. nakOff is the gap the
+	// receiver last NAKed (-1: none since it last took a byte in order): it NAKs a gap once.
+	// nakDue: the receiver has seen this loss's gap, the NAK is on its way (rewindAt); until then
+	// only the timer (ackAt + RTO) recovers it.
+	gbn      bool
+	ackAt    units.Time
+	ackDeliv float64
+	nakOff   float64
+	nakDue   bool
+	// streams counts the flow's rewinds: each starts a stream of packets with a phase of its own
+	// (inShare).
+	streams uint32
 }
 
 func newLossModel(e *engine) *lossModel {
@@ -92,6 +127,9 @@ func newLossModel(e *engine) *lossModel {
 			l.random = l.random || x > 0
 		}
 	}
+	n := len(e.g.Nodes)
+	l.ins, l.insPrev = make([][]int32, n), make([][]int32, n)
+	l.inRest = make([]float64, n)
 	if l.irn && l.bdpCap == 0 {
 		l.bdpCap = l.defaultCap()
 	}
@@ -124,18 +162,18 @@ func (l *lossModel) state(fid int32) *lossFlow {
 	return &l.st[fid]
 }
 
-func (l *lossModel) start(fid int32) { *l.state(fid) = lossFlow{} }
+func (l *lossModel) start(fid int32) { *l.state(fid) = lossFlow{ackAt: l.e.now, nakOff: -1} }
 
 // lossy reports whether class c of the fabric drops rather than pushes back.
 func (e *engine) lossy(c int32) bool {
 	return e.loss != nil && (e.fc.kind == bpNone || !e.fc.lossless[c])
 }
 
-// admit returns how much of amt bytes arriving at resource r's queue the switch takes. A switch
-// whose buffer fills within a step drops every arrival in the same proportion (tail drop treats
-// packets alike; the fluid sweep must not favour the flows it visits first): the proportion is
-// what the buffer had free plus what left it, over what arrived, in the last step.
-func (l *lossModel) admit(r, c int32, amt float64) float64 {
+// admit returns how much of amt bytes of path slot slot (a flow's hop) arriving at resource r's
+// queue the switch takes. A switch whose buffer fills within a step admits, over the step, what
+// its buffer had free plus what left it in the last step; which arrivals take that space is the
+// inputs' phase (inShare). Bundles that end on several switches share it in proportion.
+func (l *lossModel) admit(r, slot, c int32, amt float64) float64 {
 	e := l.e
 	res := &e.net.res[r]
 	if res.fromHost {
@@ -143,9 +181,11 @@ func (l *lossModel) admit(r, c int32, amt float64) float64 {
 	}
 	var free, ratio float64
 	if len(res.chans) == 0 {
-		b := &e.net.bufs[res.from]
-		free, ratio = b.shared-b.used, l.ratio(res.from)
+		sw := res.from
+		b := &e.net.bufs[sw]
+		free, ratio = b.shared-b.used, l.ratio(sw)
 		b.arr += amt
+		ratio = l.inShare(sw, slot, amt, ratio)
 	} else {
 		ratio = 1
 		for _, ch := range res.chans {
@@ -175,8 +215,104 @@ func (l *lossModel) ratio(sw topo.NodeID) float64 {
 			b.ratio = min(1, max(0, (b.shared-b.used)+b.depPrev)/b.arrPrev)
 		}
 		l.touched = append(l.touched, sw)
+		if b.ratio < 1 {
+			l.allot(sw, b.ratio*b.arrPrev)
+		}
 	}
 	return b.ratio
+}
+
+// inShare records amt bytes of path slot slot arriving at switch sw and returns the share of them
+// the switch admits this step, ratio being the share of all arrivals it admits.
+//
+// A full buffer takes a packet for each packet that leaves it, and tail drop does not share the
+// freed space in proportion: the packet that arrives first after a departure takes it. Packets
+// of one size arriving back to back at one line rate keep their phase to the departures, so the
+// same input takes every freed slot while the others lose every packet they bring (the phase
+// effect of tail drop, [FloydJacobson92] in docs/references.md); the packet backend's incast-32
+// shows it: its drops fall on whole uplinks at a time, and a flow loses none of its burst or a
+// run of it. So a full switch gives last step's freed space first to the arrivals of one input,
+// flow after flow (its upstream queue interleaves them in a fixed pattern too), and what that
+// input leaves to the other inputs' arrivals in proportion (allot). The order is drawn per
+// switch and input from the seed, and per flow and go-back-N stream within an input (a rewind
+// starts a stream of packets with a phase of its own); the input first in it among those that
+// bring bytes holds the lock.
+func (l *lossModel) inShare(sw topo.NodeID, slot int32, amt, ratio float64) float64 {
+	if int(slot) >= len(l.inArr) {
+		n := max(int(slot)+1, 2*len(l.inArr))
+		l.inArr = append(l.inArr, make([]float64, n-len(l.inArr))...)
+		l.inArrPrev = append(l.inArrPrev, make([]float64, n-len(l.inArrPrev))...)
+		l.inRatio = append(l.inRatio, make([]float64, n-len(l.inRatio))...)
+		l.inStamp = append(l.inStamp, make([]int64, n-len(l.inStamp))...)
+	}
+	if l.inArr[slot] == 0 {
+		l.ins[sw] = append(l.ins[sw], slot)
+	}
+	l.inArr[slot] += amt
+	if ratio >= 1 {
+		return 1
+	}
+	if l.inStamp[slot] == l.e.steps {
+		return l.inRatio[slot]
+	}
+	// Nothing arrived from this slot last step: it takes what the others left.
+	return l.inRest[sw]
+}
+
+// allot shares budget, the bytes full switch sw admits this step, among the path slots that
+// brought bytes last step (inShare): the input first in phase order takes it first, flow by flow,
+// each slot as much as it brought then; the other inputs' slots share what it leaves in
+// proportion to what they brought, and so do slots new this step.
+func (l *lossModel) allot(sw topo.NodeID, budget float64) {
+	seed := l.e.drawSeed()*0x9e3779b97f4a7c15 ^ uint64(sw)<<40
+	o := l.order[:0]
+	for _, slot := range l.insPrev[sw] {
+		fid := l.e.owner[slot].flow
+		o = append(o, phaseKey{
+			in:   sim.Mix64(seed ^ uint64(l.e.ingRes(slot))),
+			flow: sim.Mix64(seed ^ 1<<39 ^ uint64(l.st[fid].streams)<<32 ^ uint64(fid)),
+			slot: slot})
+	}
+	slices.SortFunc(o, func(a, b phaseKey) int {
+		if c := cmp.Compare(a.in, b.in); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.flow, b.flow); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.slot, b.slot)
+	})
+	l.order = o
+	i := 0
+	for ; i < len(o) && o[i].in == o[0].in; i++ {
+		a := l.inArrPrev[o[i].slot]
+		x := 0.0
+		if a > 0 {
+			x = min(1, max(0, budget)/a)
+		}
+		budget -= x * a
+		l.inRatio[o[i].slot], l.inStamp[o[i].slot] = x, l.e.steps
+	}
+	var rest float64
+	for _, k := range o[i:] {
+		rest += l.inArrPrev[k.slot]
+	}
+	x := 0.0
+	if rest > 0 {
+		x = min(1, max(0, budget)/rest)
+	} else if budget > 0 {
+		x = 1
+	}
+	for _, k := range o[i:] {
+		l.inRatio[k.slot], l.inStamp[k.slot] = x, l.e.steps
+	}
+	l.inRest[sw] = x
+}
+
+// phaseKey orders a path slot's arrivals at a full switch (allot): its input's draw, its flow's.
+type phaseKey struct {
+	in, flow uint64
+	slot     int32
 }
 
 // endStep rolls the switches' arrival and departure counts over.
@@ -185,6 +321,13 @@ func (l *lossModel) endStep() {
 		b := &l.e.net.bufs[sw]
 		b.arrPrev, b.depPrev = b.arr, b.dep
 		b.arr, b.dep = 0, 0
+		for _, slot := range l.insPrev[sw] {
+			l.inArrPrev[slot] = 0
+		}
+		for _, slot := range l.ins[sw] {
+			l.inArrPrev[slot], l.inArr[slot] = l.inArr[slot], 0
+		}
+		l.insPrev[sw], l.ins[sw] = l.ins[sw], l.insPrev[sw][:0]
 	}
 	l.touched = l.touched[:0]
 }
@@ -202,10 +345,12 @@ func (l *lossModel) drop(fid, h int32, bytes float64, t units.Time, random bool)
 		l.bufferDrops += n
 	}
 	s.hadLoss = true
+	if !l.irn {
+		l.dropGoBackN(fid, h, bytes)
+		return
+	}
 	if s.pending {
-		if l.irn {
-			s.lost += bytes
-		}
+		s.lost += bytes
 		return
 	}
 	// Bytes of the flow ahead of the loss: delivered, or queued at this hop and beyond.
@@ -231,6 +376,56 @@ func (l *lossModel) drop(fid, h int32, bytes float64, t units.Time, random bool)
 		s.rewindAt = t + l.rto
 		s.timeout = true
 	}
+	e.stationary = false
+}
+
+// dropGoBackN records a go-back-N loss of bytes of flow fid at hop h, as the packet transport's
+// receiver and sender handle it (transport/rc, GoBackN; IBA vol. 1 §9.7.5): the receiver keeps
+// the bytes ahead of the gap and discards everything after it; it NAKs the gap when the first
+// packet beyond it arrives (delivered), once per gap; the sender's timer, restarted by every
+// advance of the cumulative acknowledgement, recovers what no NAK announces.
+func (l *lossModel) dropGoBackN(fid, h int32, bytes float64) {
+	e := l.e
+	f := &e.flows[fid]
+	s := &l.st[fid]
+	// The flow's bytes queued past this hop are older than the dropped ones; the discarded
+	// stream of the last rewind (waste) is the oldest. Dropped bytes of that stream were to be
+	// discarded anyway.
+	var beyond float64
+	for k := max(h, 1); k < f.hops; k++ {
+		beyond += e.owner[f.off+k].back
+	}
+	if w := min(bytes, s.waste-beyond); w > 0 {
+		s.waste -= w
+		if bytes -= w; bytes <= 0 {
+			return
+		}
+	}
+	ahead := f.deliv + max(0, beyond-s.waste)
+	if s.pending {
+		// Beyond the gap, the receiver discards these bytes anyway; before it (bytes that were
+		// ahead when the gap formed, lost further on in the same step), the gap moves back.
+		s.good = min(s.good, ahead)
+		return
+	}
+	if f.deliv > s.ackDeliv+eps(f.total) {
+		// Delivered while the network was stationary (jump), up to now.
+		s.ackAt, s.ackDeliv = e.now+f.lat, f.deliv
+	}
+	if s.nakOff >= 0 && f.deliv <= s.nakOff+eps(f.total) && ahead-s.nakOff < e.ideal.maxWire {
+		// The first packet resent after the NAK meets the loss: it gets through with the share
+		// of it the switch admitted (the fluid's fraction of a packet, drawn). If lost, the gap
+		// is the one the receiver NAKed: it NAKs no more, and only the timer recovers it.
+		f.rng += 0x9e3779b97f4a7c15
+		if float64(sim.Mix64(f.rng)>>11)/(1<<53) >= (ahead-s.nakOff)/e.ideal.maxWire {
+			ahead = s.nakOff
+		}
+	}
+	s.pending, s.timeout, s.nakDue, s.gbn = true, true, false, true
+	s.good = ahead
+	s.injAt = f.total - f.rem
+	s.lost = bytes
+	s.rewindAt = s.ackAt + l.rto
 	e.stationary = false
 }
 
@@ -289,9 +484,29 @@ func (l *lossModel) delivered(fid int32, s float64) float64 {
 		st.waste -= w
 		s -= w
 	}
-	if st.pending && !l.irn {
-		f := &l.e.flows[fid]
-		s = max(0, min(s, st.good-f.deliv))
+	if l.irn {
+		return s
+	}
+	f := &l.e.flows[fid]
+	if st.pending {
+		keep := max(0, min(s, st.good-f.deliv))
+		if st.gbn && s > keep+eps(f.total) && !st.nakDue && f.deliv+keep >= st.good-eps(f.total) {
+			// A packet beyond the gap: the receiver NAKs the gap, unless it did already.
+			if st.nakOff < st.good-eps(f.total) || st.nakOff > st.good+eps(f.total) {
+				st.nakOff = st.good
+				if !l.lostOn(f, f.ackOff, f.ackHops) {
+					st.nakDue, st.timeout = true, false
+					st.rewindAt = l.e.now + f.lat
+				}
+			}
+		}
+		s = keep
+	}
+	if s > 0 {
+		st.ackAt, st.ackDeliv = l.e.now+f.lat, f.deliv+s // the cumulative acknowledgement advances
+		if f.deliv+s > st.nakOff+eps(f.total) {
+			st.nakOff = -1
+		}
 	}
 	return s
 }
@@ -303,15 +518,25 @@ func (l *lossModel) rewind(t units.Time) bool {
 	for _, fid := range e.hot {
 		s := &l.st[fid]
 		f := &e.flows[fid]
+		if !s.pending && !l.irn && !f.done && f.rem == 0 && f.deliv < f.total-eps(f.total) && l.e.inNetwork(fid) <= eps(f.total) {
+			// Everything sent, nothing on its way, the receiver short: the sender's timer
+			// (running while bytes are unacknowledged) resends from the first it lacks.
+			s.pending, s.timeout, s.nakDue, s.gbn = true, true, false, true
+			s.good, s.injAt = f.deliv, f.total
+		}
 		if !s.pending || f.done {
 			continue
 		}
 		busy = true
+		if s.gbn && s.timeout {
+			s.rewindAt = s.ackAt + l.rto // the timer restarts with every advance
+		}
 		if s.rewindAt > t {
 			continue
 		}
 		if s.timeout {
 			l.timeouts++
+			s.ackAt = s.rewindAt // the timer is armed again
 			if l.retryLimit > 0 && l.failed == nil {
 				if !s.progSet || f.deliv > s.progDeliv {
 					s.progSet, s.progDeliv, s.progAt = true, f.deliv, max(0, s.rewindAt-l.rto)
@@ -343,7 +568,8 @@ func (l *lossModel) rewind(t units.Time) bool {
 		l.retransmitted += again
 		s.resent += again
 		f.rem += again
-		s.pending = false
+		s.pending, s.nakDue, s.gbn = false, false, false
+		s.streams++
 		if l.lostOn(f, f.off, f.hops) {
 			// The first packet sent again is lost too: the receiver NAKs a gap once, so only the
 			// timeout recovers it.

@@ -357,7 +357,7 @@ func (e *engine) drained(prev int32, a *serveAt, s float64) {
 func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	f := &e.flows[fid]
 	if e.lossy(f.cls) {
-		if ok := e.loss.admit(r, f.cls, amt); ok < amt {
+		if ok := e.loss.admit(r, f.off+h, f.cls, amt); ok < amt {
 			e.loss.drop(fid, h, amt-ok, e.now, false)
 			amt = ok
 			if amt <= 0 {
