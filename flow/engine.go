@@ -649,7 +649,12 @@ func (e *engine) run() error {
 			}
 		}
 		if e.now >= until {
-			return nil
+			if e.opt.Until > 0 {
+				return nil
+			}
+			// No time limit, yet the clock ran out: what is left never finishes (a flow with
+			// bytes but no rate and no event to give it one). Report it below, never as done.
+			break
 		}
 		if noProgress > 0 && e.live > 0 && e.now-e.lastDeliv > noProgress && !e.faults.waiting() {
 			return e.stallError(noProgress)
