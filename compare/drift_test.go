@@ -80,7 +80,7 @@ func TestRingTailOneRail(t *testing.T) {
 	flow := [][2]float64{{1050.3, 1591.4}, {844.2, 1378.4}, {773.0, 1286.3}}
 	live := os.Getenv("FLOW_VALIDATE") != ""
 	figures := func(name backend.Name, seed uint64) [2]float64 {
-		r, err := runClass(context.Background(), name, net, v.Fabric, seed, 0, g, ranges, false, nil, msgWeights{}, false)
+		r, err := runClass(context.Background(), name, net, v.Fabric, seed, 0, g, ranges, false, nil, msgWeights{}, backend.FlowOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // the packet backend's figures (recorded from `fabricsim compare examples/compare-moe-3to1.yaml
 // --backend packet`, two steps): every variant's step time within 10 %, and roce-default's gap to
 // ib-ndr within 10 percentage points of the packet backend's 48.7 %, and every variant's message
-// FCT p50 and p99 within 15 % of the packet backend's (measured: within +11.0 %, ib-ndr's
+// FCT p50 and p99 within 15 % of the packet backend's (measured: within +13.7 %, ib-ndr's
 // p50; docs/flow.md). The recorded flow figures
 // catch a change of the flow backend (2 %; refresh them with the new table in docs/flow.md).
 func TestFlowBackendMoE(t *testing.T) {
@@ -43,7 +43,7 @@ func TestFlowBackendMoE(t *testing.T) {
 		// flow backend's recorded, within the issue's 15 %.
 		pktFCT, flowFCT [2]float64
 	}{
-		{"ib-ndr", 4.775, 4.768, [2]float64{101.1, 488.1}, [2]float64{112.2, 521.4}},
+		{"ib-ndr", 4.775, 4.759, [2]float64{101.1, 488.1}, [2]float64{115.0, 517.2}},
 		{"roce-default", 7.099, 7.133, [2]float64{63.5, 688.5}, [2]float64{61.6, 660.2}},
 		{"roce-tuned", 5.228, 5.195, [2]float64{87.6, 408.5}, [2]float64{86.0, 390.9}},
 		{"roce-pfc-only", 5.150, 5.091, [2]float64{96.8, 418.4}, [2]float64{93.0, 416.8}},

@@ -1,0 +1,71 @@
+package compare
+
+import (
+	"context"
+	"math"
+	"os"
+	"testing"
+)
+
+// TestCreditStepNearPacket: the two jobs of compare/testdata/shared-ib-232.yaml, each alone on
+// its servers, InfiniBand NDR with 128 KiB VL buffers and adaptive routing, where the flow
+// backend's FIFO (a step's arrivals one segment, a partly sent segment in proportion) made the
+// result depend on the step once credits bind (docs/flow.md, "Where the step is not a
+// resolution"). With the credit step (flow.CreditStep, the default) the step becomes 250 ns
+// once a credit throttle binds. Recorded figures, ms:
+//   - the fine-step limits, every step at 125 ns (Options.FlowStep, FlowFixedStep): aggressor
+//     18.37, victim 6.198 (250 ns: 18.93, 6.447);
+//   - the packet backend (`fabricsim compare FILE --backend packet`; docs/jobs.md): aggressor
+//     20.94, victim 6.804;
+//   - the plain 1 us stepping (FlowCoarseCreditStep): aggressor 27.31, victim 6.347.
+//
+// The test holds that the credit step converges (within 5 % of both the 125 ns and the 250 ns
+// figures) and that it is near the packet backend: the victim within 10 %, the aggressor within
+// 15 %: the flow model's own fine-step limit is 12.3 % short of packet there (its all-to-all is
+// not limited by the core tier's pairs alone; docs/jobs.md item 2), so 10 % is not met. At this
+// commit: aggressor 18.54 ms (-11.5 % against packet), victim 6.481 ms (-4.7 %). The plain
+// stepping is run too, to check that it is still the recorded figure (the seam keeps it).
+func TestCreditStepNearPacket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four flow-level runs of 232 GPUs")
+	}
+	for _, c := range []struct {
+		job                             string
+		fine125, fine250, packet, plain float64
+		tolPacket                       float64
+	}{
+		{"victim", 6.198, 6.447, 6.804, 6.347, 0.10},
+		{"aggressor", 18.37, 18.93, 20.94, 27.31, 0.15},
+	} {
+		file := "testdata/shared-ib-232-" + c.job + ".yaml"
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(data, file, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2]float64
+		for i, coarse := range []bool{false, true} {
+			r, err := Run(context.Background(), s, Options{FlowCoarseCreditStep: coarse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = r.Variants[0].Jobs[0].Alone * 1e3
+		}
+		t.Logf("%s alone: credit step %.3f ms (%+.1f %% against 125 ns, %+.1f %% against packet), plain %.3f ms",
+			c.job, got[0], 100*(got[0]/c.fine125-1), 100*(got[0]/c.packet-1), got[1])
+		for _, fine := range []float64{c.fine125, c.fine250} {
+			if math.Abs(got[0]/fine-1) > 0.05 {
+				t.Errorf("%s alone: credit step %.3f ms, fine-step figure %.3f ms: want within 5 %%", c.job, got[0], fine)
+			}
+		}
+		if math.Abs(got[0]/c.packet-1) > c.tolPacket {
+			t.Errorf("%s alone: credit step %.3f ms, packet backend %.3f ms: want within %.0f %%", c.job, got[0], c.packet, 100*c.tolPacket)
+		}
+		if math.Abs(got[1]/c.plain-1) > 0.001 {
+			t.Errorf("%s alone: plain stepping %.3f ms, recorded %.3f ms: the plain version moved", c.job, got[1], c.plain)
+		}
+	}
+}
