@@ -62,9 +62,10 @@ type Options struct {
 	// reaches, instead of every entry in proportion (docs/flow.md, "Where the step is not a
 	// resolution"). Off by default until validated against the packet backend everywhere.
 	AgeOrder bool
-	// CoarseCreditStep keeps the base step where InfiniBand credits bind, instead of CreditStep
-	// (creditstep.go): the plain stepping that the credit step is compared with
-	// (TestCreditStepMatchesFineStep).
+	// CoarseCreditStep keeps the base step once InfiniBand credits bind, instead of making
+	// CreditStep the base step for the rest of the run (creditstep.go): the plain stepping that
+	// the credit step is compared with (TestCreditStepMatchesFineStep). With FixedStep every
+	// step is Step, credits or not.
 	CoarseCreditStep bool
 }
 
