@@ -69,3 +69,35 @@ func TestCreditStepNearPacket(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCreditStep: the aggressor of compare/testdata/shared-ib-232.yaml alone, with the
+// credit step and with the plain stepping (FlowCoarseCreditStep), reporting the flow backend's
+// steps (flow_steps, load-independent) beside the CPU time. At this commit 72,093 and 26,696
+// steps (docs/flow.md, "Where the step is not a resolution").
+func BenchmarkCreditStep(b *testing.B) {
+	const file = "testdata/shared-ib-232-aggressor.yaml"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Parse(data, file, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		coarse bool
+	}{{"credit", false}, {"plain", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var steps float64
+			for i := 0; i < b.N; i++ {
+				r, err := Run(context.Background(), s, Options{FlowCoarseCreditStep: c.coarse, Workers: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps = r.Variants[0].Counters["flow_steps"]
+			}
+			b.ReportMetric(steps, "steps/op")
+		})
+	}
+}
