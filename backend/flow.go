@@ -27,6 +27,10 @@ type FlowOptions struct {
 	DrawSeed uint64
 	// AgeOrder serves a partly sent queue segment oldest first (flow.Options.AgeOrder).
 	AgeOrder bool
+	// FixedStep keeps every step at Step (flow.Options.FixedStep: a diagnostic).
+	FixedStep bool
+	// CoarseCreditStep keeps the base step where InfiniBand credits bind (flow.Options.CoarseCreditStep).
+	CoarseCreditStep bool
 }
 
 type flowBackend struct{}
@@ -58,6 +62,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		nh = r
 	}
 	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed, AgeOrder: j.Flow.AgeOrder,
+		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep,
 		Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)

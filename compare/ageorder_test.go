@@ -10,9 +10,11 @@ import (
 // InfiniBand with 128 KiB VL buffers, where the flow backend's FIFO (a step's arrivals one
 // segment, a partly sent segment in proportion) depends on the step (docs/flow.md, "Where the
 // step is not a resolution"). Its fine-step limit, recorded with fixed steps of 125 ns (a
-// diagnostic override of the base step; 250 ns gives 18.93 ms), is 18.37 ms; the default 1 us
-// step with proportional service gives 27.31 ms (+48.7 %). With Options.FlowAgeOrder (a partly
-// sent segment oldest first) it gives 22.10 ms (+20.3 %): the test holds that age order removes
+// diagnostic override of the base step; 250 ns gives 18.93 ms), is 18.37 ms; the plain 1 us
+// stepping (FlowCoarseCreditStep: the credit step, now the default, gives 18.54 ms;
+// TestCreditStepNearPacket) with proportional service gives 27.31 ms (+48.7 %). With
+// Options.FlowAgeOrder (a partly sent segment oldest first) it gives 22.10 ms (+20.3 %): the
+// test holds that age order removes
 // at least half of the proportional service's step error. (The victim alone, not held here:
 // 6.198 ms at 125 ns, 6.347 ms proportional at 1 us, 6.959 ms with age order, so age order does
 // not help it since the pair constraint of adaptive routing; docs/jobs.md item 1. The packet
@@ -32,7 +34,7 @@ func TestAgeOrderNearFineStep(t *testing.T) {
 	}
 	var got [2]float64
 	for i, age := range []bool{false, true} {
-		r, err := Run(context.Background(), s, Options{FlowAgeOrder: age})
+		r, err := Run(context.Background(), s, Options{FlowAgeOrder: age, FlowCoarseCreditStep: true})
 		if err != nil {
 			t.Fatal(err)
 		}

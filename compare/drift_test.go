@@ -88,7 +88,7 @@ func TestRingTailOneRail(t *testing.T) {
 		}
 		var f [2]float64
 		for draw := uint64(0); draw < draws; draw++ {
-			r, err := runClass(context.Background(), name, net, v.Fabric, seed, draw, g, ranges, false, nil, msgWeights{}, false)
+			r, err := runClass(context.Background(), name, net, v.Fabric, seed, draw, g, ranges, false, nil, msgWeights{}, backend.FlowOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

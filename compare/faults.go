@@ -673,7 +673,7 @@ func (s *Scenario) classFaultStep(ctx context.Context, name backend.Name, p *tra
 			rc.Faults = plan
 			rc.Faults.AfterEndOK = true // a round's collectives may all end before a later fault
 		}
-		r, err := runClass(ctx, name, net, rc, s.Seed+uint64(k%nseeds)*7919, s.drawSeed(k), skewedClass(g, ranges[c], off), ranges[c], false, nil, msgWeights{}, false)
+		r, err := runClass(ctx, name, net, rc, s.Seed+uint64(k%nseeds)*7919, s.drawSeed(k), skewedClass(g, ranges[c], off), ranges[c], false, nil, msgWeights{}, backend.FlowOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("variant %s, step %d, %s with its faults: %w", v.Name, k+1, cls[c].Key, err)
 		}

@@ -54,6 +54,18 @@ type Options struct {
 	// FlowAgeOrder runs the flow backend with flow.Options.AgeOrder (a partly sent queue
 	// segment served oldest first; docs/flow.md, "Where the step is not a resolution").
 	FlowAgeOrder bool
+	// FlowStep, FlowFixedStep and FlowCoarseCreditStep set the flow backend's base step
+	// (flow.Options.Step; 0: its default), keep every step at it (flow.Options.FixedStep) and
+	// keep it where InfiniBand credits bind (flow.Options.CoarseCreditStep): diagnostics of the
+	// step's effect (docs/flow.md, "Where the step is not a resolution").
+	FlowStep             units.Time
+	FlowFixedStep        bool
+	FlowCoarseCreditStep bool
+}
+
+// flowOptions are the flow backend's options that Options sets.
+func (o *Options) flowOptions() backend.FlowOptions {
+	return backend.FlowOptions{Step: o.FlowStep, AgeOrder: o.FlowAgeOrder, FixedStep: o.FlowFixedStep, CoarseCreditStep: o.FlowCoarseCreditStep}
 }
 
 // FidelityMode says how a step's network collectives are simulated.
@@ -445,7 +457,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					if !full {
 						mw.group = cls[j.c].Instances
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw, opt.FlowAgeOrder)
+					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw, opt.flowOptions())
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -741,11 +753,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // collectives' (by the largest factor of the class's groups).
 //
 // mw weighs the messages in the run's message statistics (fct.go).
-// ageOrder sets the flow backend's flow.Options.AgeOrder (Options.FlowAgeOrder).
-func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights, ageOrder bool) (*classRun, error) {
+// fo are the flow backend's options (Options.flowOptions; its DrawSeed is drawSeed).
+func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights, fo backend.FlowOptions) (*classRun, error) {
 	w := time.Now()
 	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
-	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: backend.FlowOptions{DrawSeed: drawSeed, AgeOrder: ageOrder},
+	fo.DrawSeed = drawSeed
+	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: fo,
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
 	if name == backend.Packet {
 		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {

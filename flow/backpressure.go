@@ -48,6 +48,8 @@ type backpressure struct {
 	minRate []units.Rate
 	maxOver float64 // largest ingress counter above its bound (PFC headroom used)
 	tau     float64 // the last step's length, seconds
+	// anyBinding is whether any throttle bound in the last update (creditstep.go).
+	anyBinding bool
 }
 
 func newBackpressure(e *engine) *backpressure {
@@ -207,6 +209,7 @@ func (b *backpressure) update(tau float64) bool {
 	nc := e.nc
 	b.tau = tau
 	changed := false
+	b.anyBinding = false
 	for rank := range e.act {
 		for _, r := range e.act[rank] {
 			res := &e.net.res[r]
@@ -229,6 +232,7 @@ func (b *backpressure) update(tau float64) bool {
 				bind := a < full*(1-1e-9)
 				if bind {
 					b.stalled[idx] += tau * (1 - a/full)
+					b.anyBinding = true
 				}
 				if bind != b.binding[idx] {
 					changed = true

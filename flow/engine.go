@@ -62,6 +62,11 @@ type Options struct {
 	// reaches, instead of every entry in proportion (docs/flow.md, "Where the step is not a
 	// resolution"). Off by default until validated against the packet backend everywhere.
 	AgeOrder bool
+	// CoarseCreditStep keeps the base step once InfiniBand credits bind, instead of making
+	// CreditStep the base step for the rest of the run (creditstep.go): the plain stepping that
+	// the credit step is compared with (TestCreditStepMatchesFineStep). With FixedStep every
+	// step is Step, credits or not.
+	CoarseCreditStep bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -278,6 +283,8 @@ type engine struct {
 	// fifo.serve), which enqueue gives their entry at the next queue.
 	ageOrder bool
 	age      int32
+	// creditStep is the step while InfiniBand credits bind (creditstep.go; 0: the base step).
+	creditStep units.Time
 
 	// The message graph (as the packet backend's engine walks it).
 	waiting  []int32
@@ -415,6 +422,9 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.nc = max(1, len(e.classes))
 	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
+	if e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > CreditStep {
+		e.creditStep = CreditStep
+	}
 	e.overhead = newOverhead(e)
 	e.growState()
 	e.ideal = newIdealCache(&e.cfg)

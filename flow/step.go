@@ -127,6 +127,7 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	e.settle(tau)
 	if e.adaptive {
 		e.nextStep(calm)
+		e.creditNext()
 	}
 	return !e.changed
 }
