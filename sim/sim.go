@@ -128,9 +128,17 @@ func (s *Sim) ord() uint64 {
 // a broken invariant.
 func (s *Sim) Schedule(at Time, h Handler, op, i int32, p unsafe.Pointer) {
 	if at < s.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
+		s.past(at)
 	}
 	s.q.push(at, s.ord(), s.cur, h, op, i, p)
+}
+
+// past panics: an event scheduled at at, before now (out of line: its formatting would make
+// Schedule keep its arguments on the stack).
+//
+//go:noinline
+func (s *Sim) past(at Time) {
+	panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
 }
 
 // ScheduleTo runs h.Handle at time at as an event of entity ent (with SetEntities; ent is
@@ -138,7 +146,7 @@ func (s *Sim) Schedule(at Time, h Handler, op, i int32, p unsafe.Pointer) {
 // handed over at the end of the window: it must lie at least the group's lookahead ahead.
 func (s *Sim) ScheduleTo(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer) {
 	if at < s.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, s.now))
+		s.past(at)
 	}
 	if s.counts == nil {
 		ent = 0
@@ -246,19 +254,26 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // after until (use units.MaxTime for no limit). The clock is left at the last executed event.
 func (s *Sim) Run(until Time) error {
 	next := s.ProgressEvery
-	for s.q.len() > 0 && !s.stopped {
-		slot, at, ok := s.q.popUntil(until)
-		if !ok {
+	q := &s.q
+	for q.n > 0 && !s.stopped {
+		q.settle()
+		c := q.cur
+		k := c[len(c)-1]
+		at := q.curStart + k.off()
+		if at > until {
 			break
 		}
+		q.cur = c[:len(c)-1]
+		q.n--
 		// The event is handled where it lies in the slab (pushes during Handle take other
 		// slots; if the slab grows, ev still points at the old, unchanged copy).
-		ev := &s.q.slab[slot]
+		slot := k.slot()
+		ev := &q.slab[slot]
 		s.now = at
-		s.cur = s.q.lastEnt
+		s.cur = k.ent()
 		s.events++
 		ev.H.Handle(ev)
-		s.q.release(slot)
+		q.release(slot)
 		if s.events >= next {
 			next += s.ProgressEvery
 			if s.Progress != nil {
