@@ -31,7 +31,7 @@ type queue struct {
 
 	buckets *[ringSize][]key
 	// plain sends every push through place (tests: the fast path must change nothing).
-	plain bool
+	plain   bool
 	ringN   int  // keys in ring buckets (not counting cur)
 	ringMax Time // at or after the latest time of a key filed in the ring (rewind)
 	// curStart is the start time of the bucket being drained; the keys of cur and of every
