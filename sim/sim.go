@@ -67,7 +67,9 @@ type Sim struct {
 	q       queue
 	events  uint64
 	stopped bool
-	err     error
+	// check is the event count at which Run next reports progress; 0 after Stop.
+	check uint64
+	err   error
 	// Progress, if set, is called about every ProgressEvery events with the current time.
 	Progress      func(now Time, events uint64)
 	ProgressEvery uint64
@@ -294,6 +296,7 @@ func (s *Sim) SetPrefetcher(f func(ev *Event) uintptr) {
 // violation, a detected deadlock); the first error wins.
 func (s *Sim) Stop(err error) {
 	s.stopped = true
+	s.check = 0
 	if s.err == nil {
 		s.err = err
 	}
@@ -312,9 +315,16 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // after until (use units.MaxTime for no limit). The clock is left at the last executed event.
 func (s *Sim) Run(until Time) error {
 	next := s.ProgressEvery
+	// One test an event for the progress report and Stop alike: Stop sets check to 0.
+	s.check = next
 	q := &s.q
-	for q.n > 0 && !s.stopped {
-		q.settle()
+	for !s.stopped {
+		if len(q.cur) == 0 {
+			if q.n == 0 {
+				break
+			}
+			q.advance()
+		}
 		c := q.cur
 		k := c[len(c)-1]
 		at := q.curStart + k.off()
@@ -332,14 +342,17 @@ func (s *Sim) Run(until Time) error {
 		s.events++
 		ev.H.Handle(ev)
 		q.release(slot)
-		if s.events >= next {
-			next += s.ProgressEvery
-			if s.Progress != nil {
-				s.Progress(s.now, s.events)
+		if s.events >= s.check {
+			if s.events >= next {
+				next += s.ProgressEvery
+				if s.Progress != nil {
+					s.Progress(s.now, s.events)
+				}
+				if s.ctx != nil && s.ctx.Err() != nil {
+					s.Stop(context.Cause(s.ctx))
+				}
 			}
-			if s.ctx != nil && s.ctx.Err() != nil {
-				s.Stop(context.Cause(s.ctx))
-			}
+			s.check = next // after a Stop the loop's test ends the run
 		}
 	}
 	return s.err
