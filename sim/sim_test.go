@@ -137,6 +137,43 @@ func BenchmarkEventLoop(b *testing.B) {
 	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
 }
 
+// entChain is chain with entities, as the fabric runs: each event schedules its successor for
+// the next entity (ScheduleTo: a packet crossing a link) or, every fourth, for its own
+// (Schedule: a port's transmit-done).
+type entChain struct {
+	s    *Sim
+	n    int
+	ents int32
+}
+
+func (c *entChain) Handle(ev *Event) {
+	c.n++
+	if c.n&3 == 0 {
+		c.s.After(chainDelays[c.n&7], c, 0, ev.I, nil)
+		return
+	}
+	c.s.AfterTo((c.s.Current()+1)%c.ents, chainDelays[c.n&7], c, 0, ev.I, nil)
+}
+
+func BenchmarkEventLoopEntities(b *testing.B) {
+	// BenchmarkEventLoop's 4096 pending events with the entity order of a fabric run (1,024
+	// entities), every scheduling through Schedule or ScheduleTo's common path.
+	s := New()
+	const ents = 1024
+	s.SetEntities(ents, 0)
+	for i := 0; i < 4096; i++ {
+		c := &entChain{s: s, ents: ents}
+		s.ScheduleTo(int32(i%ents), Time(i), c, 0, int32(i), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := s.Events()
+	for s.Events()-start < uint64(b.N) {
+		s.Run(s.q.minTime() + 100_000)
+	}
+	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
+}
+
 func TestRNGStreamsIndependent(t *testing.T) {
 	a1 := RNG(7, "switch3").Uint64()
 	a2 := RNG(7, "switch3").Uint64()
