@@ -93,6 +93,9 @@ type partition struct {
 
 }
 
+// runs reports whether p (nil: not a partition) runs entity ent's events.
+func (p *partition) runs(ent int32) bool { return p != nil && p.g.partOf[ent] == p.id }
+
 // job is a worker's next task: the Exchange after the window that ended at exBound (of parity
 // exParity), if exchange; then the window from..bound (of parity), if window.
 type job struct {

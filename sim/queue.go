@@ -29,7 +29,9 @@ type queue struct {
 	// Prefetcher assertion.
 	prefetch func(ev *Event) uintptr
 
-	buckets [][]key
+	buckets *[ringSize][]key
+	// plain sends every push through place (tests: the fast path must change nothing).
+	plain   bool
 	ringN   int  // keys in ring buckets (not counting cur)
 	ringMax Time // at or after the latest time of a key filed in the ring (rewind)
 	// curStart is the start time of the bucket being drained; the keys of cur and of every
@@ -43,8 +45,6 @@ type queue struct {
 	n     int
 	spare [][]key // drained bucket slices, reused so that steady state allocates nothing
 	tmp   []key   // scratch for sorting a bucket
-	// lastEnt is the entity of the key popUntil returned last.
-	lastEnt int32
 	// touchSink keeps touch's loads from being optimized away (per queue: a Group's
 	// partitions each have their own).
 	touchSink uintptr
@@ -108,28 +108,67 @@ func (f farKey) less(o farKey) bool { return f.at < o.at || (f.at == o.at && f.k
 func (q *queue) len() int { return q.n }
 
 // push queues an event, writing its fields straight into a slab slot (no copy of a whole
-// event through the stack).
+// event through the stack). Its common case, a free slot and a key filed into a ring bucket
+// that has room, calls nothing, so the arguments stay in registers; everything else (the first
+// push, a full slab or bucket, the bucket being drained, the far heap) is place's.
 func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p unsafe.Pointer) {
-	if q.buckets == nil {
-		q.buckets = make([][]key, ringSize)
-		q.curStart = at &^ (bucketWidth - 1)
-		q.idx = int(at>>widthBits) & (ringSize - 1)
+	n := len(q.free) - 1
+	if n < 0 {
+		q.pushGrow(at, ord, ent, h, op, i, p)
+		return
 	}
-	var slot int32
-	if n := len(q.free); n > 0 {
-		slot = q.free[n-1]
-		q.free = q.free[:n-1]
-	} else {
-		if len(q.slab) >= 1<<slotBits {
-			panic("sim: more than 268 M pending events")
-		}
-		slot = int32(len(q.slab))
-		q.slab = append(q.slab, Event{})
-	}
+	slot := q.free[n]
+	q.free = q.free[:n]
 	ev := &q.slab[slot]
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
 	k := makeKey(at, ord, ent, slot)
+	// at in [curStart+bucketWidth, curStart+horizon): a ring bucket other than the one drained.
+	if uint64(at-q.curStart-bucketWidth) < uint64(horizon-bucketWidth) && !q.plain {
+		b := &q.buckets[int(at>>widthBits)&(ringSize-1)]
+		if cap(*b) == 0 {
+			if m := len(q.spare) - 1; m >= 0 {
+				*b = q.spare[m]
+				q.spare = q.spare[:m]
+			}
+		}
+		if len(*b) < cap(*b) {
+			q.ringMax = max(q.ringMax, at)
+			*b = append(*b, k)
+			q.ringN++
+			return
+		}
+	}
+	q.place(at, k)
+}
+
+// pushGrow is push with no free slot: it grows the slab (and sets the ring up at the first push).
+//
+//go:noinline
+func (q *queue) pushGrow(at Time, ord uint64, ent int32, h Handler, op, i int32, p unsafe.Pointer) {
+	if q.buckets == nil {
+		q.buckets = new([ringSize][]key)
+		q.curStart = at &^ (bucketWidth - 1)
+		q.idx = int(at>>widthBits) & (ringSize - 1)
+	}
+	if len(q.slab) >= 1<<slotBits {
+		panic("sim: more than 268 M pending events")
+	}
+	slot := int32(len(q.slab))
+	q.slab = append(q.slab, Event{H: h, P: p, Op: op, I: i})
+	if cap(q.free) < cap(q.slab) {
+		// release appends without growing: the free list never holds more than the slab.
+		q.free = append(make([]int32, 0, cap(q.slab)), q.free...)
+	}
+	q.n++
+	q.place(at, makeKey(at, ord, ent, slot))
+}
+
+// place files key k of an event at time at: into the bucket being drained, in order (rewinding
+// first if at lies before it), its ring bucket, or the far heap.
+//
+//go:noinline
+func (q *queue) place(at Time, k key) {
 	switch {
 	case at < q.curStart+bucketWidth:
 		if at < q.curStart {
@@ -270,26 +309,14 @@ func (q *queue) rewind(t Time) {
 	q.load()
 }
 
-// popUntil removes the earliest event, unless it lies after until, and returns its slab slot,
-// which stays reserved (the event in it intact) until release: the event is handled in place,
-// without a copy; and its time. It requires q.n > 0.
-func (q *queue) popUntil(until Time) (slot int32, at Time, ok bool) {
-	q.settle()
-	k := q.cur[len(q.cur)-1]
-	at = q.curStart + k.off()
-	if at > until {
-		return 0, 0, false
-	}
-	q.cur = q.cur[:len(q.cur)-1]
-	q.n--
-	q.lastEnt = k.ent()
-	return k.slot(), at, true
-}
-
-// release frees a slot pop returned. The slot keeps its references until reused: its handler
+// release frees the slot of an event Run took from the queue. The slot keeps its references until reused: its handler
 // is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
 // event costs no store to clear it.
-func (q *queue) release(slot int32) { q.free = append(q.free, slot) }
+func (q *queue) release(slot int32) {
+	n := len(q.free)
+	q.free = q.free[:n+1] // within its capacity: pushGrow keeps it at the slab's
+	q.free[n] = slot
+}
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
 type farHeap []farKey

@@ -137,6 +137,43 @@ func BenchmarkEventLoop(b *testing.B) {
 	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
 }
 
+// entChain is chain with entities, as the fabric runs: each event schedules its successor for
+// the next entity (ScheduleTo: a packet crossing a link) or, every fourth, for its own
+// (Schedule: a port's transmit-done).
+type entChain struct {
+	s    *Sim
+	n    int
+	ents int32
+}
+
+func (c *entChain) Handle(ev *Event) {
+	c.n++
+	if c.n&3 == 0 {
+		c.s.After(chainDelays[c.n&7], c, 0, ev.I, nil)
+		return
+	}
+	c.s.AfterTo((c.s.Current()+1)%c.ents, chainDelays[c.n&7], c, 0, ev.I, nil)
+}
+
+func BenchmarkEventLoopEntities(b *testing.B) {
+	// BenchmarkEventLoop's 4096 pending events with the entity order of a fabric run (1,024
+	// entities), every scheduling through Schedule or ScheduleTo's common path.
+	s := New()
+	const ents = 1024
+	s.SetEntities(ents, 0)
+	for i := 0; i < 4096; i++ {
+		c := &entChain{s: s, ents: ents}
+		s.ScheduleTo(int32(i%ents), Time(i), c, 0, int32(i), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := s.Events()
+	for s.Events()-start < uint64(b.N) {
+		s.Run(s.q.minTime() + 100_000)
+	}
+	b.ReportMetric(float64(s.Events()-start)/b.Elapsed().Seconds(), "events/s")
+}
+
 func TestRNGStreamsIndependent(t *testing.T) {
 	a1 := RNG(7, "switch3").Uint64()
 	a2 := RNG(7, "switch3").Uint64()
@@ -413,6 +450,107 @@ func TestSetPrefetcher(t *testing.T) {
 		}
 		if n, ev := calls.Load(), main.Events(); n == 0 || uint64(n) > ev {
 			t.Errorf("set after NewGroup %v: prefetch called %d times for %d events", after, n, ev)
+		}
+	}
+}
+
+// entChaos is chaos with entities: every event belongs to a random entity (ScheduleTo, or
+// Schedule for the current one), so the ordering word is (scheduling entity, its count), and
+// the test keeps those counts itself to know each event's word. Each event run must be the
+// (time, word) minimum of those pending, and run as its own entity.
+type entChaos struct {
+	s       *Sim
+	rng     *rand.Rand
+	pending map[int32]entPending
+	counts  []uint64
+	next    int32
+	t       *testing.T
+	left    int
+	trace   []entPending
+}
+
+type entPending struct {
+	at  Time
+	ord uint64
+	ent int32
+}
+
+func (c *entChaos) add(at Time, ent int32, to bool) {
+	cur := c.s.Current()
+	if !to {
+		ent = cur
+	}
+	c.next++
+	c.pending[c.next] = entPending{at, uint64(cur)<<EntityBits | c.counts[cur], ent}
+	c.counts[cur]++
+	if to {
+		c.s.ScheduleTo(ent, at, c, 0, c.next, nil)
+	} else {
+		c.s.Schedule(at, c, 0, c.next, nil)
+	}
+}
+
+func (c *entChaos) Handle(ev *Event) {
+	id, now := ev.I, c.s.Now()
+	e := c.pending[id]
+	if e.at != now || c.s.Current() != e.ent {
+		c.t.Fatalf("event %d ran at %d as entity %d, scheduled for %d as %d", id, now, c.s.Current(), e.at, e.ent)
+	}
+	for other, o := range c.pending {
+		if o.at < now || (o.at == now && o.ord < e.ord) {
+			c.t.Fatalf("ran event %d (%d, %#x) while event %d (%d, %#x) was pending", id, now, e.ord, other, o.at, o.ord)
+		}
+	}
+	delete(c.pending, id)
+	c.trace = append(c.trace, e)
+	for k := c.rng.IntN(3); k >= 0 && c.left > 0; k-- {
+		c.left--
+		var d Time
+		switch c.rng.IntN(7) {
+		case 0:
+			d = 0
+		case 1:
+			d = Time(c.rng.IntN(50))
+		case 2, 3:
+			d = Time(c.rng.IntN(2_000_000)) // up to 2 us
+		case 4:
+			d = Time(c.rng.IntN(4)) * 83_560 // lockstep: many keys of equal time
+		case 5:
+			d = Time(c.rng.IntN(int(horizon))) // anywhere in the ring
+		default:
+			d = horizon + Time(c.rng.IntN(10_000_000_000)) // beyond it, up to 10 ms more
+		}
+		c.add(now+d, int32(c.rng.IntN(len(c.counts))), c.rng.IntN(4) != 0)
+	}
+}
+
+// TestSchedMatchesPlain: the scheduling fast path (sched: a free slot and a ring bucket with
+// room, written out without calls) runs every event at the same time, as the same entity, in
+// the same order as the plain path (queue.plain: every key through place), and both in the
+// reference order, with entities few or many and delays that hit the bucket being drained,
+// the ring, equal times and the far heap.
+func TestSchedMatchesPlain(t *testing.T) {
+	for _, ents := range []int{1, 7, 300} {
+		var traces [2][]entPending
+		for i, plain := range []bool{false, true} {
+			s := New()
+			s.SetEntities(ents, 0)
+			s.q.plain = plain
+			c := &entChaos{s: s, rng: rand.New(rand.NewPCG(7, uint64(ents))), pending: map[int32]entPending{},
+				counts: make([]uint64, ents), t: t, left: 6000}
+			for j := 0; j < 64; j++ {
+				c.add(Time(c.rng.IntN(1000)), int32(c.rng.IntN(ents)), true)
+			}
+			if err := s.Run(units.MaxTime); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.pending) != 0 || s.Pending() != 0 || s.Events() < 6000 {
+				t.Fatalf("%d entities, plain %v: %d events never ran, %d ran", ents, plain, len(c.pending), s.Events())
+			}
+			traces[i] = c.trace
+		}
+		if !slices.Equal(traces[0], traces[1]) {
+			t.Fatalf("%d entities: the fast path ran events in another order than the plain path", ents)
 		}
 	}
 }
