@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"os"
 	"testing"
 )
 
@@ -10,28 +9,21 @@ import (
 // InfiniBand with 128 KiB VL buffers, where the flow backend's FIFO (a step's arrivals one
 // segment, a partly sent segment in proportion) depends on the step (docs/flow.md, "Where the
 // step is not a resolution"). Its fine-step limit, recorded with fixed steps of 125 ns (a
-// diagnostic override of the base step; 250 ns gives 18.93 ms), is 18.37 ms; the plain 1 us
-// stepping (FlowCoarseCreditStep: the credit step, now the default, gives 18.54 ms;
-// TestCreditStepNearPacket) with proportional service gives 27.31 ms (+48.7 %). With
-// Options.FlowAgeOrder (a partly sent segment oldest first) it gives 22.10 ms (+20.3 %): the
-// test holds that age order removes
-// at least half of the proportional service's step error. (The victim alone, not held here:
-// 6.198 ms at 125 ns, 6.347 ms proportional at 1 us, 6.959 ms with age order, so age order does
-// not help it since the pair constraint of adaptive routing; docs/jobs.md item 1. The packet
-// backend's 20.94 ms is above the flow model's limit; docs/jobs.md item 2.)
+// diagnostic override of the base step; 250 ns gives 17.685 ms), is 17.983 ms; the plain 1 us
+// stepping (FlowCoarseCreditStep: the credit step, now the default, gives 17.878 ms;
+// TestCreditStepNearPacket) with proportional service gives 20.744 ms (+15.4 %). With
+// Options.FlowAgeOrder (a partly sent segment oldest first) it gives 17.978 ms (-0.0 %): the
+// test holds that age order removes at least half of the proportional service's step error.
+// All with the NICs' round-robin order (flow's joinDelay); before it the figures were 18.37
+// (125 ns), 27.31 (proportional) and 22.10 ms (age order). (The victim alone, not held here:
+// 6.203 ms at 125 ns, 7.276 ms proportional at 1 us. The packet backend's 20.94 ms is above the
+// flow model's limit; docs/jobs.md item 2.)
 func TestAgeOrderNearFineStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two flow-level runs of 232 GPUs")
 	}
-	const file, fine = "testdata/shared-ib-232-aggressor.yaml", 18.37 // ms
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Parse(data, file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	const file, fine = "testdata/shared-ib-232-aggressor.yaml", 17.983 // ms
+	s := parseFile(t, file)
 	var got [2]float64
 	for i, age := range []bool{false, true} {
 		r, err := Run(context.Background(), s, Options{FlowAgeOrder: age, FlowCoarseCreditStep: true})

@@ -42,15 +42,7 @@ func TestCreditStepNearPacket(t *testing.T) {
 		{"victim", 6.203, 6.203, 6.804, 7.276, 0.10},
 		{"aggressor", 17.983, 17.685, 20.94, 20.744, 0.15},
 	} {
-		file := "testdata/shared-ib-232-" + c.job + ".yaml"
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := Parse(data, file, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := parseFile(t, "testdata/shared-ib-232-"+c.job+".yaml")
 		var got [2]float64
 		for i, coarse := range []bool{false, true} {
 			r, err := Run(context.Background(), s, Options{FlowCoarseCreditStep: coarse})
@@ -80,15 +72,7 @@ func TestCreditStepNearPacket(t *testing.T) {
 // steps (flow_steps, load-independent) beside the CPU time. At this commit 72,093 and 26,696
 // steps (docs/flow.md, "Where the step is not a resolution").
 func BenchmarkCreditStep(b *testing.B) {
-	const file = "testdata/shared-ib-232-aggressor.yaml"
-	data, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := Parse(data, file, "")
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := parseFile(b, "testdata/shared-ib-232-aggressor.yaml")
 	for _, c := range []struct {
 		name   string
 		coarse bool
@@ -105,4 +89,18 @@ func BenchmarkCreditStep(b *testing.B) {
 			b.ReportMetric(steps, "steps/op")
 		})
 	}
+}
+
+// parseFile reads and parses a scenario file of the package's tests.
+func parseFile(tb testing.TB, file string) *Scenario {
+	tb.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Parse(data, file, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
