@@ -7,6 +7,7 @@ import (
 
 	"github.com/fabricsim/fabricsim/report"
 	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // Message-level completion times (compare.json's "messages", report.html's "Messages" table):
@@ -106,6 +107,9 @@ type foldRange struct{ from, to, n int }
 type msgWeights struct {
 	group []int
 	folds []foldRange // in ascending order
+	// bw is the path's payload rate a scaled-down send's fixed latency is taken at (fixedLatency;
+	// 0: none).
+	bw units.Rate
 }
 
 // messageStats collects the network messages of a run: group g's (ranges[g]) weighted by
@@ -115,7 +119,8 @@ type msgWeights struct {
 func messageStats(msgs []result.Message, ranges [][2]int, pre []groupExtrap, mw msgWeights) *msgStats {
 	st := &msgStats{}
 	for g, r := range ranges {
-		w, stretch := 1.0, 1.0
+		w := 1.0
+		var stretch scaledSend = 1
 		if mw.group != nil {
 			w = float64(mw.group[g])
 		}
@@ -124,7 +129,7 @@ func messageStats(msgs []result.Message, ranges [][2]int, pre []groupExtrap, mw 
 			case *ringPrefix:
 				w *= x.scale()
 			case scaledSend:
-				stretch = float64(x)
+				stretch = x
 			}
 		}
 		f := sort.Search(len(mw.folds), func(k int) bool { return mw.folds[k].to > r[0] })
@@ -140,10 +145,13 @@ func messageStats(msgs []result.Message, ranges [][2]int, pre []groupExtrap, mw 
 			if f < len(mw.folds) && mw.folds[f].from <= i {
 				wi *= float64(mw.folds[f].n)
 			}
-			fct := m.FCT().Seconds()
-			st.fct.add(fct*stretch, wi)
+			fct := m.FCT()
+			if stretch > 1 {
+				fct = stretch.whole(fct, fixedLatency(m, mw.bw))
+			}
+			st.fct.add(fct.Seconds(), wi)
 			if m.IdealFCT > 0 {
-				st.slow.add(fct/m.IdealFCT.Seconds(), wi)
+				st.slow.add(m.FCT().Seconds()/m.IdealFCT.Seconds(), wi)
 			}
 		}
 	}

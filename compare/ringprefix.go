@@ -132,7 +132,7 @@ func ringLoops(d, unit int64) []int64 {
 // duration is the whole ring's completion from the prefix run's completion times: each pass's
 // positions carried on from the prefix's last step with their measured step cost, the latest
 // last step of any pass.
-func (rp *ringPrefix) duration(finish func(msggraph.ID) units.Time, _ [2]int) units.Time {
+func (rp *ringPrefix) duration(finish func(msggraph.ID) units.Time, _ [2]int, _ func(msggraph.ID) units.Time) units.Time {
 	n, k := rp.n, rp.k
 	var end float64
 	f := make([]float64, n)

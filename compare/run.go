@@ -47,6 +47,11 @@ type Options struct {
 	// steps and their extrapolation (ringprefix.go): the plain version the prefixes are tested
 	// against.
 	WholeCollectives bool
+	// ScaledSendFloor, when set, runs every pipeline send or all-to-all the flow backend scales
+	// down at no less than this size, with no probe (scaledsend.go; minScaledSend, 16 MiB, is the
+	// rule before the probe). 0: the probe at probeScaledSend, the class run again at
+	// minScaledSend where the probe's run engaged a control loop.
+	ScaledSendFloor units.Size
 	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
@@ -234,49 +239,86 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	// The flow backend runs long flat rings as prefixes (ringprefix.go) and long pipeline sends
 	// scaled down (scaledsend.go), and extrapolates their groups' completions.
 	extraps := make([][]groupExtrap, len(cls))
-	compileClasses := func(backendName backend.Name) error {
+	// compileClass compiles class ci for the backend, its pipeline sends scaled down to no less
+	// than floor (scaledsend.go).
+	compileClass := func(ci int, backendName backend.Name, floor units.Size) (*msggraph.Graph, [][2]int, []groupExtrap, []foldRange, error) {
 		usePrefix := backendName == backend.Flow && !opt.WholeCollectives
-		for ci, c := range cls {
+		c := cls[ci]
+		var (
+			rng [][2]int
+			ex  []groupExtrap
+			fo  []foldRange
+		)
+		g := &msggraph.Graph{Endpoints: plan.GPUs}
+		var rep []int
+		if backendName == backend.Analytic {
+			rep = s.groupReps(c) // groups that share one run (compile.go)
+		}
+		for gi, o := range c.example {
+			if rep != nil && rep[gi] != gi {
+				rng = append(rng, rng[rep[gi]])
+				continue
+			}
+			from := len(g.Msgs)
+			if usePrefix {
+				x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi), floor)
+				if err != nil {
+					return nil, nil, nil, nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+				}
+				if x != nil {
+					if ex == nil {
+						ex = make([]groupExtrap, len(c.example))
+					}
+					ex[gi] = x
+					rng = append(rng, [2]int{from, len(g.Msgs)})
+					continue
+				}
+			}
+			if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("compiling %s: %w", c.Key, err)
+			}
+			if backendName == backend.Analytic && s.foldsRing(o, s.collSpec(o)) {
+				fo = append(fo, foldRange{from, len(g.Msgs), len(o.Ranks)})
+			}
+			rng = append(rng, [2]int{from, len(g.Msgs)})
+		}
+		return g, rng, ex, fo, nil
+	}
+	// The pipeline sends are first run scaled to the probe's floor (probeScaledSend) and run again
+	// at minScaledSend where that run engaged a control loop (settledRun); Options.ScaledSendFloor
+	// runs them at its floor alone.
+	probeFloor, probed := opt.ScaledSendFloor, make([]bool, len(cls))
+	if probeFloor <= 0 {
+		probeFloor = probeScaledSend
+	}
+	compileClasses := func(backendName backend.Name) error {
+		for ci := range cls {
 			if full {
 				break
 			}
-			ranges[ci], extraps[ci], folds[ci] = nil, nil, nil
-			g := &msggraph.Graph{Endpoints: plan.GPUs}
-			var rep []int
-			if backendName == backend.Analytic {
-				rep = s.groupReps(c) // groups that share one run (compile.go)
+			var err error
+			graphs[ci], ranges[ci], extraps[ci], folds[ci], err = compileClass(ci, backendName, probeFloor)
+			if err != nil {
+				return err
 			}
-			for gi, o := range c.example {
-				if rep != nil && rep[gi] != gi {
-					ranges[ci] = append(ranges[ci], ranges[ci][rep[gi]])
-					continue
-				}
-				from := len(g.Msgs)
-				if usePrefix {
-					x, err := s.compileExtrap(g, o, fmt.Sprintf("%s g%d", c.Key, gi))
-					if err != nil {
-						return fmt.Errorf("compiling %s: %w", c.Key, err)
-					}
-					if x != nil {
-						if extraps[ci] == nil {
-							extraps[ci] = make([]groupExtrap, len(c.example))
-						}
-						extraps[ci][gi] = x
-						ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
-						continue
-					}
-				}
-				if _, err := s.compileOp(g, o, nil, fmt.Sprintf("%s g%d", c.Key, gi), backendName == backend.Analytic); err != nil {
-					return fmt.Errorf("compiling %s: %w", c.Key, err)
-				}
-				if backendName == backend.Analytic && s.foldsRing(o, s.collSpec(o)) {
-					folds[ci] = append(folds[ci], foldRange{from, len(g.Msgs), len(o.Ranks)})
-				}
-				ranges[ci] = append(ranges[ci], [2]int{from, len(g.Msgs)})
-			}
-			graphs[ci] = g
+			probed[ci] = opt.ScaledSendFloor <= 0 && probesSends(extraps[ci], cls[ci].example, probeFloor)
 		}
 		return nil
+	}
+	// floorClass is class ci compiled with its sends at minScaledSend, compiled once when a run
+	// first needs it.
+	type floorRun struct {
+		once sync.Once
+		g    *msggraph.Graph
+		rng  [][2]int
+		ex   []groupExtrap
+		err  error
+	}
+	floors := make([]floorRun, len(cls))
+	floorClass := func(ci int) *floorRun {
+		f := &floors[ci]
+		f.once.Do(func() { f.g, f.rng, f.ex, _, f.err = compileClass(ci, backend.Flow, minScaledSend) })
+		return f
 	}
 	if err := compileClasses(backendName); err != nil {
 		return nil, err
@@ -336,6 +378,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		v, k, c int
 		fault   bool
 		skew    bool // a step's own run of class c with its groups' start offsets (skewSteps)
+		later   bool // a later seed's (reuseSeeds), run after seed 0's
 	}
 	// A class's run with another network seed is its run with an earlier seed where the flow
 	// backend drew no random number and the seeds route the class's flows alike (flow.SameRoutes:
@@ -355,6 +398,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 	}
 	netSeed := func(k int) uint64 { return s.Seed + uint64(k%nseeds)*7919 }
+	// unsettled[v][c]: seed 0's probe of class c on variant v engaged a control loop
+	// (scaledsend.go); the later seeds then run the class at minScaledSend without a probe.
+	unsettled := make([][]bool, len(variants))
+	for v := range unsettled {
+		unsettled[v] = make([]bool, len(graphs))
+	}
 	var jobs []job
 	var later [][]job // reuseSeeds: the jobs of seeds 1, 2 ..., run after seed 0's
 	if reuseSeeds {
@@ -369,7 +418,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					continue // filled in from its twin's run below
 				}
 				if k > 0 && reuseSeeds {
-					later[k-1] = append(later[k-1], job{v: v, k: k, c: c})
+					later[k-1] = append(later[k-1], job{v: v, k: k, c: c, later: true})
 					continue
 				}
 				jobs = append(jobs, job{v: v, k: k, c: c})
@@ -454,10 +503,45 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						pre = extraps[j.c]
 					}
 					mw := msgWeights{folds: folds[j.c]} // fct.go
+					if pre != nil {
+						mw.bw = payloadRate(vnet[j.v].Graph, cfg) // scaled sends' fixed latency (scaledsend.go)
+					}
 					if !full {
 						mw.group = cls[j.c].Instances
 					}
-					r, err := runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, ranges[j.c], full, pre, mw, opt.flowOptions())
+					rng := ranges[j.c]
+					atFloor := func() error { // the class with its sends at minScaledSend
+						f := floorClass(j.c)
+						if f.err != nil {
+							return f.err
+						}
+						g, rng, pre = f.g, f.rng, f.ex
+						if off != nil {
+							g = skewedClass(g, rng, off)
+						}
+						return nil
+					}
+					// The probe (scaledsend.go): skipped where the variant's loops leave no count,
+					// and on later seeds where the first seed's probe did not settle.
+					probe := !full && probed[j.c]
+					var r *classRun
+					var err error
+					if probe && (!probeSettles(cfg) || j.later && unsettled[j.v][j.c]) {
+						probe, err = false, atFloor()
+					}
+					if err == nil {
+						r, err = runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, rng, full, pre, mw, opt.flowOptions())
+					}
+					if err == nil && probe && !settledRun(r) {
+						if j.k == 0 && !j.skew && !j.fault {
+							mu.Lock()
+							unsettled[j.v][j.c] = true
+							mu.Unlock()
+						}
+						if err = atFloor(); err == nil {
+							r, err = runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, rng, full, pre, mw, opt.flowOptions())
+						}
+					}
 					if r != nil && off != nil {
 						for gi := range r.Dur {
 							r.Dur[gi] -= off[gi] // each group's time from its own start
@@ -795,9 +879,10 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 			out.Finish[i] = finish(i)
 		}
 	}
+	fixed := func(id msggraph.ID) units.Time { return fixedLatency(&res.Messages[id], mw.bw) }
 	for gi, r := range ranges {
 		if gi < len(pre) && pre[gi] != nil {
-			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) }, r)
+			out.Dur[gi] = pre[gi].duration(func(id msggraph.ID) units.Time { return finish(int(id)) }, r, fixed)
 			continue
 		}
 		var end units.Time
@@ -849,7 +934,6 @@ func railSpansLeaves(g *topo.Graph) bool {
 // efficiency of a full packet, and the latency of the longest path (through a leaf and a spine
 // on two tiers, and a core on three).
 func analyticNet(g *topo.Graph, c fabric.Config) analytic.Network {
-	rate := g.Links[g.Nodes[g.Hosts[0]].Ports[0].Link].Rate
 	var lat units.Time
 	for _, l := range g.Links {
 		lat = max(lat, l.Latency)
@@ -859,8 +943,15 @@ func analyticNet(g *topo.Graph, c fabric.Config) analytic.Network {
 	for i := range g.Nodes {
 		tiers = max(tiers, g.Nodes[i].Tier)
 	}
+	return analytic.Uniform{Lat: units.Time(2*tiers)*lat + units.Time(2*tiers-1)*c.SwitchLatency, BW: payloadRate(g, c)}
+}
+
+// payloadRate is the payload rate of a host's link with full frames (the analytic backend's
+// bandwidth, analyticNet).
+func payloadRate(g *topo.Graph, c fabric.Config) units.Rate {
+	rate := g.Links[g.Nodes[g.Hosts[0]].Ports[0].Link].Rate
 	eff := float64(c.MTU) / float64(int(c.MTU)+c.HeaderBytes+c.L1Overhead)
-	return analytic.Uniform{Lat: units.Time(2*tiers)*lat + units.Time(2*tiers-1)*c.SwitchLatency, BW: units.Rate(float64(rate) * eff)}
+	return units.Rate(float64(rate) * eff)
 }
 
 // addCounters adds a run's counters and its loss totals (declared in package result) to m.

@@ -125,7 +125,7 @@ func BenchmarkClassCopies16k(b *testing.B) {
 					mg := &msggraph.Graph{Endpoints: plan.GPUs}
 					for gi, o := range c.example {
 						tag := fmt.Sprintf("%s g%d", c.Key, gi)
-						x, err := s.compileExtrap(mg, o, tag)
+						x, err := s.compileExtrap(mg, o, tag, 0)
 						if err == nil && x == nil {
 							_, err = s.compileOp(mg, o, nil, tag, false)
 						}
