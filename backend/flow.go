@@ -31,6 +31,8 @@ type FlowOptions struct {
 	FixedStep bool
 	// CoarseCreditStep keeps the base step where InfiniBand credits bind (flow.Options.CoarseCreditStep).
 	CoarseCreditStep bool
+	// SubStep serves queue segments in arrival order within their step (flow.Options.SubStep).
+	SubStep bool
 }
 
 type flowBackend struct{}
@@ -62,7 +64,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		nh = r
 	}
 	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed, AgeOrder: j.Flow.AgeOrder,
-		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep,
+		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep, SubStep: j.Flow.SubStep,
 		Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)

@@ -66,11 +66,14 @@ type Options struct {
 	FlowStep             units.Time
 	FlowFixedStep        bool
 	FlowCoarseCreditStep bool
+	// FlowSubStep serves queue segments in arrival order within their step
+	// (flow.Options.SubStep).
+	FlowSubStep bool
 }
 
 // flowOptions are the flow backend's options that Options sets.
 func (o *Options) flowOptions() backend.FlowOptions {
-	return backend.FlowOptions{Step: o.FlowStep, AgeOrder: o.FlowAgeOrder, FixedStep: o.FlowFixedStep, CoarseCreditStep: o.FlowCoarseCreditStep}
+	return backend.FlowOptions{Step: o.FlowStep, AgeOrder: o.FlowAgeOrder, FixedStep: o.FlowFixedStep, CoarseCreditStep: o.FlowCoarseCreditStep, SubStep: o.FlowSubStep}
 }
 
 // FidelityMode says how a step's network collectives are simulated.

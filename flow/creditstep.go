@@ -27,6 +27,19 @@ import "github.com/fabricsim/fabricsim/units"
 // 18.37 and 6.198), against +49 % (the aggressor) at 1 us; 500 ns is not enough (22.34 ms).
 const CreditStep = 250 * units.Nanosecond
 
+// SubStepCreditStep is the credit step with Options.SubStep, whose queues serve a segment in
+// its bytes' arrival order: there 500 ns is enough (docs/flow.md, "Where the step is not a
+// resolution": the reproducers within 1.5 % of their fine-step figures, at half the steps).
+const SubStepCreditStep = 500 * units.Nanosecond
+
+// creditStepLen is the credit step of this run's FIFO service.
+func (e *engine) creditStepLen() units.Time {
+	if e.subStep {
+		return SubStepCreditStep
+	}
+	return CreditStep
+}
+
 // creditNext makes the credit step the base step, for the rest of the run, once a credit throttle
 // has bound.
 func (e *engine) creditNext() {

@@ -67,6 +67,14 @@ type Options struct {
 	// the credit step is compared with (TestCreditStepMatchesFineStep). With FixedStep every
 	// step is Step, credits or not.
 	CoarseCreditStep bool
+	// SubStep serves a FIFO segment in the order its bytes arrived within their step: every
+	// entry remembers the window of the step (a fraction of it) in which its bytes reached the
+	// queue, spread evenly over it, and the link sends the segment's bytes in arrival order, so
+	// that an entry whose bytes came early in the step leaves, and its message may finish,
+	// before the rest of its segment (fifo.serveWin; docs/flow.md, "Where the step is not a
+	// resolution"). With it the credit step is SubStepCreditStep. Off by default until
+	// validated (figures there); ignored with AgeOrder.
+	SubStep bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -283,6 +291,12 @@ type engine struct {
 	// fifo.serve), which enqueue gives their entry at the next queue.
 	ageOrder bool
 	age      int32
+	// subStep: Options.SubStep; w0, w1 is the window of the step (fractions of it) in which the
+	// bytes being handed on left (inject, fifo.serveWin), which enqueue gives their entry.
+	subStep    bool
+	w0, w1     float64
+	winX, winD []float64  // serveWin's scratch
+	wins       [][]window // each queue's entries' windows (fifo.pushWin)
 	// creditStep is the step while InfiniBand credits bind (creditstep.go; 0: the base step).
 	creditStep units.Time
 
@@ -390,6 +404,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.cur, e.adaptive = e.step, !opt.FixedStep && e.step < MaxStep
 	e.merge = !opt.SplitEntries
 	e.ageOrder = opt.AgeOrder
+	e.subStep = opt.SubStep && !opt.AgeOrder
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {
@@ -422,8 +437,8 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.nc = max(1, len(e.classes))
 	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
-	if e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > CreditStep {
-		e.creditStep = CreditStep
+	if cs := e.creditStepLen(); e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > cs {
+		e.creditStep = cs
 	}
 	e.overhead = newOverhead(e)
 	e.growState()

@@ -1,6 +1,9 @@
 package flow
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
 // bytes that arrived in one step form a segment (each flow's share of it), and the link serves
@@ -29,6 +32,11 @@ type fifo struct {
 	// (parallel to ents; nil without the option). It takes the 24 bytes that padded the struct.
 	age []int32
 }
+
+// window is the part of its step, [t0, t1] in fractions of the step, over which an entry's
+// remaining bytes reached the queue, spread evenly (Options.SubStep). A queue's windows are
+// engine.wins[queue], parallel to its entries, outside the fifo to keep it two cache lines.
+type window struct{ t0, t1 float64 }
 
 // setLeft records what the queue holds after its link has sent, and the marking probability
 // of ecn at that depth.
@@ -125,6 +133,39 @@ func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int3
 	}
 }
 
+// pushWin is push (merged as pushMerged where last is not nil, when the windows meet) for
+// Options.SubStep: the entry remembers, in *wp (parallel to ents), the window [w0, w1] of the
+// step its bytes arrived in.
+func (q *fifo) pushWin(wp *[]window, slot int32, gen uint32, amt float64, step int64, w0, w1 float64, last *int32) {
+	if last != nil {
+		if i := q.tailEntry(slot, gen, step, *last); i >= 0 {
+			if w := &(*wp)[i]; w0 <= w.t1+1e-9 && w1 >= w.t0-1e-9 {
+				w.t0, w.t1 = min(w.t0, w0), max(w.t1, w1)
+				q.join(i, amt)
+				return
+			}
+		}
+	}
+	if n := len(q.segs); n == q.sh || q.step != step {
+		q.compactWin(wp) // (push's compact then finds nothing to do)
+	}
+	q.push(slot, gen, amt, step)
+	*wp = append((*wp)[:len(q.ents)-1], window{w0, w1})
+	if last != nil {
+		*last = int32(len(q.ents) - 1)
+	}
+}
+
+// compactWin is compact, keeping the windows *wp parallel to the entries.
+func (q *fifo) compactWin(wp *[]window) {
+	if eh := q.eh; eh > 0 && eh >= len(q.ents)/2 {
+		n := copy(*wp, (*wp)[eh:])
+		*wp = (*wp)[:n]
+	}
+	q.compact()
+	*wp = (*wp)[:len(q.ents)]
+}
+
 // compact drops consumed segments and entries once they are most of the slices.
 func (q *fifo) compact() {
 	if q.sh > 0 && q.sh >= len(q.segs)/2 {
@@ -157,6 +198,9 @@ func (q *fifo) compact() {
 // returns the bytes served.
 func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 	var served float64
+	if e.subStep {
+		return q.serveWindows(&e.wins[int(a.r)*e.nc+int(a.c)], limit, e, a)
+	}
 	for q.sh < len(q.segs) && limit > 0 {
 		s := &q.segs[q.sh]
 		if s.rem <= limit*(1+1e-12) {
@@ -253,4 +297,160 @@ func (q *fifo) drop(slot int32, gen uint32) {
 			}
 		}
 	}
+}
+
+// serveWindows is serve for Options.SubStep: each segment in arrival order (serveWin), the
+// link's bytes timed at its rate, or spread over the step where credits or PFC allow less.
+func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) float64 {
+	rate := a.rate
+	if limit < rate*a.tau {
+		rate = limit / a.tau
+	}
+	var served float64
+	for q.sh < len(q.segs) && limit > 0 {
+		s := &q.segs[q.sh]
+		start := (a.before + served) / rate
+		if s.rem <= limit*(1+1e-12) {
+			q.serveWhole(*wp, s, start, start+s.rem/rate, e, a)
+			limit -= s.rem
+			served += s.rem
+			q.bytes -= s.rem
+			q.eh = s.to
+			q.sh++
+			continue
+		}
+		if y, whole := q.serveWin(*wp, s, limit, start, rate, e, a); !whole {
+			s.rem -= y
+			q.bytes -= y
+			served += y
+			break
+		}
+		// Rounding left the segment no more than limit after all.
+		served += s.rem
+		q.bytes -= s.rem
+		q.eh = s.to
+		q.sh++
+		break
+	}
+	if q.sh == len(q.segs) {
+		q.segs, q.ents, q.sh, q.eh, q.bytes = q.segs[:0], q.ents[:0], 0, 0, 0
+		*wp = (*wp)[:0]
+	}
+	return served
+}
+
+// serveWhole sends the whole segment s, which leaves the link from start to end seconds into
+// the step: each entry's window maps onto that span linearly (exact where the segment's bytes
+// arrived evenly over its span; serveWin's exact map costs a sort per segment, and a congested
+// step serves many whole segments).
+func (q *fifo) serveWhole(win []window, s *segment, start, end float64, e *engine, a *serveAt) {
+	from := max(s.from, q.eh)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := from; i < s.to; i++ {
+		if q.ents[i].amt > 0 {
+			lo, hi = min(lo, win[i].t0), max(hi, win[i].t1)
+		}
+	}
+	k := 0.0
+	if hi > lo {
+		k = (end - start) / (hi - lo)
+	}
+	for i := from; i < s.to; i++ {
+		if x := &q.ents[i]; x.amt > 0 {
+			w := win[i]
+			e.w0 = min(1, (start+(w.t0-lo)*k)/a.tau)
+			e.w1 = min(1, (start+(w.t1-lo)*k)/a.tau)
+			if hi <= lo {
+				e.w1 = min(1, end/a.tau)
+			}
+			e.take(a, x.slot, x.gen, x.amt)
+			x.amt = 0
+		}
+	}
+}
+
+// serveWin sends up to limit bytes of segment s in the order they arrived within their step:
+// A(x), the segment's bytes that arrived before x (each entry's spread evenly over its window),
+// is served up to the x where it reaches limit; an entry whose window ends before x leaves
+// whole, and its bytes leave the link from start + A(t0)/rate to start + A(t1)/rate seconds
+// into the step (e.w0, e.w1). It returns the bytes sent, and whether that was the whole segment.
+func (q *fifo) serveWin(win []window, s *segment, limit, start, rate float64, e *engine, a *serveAt) (float64, bool) {
+	from := max(s.from, q.eh)
+	xs := e.winX[:0]
+	for i := from; i < s.to; i++ {
+		if q.ents[i].amt > 0 {
+			w := &win[i]
+			if w.t1 < w.t0+1e-9 {
+				w.t1 = w.t0 + 1e-9
+			}
+			xs = append(xs, w.t0, w.t1)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, true
+	}
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	d := e.winD[:0]
+	for range xs {
+		d = append(d, 0)
+	}
+	for i := from; i < s.to; i++ {
+		if x := &q.ents[i]; x.amt > 0 {
+			w := win[i]
+			k0, _ := slices.BinarySearch(xs, w.t0)
+			k1, _ := slices.BinarySearch(xs, w.t1)
+			r := x.amt / (w.t1 - w.t0)
+			d[k0] += r
+			d[k1] -= r
+		}
+	}
+	// A at the breakpoints (in d's place) and the frontier tau where it reaches limit.
+	var dens, acc float64
+	tau := math.Inf(1)
+	prev := xs[0]
+	for k, x := range xs {
+		acc += dens * (x - prev)
+		if acc >= limit && math.IsInf(tau, 1) && dens > 0 {
+			tau = x - (acc-limit)/dens
+		}
+		dens += d[k]
+		d[k] = acc
+		prev = x
+	}
+	A := func(x float64) float64 {
+		if x >= tau {
+			return limit
+		}
+		k, _ := slices.BinarySearch(xs, x)
+		return d[k]
+	}
+	var sent float64
+	for i := from; i < s.to; i++ {
+		x := &q.ents[i]
+		if x.amt <= 0 {
+			continue
+		}
+		w := &win[i]
+		if w.t0 >= tau {
+			continue
+		}
+		y := x.amt
+		hi := w.t1
+		if tau < w.t1 {
+			hi = tau
+			y = x.amt * (tau - w.t0) / (w.t1 - w.t0)
+		}
+		e.w0 = min(1, (start+A(w.t0)/rate)/a.tau)
+		e.w1 = min(1, (start+A(hi)/rate)/a.tau)
+		x.amt -= y
+		if hi == w.t1 {
+			x.amt = 0
+		}
+		w.t0 = hi
+		sent += y
+		e.take(a, x.slot, x.gen, y)
+	}
+	e.winX, e.winD = xs, d
+	return sent, math.IsInf(tau, 1)
 }

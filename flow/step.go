@@ -207,6 +207,15 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			e.stats.injected += amt
 			r0 := e.path[f.off]
 			e.age = int32(e.steps)
+			if e.subStep {
+				// The flow sent from its start (or the step's) to its last byte (tInj below) or
+				// the step's end.
+				e.w0 = max(0, 1-float64(tEnd-f.from)/float64(units.Second)/tau)
+				e.w1 = 1.0
+				if f.rem == 0 {
+					e.w1 = max(e.w0, min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))/tau)
+				}
+			}
 			e.forward(r0, fid, 0, amt)
 			if f.rem == 0 {
 				finished = append(finished, fid)
@@ -372,7 +381,17 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 	if e.cc != nil {
 		e.cc.enqueued(fid, r, q, amt)
 	}
-	if e.ageOrder {
+	if e.subStep {
+		o := &e.owner[idx]
+		last := &o.ent
+		if !e.merge {
+			last = nil
+		}
+		if e.wins == nil {
+			e.wins = make([][]window, len(e.queues))
+		}
+		q.pushWin(&e.wins[int(r)*e.nc+int(f.cls)], idx, o.gen, amt, e.steps, e.w0, e.w1, last)
+	} else if e.ageOrder {
 		o := &e.owner[idx]
 		last := &o.ent
 		if !e.merge {
@@ -560,7 +579,11 @@ func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
 		e.ended = append(e.ended, fid)
 		// Its last byte left when the link had sent what came before it, not before it
 		// left the NIC.
-		f.tOut = max(f.tInj, min(a.tau, (a.before+s)/a.rate))
+		if e.subStep {
+			f.tOut = max(f.tInj, min(a.tau, e.w1*a.tau))
+		} else {
+			f.tOut = max(f.tInj, min(a.tau, (a.before+s)/a.rate))
+		}
 	}
 }
 
