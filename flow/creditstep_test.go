@@ -49,11 +49,7 @@ func lastFinish(r *result.Run) units.Time {
 // on D-mod-K tables, no link shared) the run is the plain one byte for byte.
 func TestCreditStepMatchesFineStep(t *testing.T) {
 	credit, plain, fine := creditRuns(t, "ib-cc-victim.yaml")
-	const innocent = 3 // the innocent flow's message (validation row 15)
-	fct := func(r *result.Run) float64 {
-		m := r.Messages[innocent]
-		return (m.Finish - m.Start).Seconds() * 1e6
-	}
+	fct := innocentFCT
 	for _, c := range []struct {
 		what             string
 		got, fine, plain float64
@@ -90,4 +86,11 @@ func same(t *testing.T, g *topo.Graph, cfg fabric.Config, mg *msggraph.Graph) {
 	if string(out[0]) != string(out[1]) {
 		t.Errorf("no credit throttle binds, yet the credit step changed the messages")
 	}
+}
+
+// innocentFCT is the FCT, in microseconds, of ib-cc-victim's innocent flow (its message 3;
+// validation row 15).
+func innocentFCT(r *result.Run) float64 {
+	m := r.Messages[3]
+	return (m.Finish - m.Start).Seconds() * 1e6
 }

@@ -32,11 +32,7 @@ func TestSubStepMatchesFineStep(t *testing.T) {
 	sub := run(Options{SubStep: true})
 	subFine := run(Options{SubStep: true, Step: fine, FixedStep: true})
 	propFine := run(Options{Step: fine, FixedStep: true})
-	const innocent = 3 // the innocent flow's message (validation row 15)
-	fct := func(r *result.Run) float64 {
-		m := r.Messages[innocent]
-		return (m.Finish - m.Start).Seconds() * 1e6
-	}
+	fct := innocentFCT
 	for _, c := range []struct {
 		what                   string
 		sub, subFine, propFine float64
