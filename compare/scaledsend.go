@@ -93,10 +93,14 @@ func probeSettles(cfg fabric.Config) bool {
 // settledRun reports whether a probe run engaged no control loop with a time of its own: no ECN
 // mark (DCQCN's cuts, its 300 us rate-increase timer and alpha's EWMA: [DCQCN] §3,
 // [ConnectX-DCQCN]), no PFC pause frame (pause and resume cycles), no drop (retransmission
-// timers), no random draw. The rates are then set by the links' and NICs' sharing from the start
-// (credits on InfiniBand return within a round trip), the same for any size.
+// timers), no InfiniBand credit stall, no random draw. The rates are then set by the links' and
+// NICs' sharing from the start, the same for any size. A credit stall is InfiniBand's
+// back-pressure ([IBA] vol. 1 §7.9): a blocked VL holds the flows behind it, hop by hop, and how
+// far that tree reaches grows with the bytes queued, so it is not size-free either (measured:
+// examples/compare-jitter-moe-1024.yaml's ib-ndr over 45 steps, probe at 2 MiB median step 1.231
+// ms with three steps 12-22 % above it; the 16 MiB floor 1.180 ms and none).
 func settledRun(r *classRun) bool {
-	if r == nil || !r.NoDraws {
+	if r == nil || !r.NoDraws || pickStalls(r.Counters) != 0 {
 		return false
 	}
 	for _, k := range []string{"ecn_marks", "pfc_pause_frames_sent", "drops", "cnps_sent"} {

@@ -105,6 +105,7 @@ func TestSettledRun(t *testing.T) {
 		{&classRun{NoDraws: true, Counters: map[string]float64{"drops": 0}}, true},
 		{&classRun{NoDraws: true, Counters: map[string]float64{"pfc_pause_frames_sent": 3}}, false},
 		{&classRun{NoDraws: true, Counters: map[string]float64{"ecn_marks": 1}}, false},
+		{&classRun{NoDraws: true, Counters: map[string]float64{"ib_credit_stall_ns": 120}}, false},
 		{&classRun{NoDraws: false, Counters: map[string]float64{}}, false},
 		{nil, false},
 	} {
