@@ -17,8 +17,16 @@ import (
 // (CoarseCreditStep) and with every step at CreditStep (FixedStep).
 func creditRuns(t *testing.T, name string) (credit, plain, fine *result.Run) {
 	t.Helper()
+	run := exampleRunner(t, name)
+	return run(Options{}), run(Options{CoarseCreditStep: true}), run(Options{Step: CreditStep, FixedStep: true})
+}
+
+// exampleRunner loads an example and returns a function that runs it on the flow backend with
+// the given options and the invariant checks on.
+func exampleRunner(t *testing.T, name string) func(Options) *result.Run {
+	t.Helper()
 	g, cfg, mg := loadExample(t, name)
-	run := func(o Options) *result.Run {
+	return func(o Options) *result.Run {
 		o.Check = true
 		r, err := Run(g, nil, cfg, mg, o)
 		if err != nil {
@@ -26,7 +34,6 @@ func creditRuns(t *testing.T, name string) (credit, plain, fine *result.Run) {
 		}
 		return r
 	}
-	return run(Options{}), run(Options{CoarseCreditStep: true}), run(Options{Step: CreditStep, FixedStep: true})
 }
 
 func lastFinish(r *result.Run) units.Time {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/fabricsim/fabricsim/flow"
-	"github.com/fabricsim/fabricsim/result"
 )
 
 // TestSubStepMatchesFineStep runs ib-cc-victim (validation row 15: a 3:1 incast on EDR whose
@@ -19,15 +18,7 @@ import (
 // 1 us stepping with arrival order 2,142.1 and 484.2, without it 2,145.8 and 485.8: here the
 // step's error is not the FIFO's).
 func TestSubStepMatchesFineStep(t *testing.T) {
-	g, cfg, mg := loadExample(t, "ib-cc-victim.yaml")
-	run := func(o Options) *result.Run {
-		o.Check = true
-		r, err := Run(g, nil, cfg, mg, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := exampleRunner(t, "ib-cc-victim.yaml")
 	const fine = 125_000 // ps
 	sub := run(Options{SubStep: true})
 	subFine := run(Options{SubStep: true, Step: fine, FixedStep: true})

@@ -218,20 +218,35 @@ func (c *chaos) Handle(ev *Event) {
 	}
 	for k := c.rng.IntN(3); k >= 0 && c.left > 0; k-- {
 		c.left--
-		var d Time
-		switch c.rng.IntN(6) {
-		case 0:
-			d = 0
-		case 1:
-			d = Time(c.rng.IntN(50))
-		case 2, 3:
-			d = Time(c.rng.IntN(2_000_000)) // up to 2 us
-		case 4:
-			d = Time(c.rng.IntN(int(horizon))) // anywhere in the ring
-		default:
-			d = horizon + Time(c.rng.IntN(10_000_000_000)) // beyond it, up to 10 ms more
-		}
-		c.add(c.s.Now() + d)
+		c.add(c.s.Now() + chaosDelay(c.rng, false))
+	}
+}
+
+// chaosDelay draws a chaos workload's next delay: none, a few picoseconds, up to 2 us, anywhere
+// in the ring, or beyond it into the far heap; with lockstep also multiples of one frame time
+// (many keys of equal time, as a fat tree's ports make them).
+func chaosDelay(rng *rand.Rand, lockstep bool) Time {
+	n := 6
+	if lockstep {
+		n = 7
+	}
+	k := rng.IntN(n)
+	if !lockstep && k >= 4 {
+		k++ // no lockstep case: 4 and 5 are the ring and the heap
+	}
+	switch k {
+	case 0:
+		return 0
+	case 1:
+		return Time(rng.IntN(50))
+	case 2, 3:
+		return Time(rng.IntN(2_000_000)) // up to 2 us
+	case 4:
+		return Time(rng.IntN(4)) * 83_560 // lockstep: many keys of equal time
+	case 5:
+		return Time(rng.IntN(int(horizon))) // anywhere in the ring
+	default:
+		return horizon + Time(rng.IntN(10_000_000_000)) // beyond it, up to 10 ms more
 	}
 }
 
@@ -505,21 +520,7 @@ func (c *entChaos) Handle(ev *Event) {
 	c.trace = append(c.trace, e)
 	for k := c.rng.IntN(3); k >= 0 && c.left > 0; k-- {
 		c.left--
-		var d Time
-		switch c.rng.IntN(7) {
-		case 0:
-			d = 0
-		case 1:
-			d = Time(c.rng.IntN(50))
-		case 2, 3:
-			d = Time(c.rng.IntN(2_000_000)) // up to 2 us
-		case 4:
-			d = Time(c.rng.IntN(4)) * 83_560 // lockstep: many keys of equal time
-		case 5:
-			d = Time(c.rng.IntN(int(horizon))) // anywhere in the ring
-		default:
-			d = horizon + Time(c.rng.IntN(10_000_000_000)) // beyond it, up to 10 ms more
-		}
+		d := chaosDelay(c.rng, true)
 		c.add(now+d, int32(c.rng.IntN(len(c.counts))), c.rng.IntN(4) != 0)
 	}
 }
