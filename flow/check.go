@@ -25,6 +25,9 @@ func (e *engine) check() error {
 			}
 			q += b
 		}
+		if e.ar.family(int32(fid)) != nil {
+			continue // a family's bytes move between its members (arflows.go): checkFamilies
+		}
 		if e.loss != nil && e.loss.state(int32(fid)).hadLoss {
 			continue // dropped and discarded bytes are not conserved per flow
 		}
@@ -34,6 +37,9 @@ func (e *engine) check() error {
 		if f.rem < 0 || f.deliv > f.total*(1+tol)+1e-3 {
 			return fmt.Errorf("invariant violated at %v: message %d has %g B left to send and %g of %g B delivered", e.now, f.msg, f.rem, f.deliv, f.total)
 		}
+	}
+	if err := e.checkFamilies(); err != nil {
+		return err
 	}
 	for i := range e.rc {
 		if x := e.rc[i].ing; x < -1e-3 {

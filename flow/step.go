@@ -73,6 +73,9 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 		return false
 	}
 	e.steps++
+	if e.ar != nil {
+		e.ar.tau = tau
+	}
 	e.changed = false
 	e.horizon = math.Inf(1)
 	e.preheat()
@@ -82,9 +85,15 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	}
 	e.inject(tau, tEnd)
 	for rank := 1; rank < len(e.act); rank++ {
+		if e.ar != nil {
+			e.arFlush() // the adaptive switches' choices for the bytes that reached them
+		}
 		for _, r := range e.act[rank] {
 			e.serve(r, tau)
 		}
+	}
+	if e.ar != nil {
+		e.arFlush() // (none is left where the choices are all upward)
 	}
 	calm := true
 	if e.fc.update(tau) {
@@ -426,6 +435,10 @@ func (e *engine) forward(r, fid, h int32, s float64) {
 		e.deliver(fid, s)
 		return
 	}
+	if fam := e.ar.family(fid); fam != nil {
+		e.arForward(r, fid, h, s, fam)
+		return
+	}
 	if ok := e.enqueue(e.owner[f.off+h+1].res, fid, h+1, s); ok > 0 && !e.net.isPair(r) {
 		e.addIng(r, f.cls, ok) // (a pair constraint's bytes stay counted on the link before it)
 	}
@@ -444,6 +457,9 @@ func (e *engine) deliver(fid int32, s float64) {
 
 // finished reports whether flow f has delivered every byte (and no loss is being recovered).
 func (e *engine) finished(fid int32) bool {
+	if fam := e.ar.family(fid); fam != nil {
+		return !e.flows[fid].done && e.famFinished(fam)
+	}
 	f := &e.flows[fid]
 	if f.rem != 0 || f.deliv < f.total-eps(f.total) || f.done {
 		return false
@@ -584,6 +600,9 @@ func (e *engine) take(a *serveAt, slot int32, gen uint32, s float64) {
 		} else {
 			f.tOut = max(f.tInj, min(a.tau, (a.before+s)/a.rate))
 		}
+		if fam := e.ar.family(fid); fam != nil {
+			e.famEnded(fam, fid)
+		}
 	}
 }
 
@@ -686,7 +705,14 @@ func (e *engine) jumpFlows(tEnd units.Time, T float64) {
 	for _, fid := range finished {
 		e.unhost(fid)
 		f := &e.flows[fid]
-		if f.deliv >= f.total-eps(f.total) {
+		if fam := e.ar.family(fid); fam != nil {
+			if e.famFinished(fam) {
+				for _, m := range slices.Clone(fam.members) {
+					e.flows[m].done = true
+					e.retire(m, tEnd)
+				}
+			}
+		} else if f.deliv >= f.total-eps(f.total) {
 			f.done = true
 			e.retire(fid, tEnd)
 		}

@@ -1,0 +1,481 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/sim"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// Per-flow adaptive routing (Options.PerFlowAR; docs/flow.md, "Adaptive routing on a
+// permutation (row 16)").
+//
+// The pooled model (router.bundlePath) makes each adaptive stage one resource of the stage's
+// links: the outcome of every flow spreading its bytes evenly over them. The packet backend's
+// switches balance their own ports instead (fabric/ibroute.go: each data packet leaves by the
+// allowed port with the fewest bytes queued on its VL, ports without credits last, ties to the
+// forwarding table's port), and on a fat tree a flow's upward choices fix which downlink of the
+// destination pod its bytes arrive on, so the flows into one edge switch load its downlinks
+// unevenly.
+//
+// Here an adaptive QP is a family of flows, one per minimal path (the subnet manager's
+// adaptive-routing groups at every switch, the forwarding table's path first). The family's
+// first flow (its root) is the QP in its NIC's round robin and holds every byte to inject; the
+// other members inject nothing. Where bytes of a member arrive at a switch with a choice (they
+// left hop h, hop h+1 has alternatives among the members that share hops 0..h), the switch
+// assigns them to the alternatives by the switch's own rule, packet by packet in the order they
+// arrive within the step (arFlush, arSwitch), and they join that member's queue at hop h+1 and follow its path from there. The queues,
+// credits and back-pressure of the engine then give the collisions their time. A member's
+// bytes are counted on the family: the root's total is the family's, and the family finishes
+// (every member ends at once) when the root has injected everything and the members together
+// have delivered it.
+//
+// Families are built where the fabric routes adaptively, no congestion control runs (its
+// per-QP state would be split over the members) and no fault is planned (faults reroute single
+// paths); every flow is then stepped (no quiet flows: a quiet flow's bytes pass its path
+// without the switches' choices) and the symmetry reduction is off.
+
+// maxARPaths bounds a family (larger path sets keep the pooled bundles).
+const maxARPaths = 64
+
+// arShape is the family structure of one (source, destination) pair: its minimal paths and,
+// for every path k and hop h, the paths the switch at the head of hop h+1 may send path k's
+// bytes on (alt[k][h], the member indexes, one per distinct next link, the forwarding table's
+// port first; a single one where there is no choice).
+type arShape struct {
+	paths [][]int32
+	alt   [][][]int32
+}
+
+// arFamily is one adaptive QP's flows.
+type arFamily struct {
+	shape   *arShape
+	members []int32 // flow ids, by path index (members[0] is the root)
+}
+
+// arState is the engine's per-flow adaptive routing: the shapes by pair, each flow's family and
+// member index, and the step's length (for the links' budgets).
+type arState struct {
+	shapes map[[2]int32]*arShape
+	fams   []arFamily
+	free   []int32
+	famOf  []int32 // by flow id: family index, -1 none
+	idx    []int32 // by flow id: member index
+	tau    float64
+	pend   []arPend
+	ports  []arPort
+	pkts   []arPkt
+	got    []float64
+	base   []int32
+}
+
+func newARState() *arState { return &arState{shapes: map[[2]int32]*arShape{}} }
+
+// family returns flow fid's family, or nil.
+func (a *arState) family(fid int32) *arFamily {
+	if a == nil || int(fid) >= len(a.famOf) || a.famOf[fid] < 0 {
+		return nil
+	}
+	return &a.fams[a.famOf[fid]]
+}
+
+func (a *arState) setFlow(fid, fam, k int32) {
+	for int(fid) >= len(a.famOf) {
+		a.famOf = append(a.famOf, -1)
+		a.idx = append(a.idx, 0)
+	}
+	a.famOf[fid], a.idx[fid] = fam, k
+}
+
+// arShapeOf computes (once per pair) the minimal paths from src to dst by the adaptive groups,
+// the forwarding table's path first; nil where there is a single path or too many.
+func (e *engine) arShapeOf(src, dst int32) *arShape {
+	key := [2]int32{src, dst}
+	if s, ok := e.ar.shapes[key]; ok {
+		return s
+	}
+	r := e.rt
+	g := r.g
+	dn := g.Hosts[dst]
+	var paths [][]int32
+	var walk func(n topo.NodeID, pre []int32) bool
+	walk = func(n topo.NodeID, pre []int32) bool {
+		if n == dn {
+			paths = append(paths, slices.Clone(pre))
+			return len(paths) <= maxARPaths
+		}
+		if g.Nodes[n].Kind != topo.Switch || len(pre) > 64 {
+			return false
+		}
+		grp := r.ib.Group(n, int(dst))
+		lft := r.ib.Port(n, int(dst))
+		if lft < 0 {
+			return false
+		}
+		order := []int32{lft}
+		if len(grp) > 1 {
+			for _, p := range grp {
+				if p != lft {
+					order = append(order, p)
+				}
+			}
+		}
+		for _, p := range order {
+			if !walk(g.Nodes[n].Ports[p].Peer, append(pre, r.net.channel(n, p))) {
+				return false
+			}
+		}
+		return true
+	}
+	n := g.Hosts[src]
+	ok := walk(g.Nodes[n].Ports[0].Peer, []int32{r.net.channel(n, 0)})
+	var s *arShape
+	if ok && len(paths) > 1 {
+		s = &arShape{paths: paths}
+		s.alt = make([][][]int32, len(paths))
+		for k, p := range paths {
+			s.alt[k] = make([][]int32, len(p))
+			for h := 0; h+1 < len(p); h++ {
+				// The members sharing hops 0..h, one per distinct hop h+1 (the first with it: the
+				// forwarding table's order, so the first is the table's port).
+				var alt []int32
+				for j, q := range paths {
+					if len(q) != len(p) || !slices.Equal(q[:h+1], p[:h+1]) {
+						continue
+					}
+					dup := false
+					for _, a := range alt {
+						if paths[a][h+1] == q[h+1] {
+							dup = true
+							break
+						}
+					}
+					if !dup {
+						alt = append(alt, int32(j))
+					}
+				}
+				s.alt[k][h] = alt
+			}
+		}
+	}
+	e.ar.shapes[key] = s
+	return s
+}
+
+// startFamily starts QP qp of message msg as a family of flows over shape's paths (startFlow's
+// work for each member).
+func (e *engine) startFamily(msg int32, m *msggraph.Message, qp int32, payload int64, cls int32, t units.Time, shape *arShape) error {
+	a := e.ar
+	var fi int32
+	if n := len(a.free); n > 0 {
+		fi = a.free[n-1]
+		a.free = a.free[:n-1]
+	} else {
+		fi = int32(len(a.fams))
+		a.fams = append(a.fams, arFamily{})
+	}
+	fam := &a.fams[fi]
+	fam.shape = shape
+	fam.members = fam.members[:0]
+	hash := qpHash(e.cfg.Seed, msg, m, qp)
+	ack, err := e.rt.ackPath(m.Dst, m.Src, hash, qp, nil)
+	if err != nil {
+		return err
+	}
+	wire := e.wireBytes(payload)
+	var lat units.Time = -1
+	for k, p := range shape.paths {
+		var fid int32
+		if n := len(e.freeFlows); n > 0 {
+			fid = e.freeFlows[n-1]
+			e.freeFlows = e.freeFlows[:n-1]
+		} else {
+			fid = int32(len(e.flows))
+			e.flows = append(e.flows, flowState{})
+		}
+		a.setFlow(fid, fi, int32(k))
+		fam.members = append(fam.members, fid)
+		hops, ackHops := int32(len(p)), int32(len(ack))
+		off := e.alloc(hops + ackHops)
+		copy(e.path[off:off+hops], p)
+		copy(e.path[off+hops:off+hops+ackHops], ack)
+		for h := int32(0); h < hops; h++ {
+			e.owner[off+h].flow, e.owner[off+h].hop, e.owner[off+h].res = fid, h, p[h]
+		}
+		f := &e.flows[fid]
+		ver := f.ver + 1
+		*f = flowState{ver: ver, msg: msg, qp: qp, src: m.Src, cls: cls, hops: hops, off: off, ackOff: off + hops, ackHops: ackHops, start: t,
+			rng: uint64(msg)<<20 ^ uint64(qp) ^ e.drawSeed()*0x9e3779b97f4a7c15, hidx: -1}
+		if k == 0 {
+			f.total, f.rem = wire, wire
+			lat = e.latency(p, payload, wire)
+		}
+		f.lat = lat // the paths are alike in length and rates
+		f.from, f.t0 = t, t
+		for h, r := range p {
+			e.join(r, fid, int32(h), off)
+		}
+		e.live++
+		if k > 0 {
+			e.qpLeft[msg]++ // joinMessage counts the root
+		}
+	}
+	e.lastStart = max(e.lastStart, t)
+	root := fam.members[0]
+	hs := &e.hostSt[m.Src]
+	e.flows[root].hidx = int32(len(hs.flows))
+	hs.flows = append(hs.flows, root)
+	for _, fid := range fam.members {
+		e.heatFlow(fid)
+	}
+	e.heatHost(m.Src)
+	e.stationary = false
+	return nil
+}
+
+// famFinished is finished for a family member: the root has injected every byte and the members
+// together delivered them.
+func (e *engine) famFinished(fam *arFamily) bool {
+	root := &e.flows[fam.members[0]]
+	if root.rem != 0 || root.done {
+		return false
+	}
+	var d float64
+	for _, fid := range fam.members {
+		d += e.flows[fid].deliv
+	}
+	return d >= root.total-eps(root.total)
+}
+
+// famEnded marks every member of fid's family done, ending with fid's last byte (tOut), for
+// retirement after the sweep; fid itself the caller has listed.
+func (e *engine) famEnded(fam *arFamily, fid int32) {
+	tOut := e.flows[fid].tOut
+	for _, m := range fam.members {
+		if m == fid {
+			continue
+		}
+		f := &e.flows[m]
+		f.done = true
+		f.tOut = tOut
+		e.ended = append(e.ended, m)
+	}
+}
+
+// famRelease frees a family whose members have all ended (endFlow of its root).
+func (e *engine) famRelease(fid int32) {
+	a := e.ar
+	fi := a.famOf[fid]
+	a.famOf[fid] = -1
+	if a.idx[fid] == 0 {
+		a.free = append(a.free, fi)
+	}
+}
+
+// arForward is forward's hand-off for a family member whose bytes (s, having left hop h by
+// resource r) reach a switch: where the switch has a choice among the members' next hops, the
+// bytes wait for arFlush, which makes it for every piece that reached the switch in the step.
+func (e *engine) arForward(r, fid, h int32, s float64, fam *arFamily) {
+	if len(fam.shape.alt[e.ar.idx[fid]][h]) == 1 {
+		e.enqueueHop(r, fid, h+1, s)
+		return
+	}
+	e.ar.pend = append(e.ar.pend, arPend{r: r, fid: fid, h: h, s: s, sw: e.net.res[r].to})
+}
+
+// arPend is a family member's bytes waiting for its switch's choice (arFlush): s bytes of flow
+// fid that left hop h by resource r into switch sw.
+type arPend struct {
+	r, fid, h int32
+	s         float64
+	sw        topo.NodeID
+}
+
+// arPort is one egress port of a switch while arFlush assigns the step's packets: its backlog b
+// at time t (seconds into the step), the rate it drains at (its link's, or less where the next
+// hop's credits allow less), whether it has no credits for more.
+type arPort struct {
+	res     int32
+	b, t    float64
+	rate    float64
+	starved bool
+}
+
+// arPkt is one packet of a pending piece (index c in the pending list) reaching its switch at
+// time t.
+type arPkt struct {
+	t    float64
+	c    int32
+	size float64
+}
+
+// arFlush makes the adaptive switches' choices for the bytes that reached them in the step
+// (arForward), before the queues they join are served: per switch, packet by packet in the order
+// they arrive (arSwitch).
+func (e *engine) arFlush() {
+	a := e.ar
+	if len(a.pend) == 0 {
+		return
+	}
+	pend := a.pend
+	slices.SortStableFunc(pend, func(x, y arPend) int { return int(x.sw) - int(y.sw) })
+	for i := 0; i < len(pend); {
+		j := i
+		for j < len(pend) && pend[j].sw == pend[i].sw {
+			j++
+		}
+		e.arSwitch(pend[i:j], a.tau)
+		i = j
+	}
+	a.pend = pend[:0]
+}
+
+// arSwitch is one switch's adaptive routing over a step of tau seconds, as fabric/ibroute.go
+// does it packet by packet: each pending piece's bytes arrive as packets spread evenly over the
+// step (at the QP's own phase); each leaves by the allowed port with the least backlog (what
+// its queue held when the step's choices began, plus what the switch sent it since, less what
+// the port sent at its rate), a port still sending its last packet counting that packet, a port
+// without credits for more behind every other, ties to the forwarding table's port.
+func (e *engine) arSwitch(pend []arPend, tau float64) {
+	a := e.ar
+	pkt := e.ideal.maxWire
+	ports := a.ports[:0]
+	port := func(nr int32, cls int32) int {
+		for i := range ports {
+			if ports[i].res == nr {
+				return i
+			}
+		}
+		res := &e.net.res[nr]
+		budget := max(0, res.rate-res.quietLoad) * tau
+		send := budget
+		if !res.toHost {
+			send = min(send, e.rc[int(nr)*e.nc+int(cls)].allow)
+		}
+		q := e.queue(nr, cls).bytes
+		ports = append(ports, arPort{res: nr, b: q, rate: send / tau, starved: send < budget && q >= send})
+		return len(ports) - 1
+	}
+	pkts := a.pkts[:0]
+	for c, p := range pend {
+		n := max(1, int(math.Ceil(p.s/pkt-1e-9)))
+		// Each input's packets arrive at their own phase of the packet time (the QP's, fixed):
+		// pieces that arrive together would otherwise be served in the order of the sweep.
+		f := &e.flows[p.fid]
+		phase := float64(sim.Mix64(uint64(f.msg)<<20^uint64(f.qp)^0x5bd1e995)>>11) / (1 << 53)
+		for i := 0; i < n; i++ {
+			pkts = append(pkts, arPkt{t: (float64(i) + phase) * tau / float64(n), c: int32(c), size: p.s / float64(n)})
+		}
+	}
+	slices.SortStableFunc(pkts, func(x, y arPkt) int {
+		switch {
+		case x.t < y.t:
+			return -1
+		case x.t > y.t:
+			return 1
+		}
+		return 0
+	})
+	// got[base[c]+i] is what piece c sends by its i-th alternative.
+	got := a.got[:0]
+	base := a.base[:0]
+	for _, p := range pend {
+		base = append(base, int32(len(got)))
+		for range a.family(p.fid).shape.alt[a.idx[p.fid]][p.h] {
+			got = append(got, 0)
+		}
+	}
+	for _, k := range pkts {
+		p := &pend[k.c]
+		fam := a.family(p.fid)
+		alt := fam.shape.alt[a.idx[p.fid]][p.h]
+		cls := e.flows[p.fid].cls
+		best, bestPort, bestScore := -1, -1, math.Inf(1)
+		for ai, j := range alt {
+			pi := port(e.owner[e.flows[fam.members[j]].off+p.h+1].res, cls)
+			pt := &ports[pi]
+			b := max(0, pt.b-pt.rate*(k.t-pt.t))
+			sc := b
+			if b < 1e-6*pkt {
+				sc = 0
+				if pt.b > 0 && pt.rate > 0 && pt.t+pt.b/pt.rate >= k.t-1e-9*tau {
+					sc = pkt // its last packet is still leaving (fabric/ibroute.go adds a busy port's lastWire)
+				}
+			}
+			if pt.starved && b >= pt.rate*(tau-k.t) {
+				sc += 1e12 // no credits for more this step (fabric/ibroute.go's noCredit)
+			}
+			if sc < bestScore { // ties keep the first: the forwarding table's port
+				best, bestPort, bestScore = ai, pi, sc
+			}
+		}
+		pt := &ports[bestPort]
+		pt.b = max(0, pt.b-pt.rate*(k.t-pt.t)) + k.size
+		pt.t = k.t
+		got[int(base[k.c])+best] += k.size
+	}
+	for c, p := range pend {
+		fam := a.family(p.fid)
+		alt := fam.shape.alt[a.idx[p.fid]][p.h]
+		last := -1
+		for i := range alt {
+			if got[int(base[c])+i] > 0 {
+				last = i
+			}
+		}
+		rest := p.s
+		for i, j := range alt {
+			x := got[int(base[c])+i]
+			if x <= 0 {
+				continue
+			}
+			if i == last {
+				x = rest // what rounding left
+			}
+			rest -= x
+			e.enqueueHop(p.r, fam.members[j], p.h+1, x)
+		}
+	}
+	a.ports, a.pkts, a.got, a.base = ports, pkts, got, base
+}
+
+// enqueueHop is forward's last part: s bytes of flow fid join its queue at hop h (h > 0), having
+// left resource r.
+func (e *engine) enqueueHop(r, fid, h int32, s float64) {
+	if s <= 0 {
+		return
+	}
+	f := &e.flows[fid]
+	if ok := e.enqueue(e.owner[f.off+h].res, fid, h, s); ok > 0 && !e.net.isPair(r) {
+		e.addIng(r, f.cls, ok)
+	}
+}
+
+// checkFamilies is check's conservation for families: the bytes the root injected are the
+// members' queued and delivered bytes together.
+func (e *engine) checkFamilies() error {
+	if e.ar == nil {
+		return nil
+	}
+	for i := range e.ar.fams {
+		fam := &e.ar.fams[i]
+		if len(fam.members) == 0 || e.ar.famOf[fam.members[0]] != int32(i) {
+			continue // free
+		}
+		root := &e.flows[fam.members[0]]
+		var q, d float64
+		for _, fid := range fam.members {
+			q += e.inNetwork(fid)
+			d += e.flows[fid].deliv
+		}
+		inj := root.total - root.rem
+		if x := inj - (q + d); math.Abs(x) > 1e-6*root.total+1e-3 {
+			return fmt.Errorf("invariant violated at %v: message %d's adaptive-routing family injected %g B, holds %g B, delivered %g B", e.now, root.msg, inj, q, d)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package flow_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/flow"
+	"github.com/fabricsim/fabricsim/msggraph"
+)
+
+// Per-flow adaptive routing (flow.Options.PerFlowAR, flow/arflows.go; docs/flow.md, "Adaptive
+// routing on a permutation (row 16)").
+
+// TestPerFlowARMatchesPooled: where every downlink carries many flows (validation row 9, an
+// all-to-all over two spines: 216 flows per spine -> leaf link on the packet backend), the
+// switches' per-packet choices average out and per-flow adaptive routing gives the pooled
+// bundles' figures (measured: +0.8 / +0.3 / +0.8 %), both within row 9's targets of the packet
+// backend's 199.2 / 193.4 / 198.8 us.
+func TestPerFlowARMatchesPooled(t *testing.T) {
+	g, cfg, mg := allToAll3to1(true)(t)
+	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, ff := figures(pooled, 0), figures(per, 0)
+	packet := [3]float64{199.2, 193.4, 198.8}
+	for k, what := range []string{"completion time", "FCT p50", "FCT p99"} {
+		if e := relErr(ff[k], pf[k]); math.Abs(e) > 0.02 {
+			t.Errorf("%s: per-flow %.1f us, pooled %.1f us: %+.1f %%, beyond 2 %%", what, ff[k], pf[k], 100*e)
+		}
+		tol := [3]float64{tolTime, tolFCT, tolFCT}[k]
+		if e := relErr(ff[k], packet[k]); math.Abs(e) > tol {
+			t.Errorf("%s: per-flow %.1f us, packet backend %.1f us: %+.1f %%, beyond %.0f %%", what, ff[k], packet[k], 100*e, 100*tol)
+		}
+	}
+}
+
+// TestPerFlowARPermutation: validation row 16 (ib-permutation-ar: one flow per destination
+// downlink, the pooled bundles' worst case) with per-flow adaptive routing. The packet backend
+// gives 62.8 / 54.5 / 62.5 us (completion, FCT p50, p99), the pooled bundles the ideal 44.4 us
+// (-29 / -19 / -29 %); per-flow routing gives 70.3 / 59.2 / 70.2 us (+11.9 / +8.6 / +12.3 %):
+// the FCT percentiles within 15 %, the completion time 1.9 points beyond its 10 % target
+// (docs/flow.md). The test holds the percentiles to their targets and every figure to its
+// recorded value within 2 %.
+func TestPerFlowARPermutation(t *testing.T) {
+	g, cfg, mg := loadExample(t, "ib-permutation-ar.yaml")
+	r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := figures(r, 0)
+	packet := [3]float64{62.8, 54.5, 62.5}
+	recorded := [3]float64{70.3, 59.2, 70.2}
+	for k, what := range []string{"completion time", "FCT p50", "FCT p99"} {
+		e := relErr(got[k], packet[k])
+		t.Logf("%s: per-flow %.1f us, packet backend %.1f us: %+.1f %%", what, got[k], packet[k], 100*e)
+		if k > 0 && math.Abs(e) > tolFCT {
+			t.Errorf("%s beyond %.0f %% of the packet backend's", what, 100*tolFCT)
+		}
+		if math.Abs(relErr(got[k], recorded[k])) > tolDrift {
+			t.Errorf("%s %.1f us, recorded %.1f us: per-flow adaptive routing changed; refresh the figures", what, got[k], recorded[k])
+		}
+	}
+	// Same scenario, same output.
+	again, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.Messages {
+		if r.Messages[i].Finish != again.Messages[i].Finish {
+			t.Fatalf("message %d finished at %v, then at %v", i, r.Messages[i].Finish, again.Messages[i].Finish)
+		}
+	}
+}
+
+// TestPerFlowARSingleFlow: a flow alone on the fabric finds every port idle; whichever ports
+// its packets take, the paths are alike, and its completion is the pooled model's (which is the
+// packet backend's store-and-forward closed form within 2 ns, TestSingleFlowMatchesPacketBackend).
+func TestPerFlowARSingleFlow(t *testing.T) {
+	g, cfg, mg := loadExample(t, "ib-permutation-ar.yaml")
+	for _, m := range mg.Msgs {
+		if m.Src/16 == m.Dst/16 {
+			continue // a host of another pod: every adaptive stage
+		}
+		one := &msggraph.Graph{Endpoints: mg.Endpoints, Msgs: []msggraph.Message{m}}
+		pooled, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PerFlowAR: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("host %d -> %d alone: per-flow %v, pooled %v (%v steps)", m.Src, m.Dst, per.Messages[0].FCT(), pooled.Messages[0].FCT(), per.Counters["flow_steps"])
+		if d := per.Messages[0].Finish - pooled.Messages[0].Finish; d < -2 || d > 2 {
+			t.Errorf("host %d -> %d alone: per-flow finishes at %v, pooled at %v", m.Src, m.Dst, per.Messages[0].Finish, pooled.Messages[0].Finish)
+		}
+		break
+	}
+}
+
+// BenchmarkPerFlowAR: validation row 16 (ib-permutation-ar) with the pooled bundles and with
+// per-flow adaptive routing (every flow stepped, 16 flows per QP across pods).
+func BenchmarkPerFlowAR(b *testing.B) {
+	g, cfg, mg := loadExample(b, "ib-permutation-ar.yaml")
+	for _, per := range []bool{false, true} {
+		name := "pooled"
+		if per {
+			name = "per-flow"
+		}
+		b.Run(name, func(b *testing.B) {
+			var steps float64
+			for b.Loop() {
+				r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: per})
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps = r.Counters["flow_steps"]
+			}
+			b.ReportMetric(steps, "steps")
+		})
+	}
+}
