@@ -5,7 +5,8 @@
 // What it keeps of the fabric (docs/flow.md says how and why):
 //   - routing as the packet backend does it: ECMP on the same hash of the QP's entropy with the
 //     same per-switch salts, QP-aware hashing, InfiniBand's linear forwarding tables (package
-//     ibsm); adaptive routing and packet spraying as a pooled bundle of the stage's links;
+//     ibsm); adaptive routing and packet spraying as a pooled bundle of the stage's links
+//     (or, Options.PerFlowAR, experimental: adaptive routing per flow, arflows.go);
 //   - queues: every egress queue holds its flows' bytes, served first in, first out in the fluid
 //     limit, so oversubscription and incast build queues where the packet backend does;
 //   - link-level flow control: PFC (per ingress port and priority, static or dynamic XOFF) and
