@@ -336,7 +336,7 @@ func (e *engine) arFlush() {
 
 // arSwitch is one switch's adaptive routing over a step of tau seconds, as fabric/ibroute.go
 // does it packet by packet: each pending piece's bytes arrive as packets spread evenly over the
-// step (at the QP's own phase); each leaves by the allowed port with the least backlog (what
+// step (at a phase drawn per QP and step); each leaves by the allowed port with the least backlog (what
 // its queue held when the step's choices began, plus what the switch sent it since, less what
 // the port sent at its rate), a port still sending its last packet counting that packet, a port
 // without credits for more behind every other, ties to the forwarding table's port.
@@ -363,10 +363,14 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 	pkts := a.pkts[:0]
 	for c, p := range pend {
 		n := max(1, int(math.Ceil(p.s/pkt-1e-9)))
-		// Each input's packets arrive at their own phase of the packet time (the QP's, fixed):
-		// pieces that arrive together would otherwise be served in the order of the sweep.
+		// Each input's packets arrive at a phase of the packet time of their own, which the
+		// fluid does not resolve: drawn per QP and step (from a hash: the same run gives the
+		// same draws). Pieces that arrive together would otherwise be served in the sweep's
+		// order, and a phase kept from step to step would keep the same QP ahead of another at
+		// every step, its choices the same (measured, docs/flow.md: shares 1.5-2x the packet
+		// backend's spread).
 		f := &e.flows[p.fid]
-		phase := float64(sim.Mix64(uint64(f.msg)<<20^uint64(f.qp)^0x5bd1e995)>>11) / (1 << 53)
+		phase := float64(sim.Mix64(uint64(f.msg)<<20^uint64(f.qp)^uint64(e.steps)<<40^0x5bd1e995)>>11) / (1 << 53)
 		for i := 0; i < n; i++ {
 			pkts = append(pkts, arPkt{t: (float64(i) + phase) * tau / float64(n), c: int32(c), size: p.s / float64(n)})
 		}
