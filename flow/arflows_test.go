@@ -14,7 +14,7 @@ import (
 // TestPerFlowARMatchesPooled: where every downlink carries many flows (validation row 9, an
 // all-to-all over two spines: 216 flows per spine -> leaf link on the packet backend), the
 // switches' per-packet choices average out and per-flow adaptive routing gives the pooled
-// bundles' figures (measured: +0.8 / +0.3 / +0.8 %), both within row 9's targets of the packet
+// bundles' figures (measured: +0.8 / +0.8 / +0.8 %), both within row 9's targets of the packet
 // backend's 199.2 / 193.4 / 198.8 us.
 func TestPerFlowARMatchesPooled(t *testing.T) {
 	g, cfg, mg := allToAll3to1(true)(t)

@@ -78,11 +78,11 @@ type Options struct {
 	// PerFlowAR routes InfiniBand adaptive routing per flow: each adaptive QP a family of flows,
 	// one per minimal path, each switch sending the bytes that reach it in a step down its
 	// allowed ports packet by packet by their backlog, as the packet backend's switches do
-	// (arflows.go; docs/flow.md, "Adaptive routing on a permutation (row 16)"), instead of
-	// pooling each adaptive stage's links into one bundle. Experimental, off by default: row 16
-	// moves from -29 % to +12 % of the packet backend's completion time, row 12's p99 from +2 %
-	// to -32 %, at 48x the CPU on row 16. Without congestion control and faults only (elsewhere
-	// the bundles stay); every flow is stepped and the symmetry reduction is off.
+	// (arflows.go; docs/flow.md, "Per-flow adaptive routing"), instead of pooling each adaptive
+	// stage's links into one bundle. Experimental, off by default: row 16 moves from -29 % to
+	// -9 % of the packet backend's completion time, at 30-34x the CPU, with a step dependence,
+	// and not yet planned by EstimateMemory. Without congestion control and faults only
+	// (elsewhere the bundles stay); every flow is stepped and the symmetry reduction is off.
 	PerFlowAR bool
 }
 
