@@ -123,3 +123,31 @@ func BenchmarkPerFlowAR(b *testing.B) {
 		})
 	}
 }
+
+// TestPerFlowARRing: validation row 12 (a ring all-reduce across two spines, 16 hosts) with
+// per-flow adaptive routing: 2800.6 / 92.8 / 154.7 us against the packet backend's 2962.4 / 98.7
+// / 136.6 (-5.5 / -6.0 / +13.3 %; the pooled bundles -6.2 / -6.1 / +1.7 %). Its completion time
+// and median are a known limitation of both (docs/flow.md, row 12); the p99 is held to its 15 %
+// target, and every figure to its recorded value within 2 %.
+func TestPerFlowARRing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("half a second of CPU")
+	}
+	g, cfg, mg := ringIB(true)(t)
+	r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := figures(r, 0)
+	packet := [3]float64{2962.4, 98.7, 136.6}
+	recorded := [3]float64{2800.6, 92.8, 154.7}
+	for k, what := range []string{"completion time", "FCT p50", "FCT p99"} {
+		t.Logf("%s: per-flow %.1f us, packet backend %.1f us: %+.1f %%", what, got[k], packet[k], 100*relErr(got[k], packet[k]))
+		if math.Abs(relErr(got[k], recorded[k])) > tolDrift {
+			t.Errorf("%s %.1f us, recorded %.1f us: per-flow adaptive routing changed; refresh the figures", what, got[k], recorded[k])
+		}
+	}
+	if e := relErr(got[2], packet[2]); math.Abs(e) > tolFCT {
+		t.Errorf("FCT p99 %.1f us, packet backend %.1f us: %+.1f %%, beyond %.0f %%", got[2], packet[2], 100*e, 100*tolFCT)
+	}
+}
