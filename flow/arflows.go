@@ -166,6 +166,23 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 	return s
 }
 
+// arFamilySize is the size of the family between host 0 and the last host and between host 0
+// and the middle one (on a tree, hosts of other pods or planes: the most paths), for memory
+// planning; 0 without per-flow routing.
+func (e *engine) arFamilySize() int {
+	n := len(e.g.Hosts)
+	if e.ar == nil || n < 2 {
+		return 0
+	}
+	most := 1
+	for _, d := range []int{n - 1, n / 2} {
+		if s := e.arShapeOf(0, int32(d)); s != nil && d > 0 {
+			most = max(most, len(s.paths))
+		}
+	}
+	return most
+}
+
 // startFamily starts QP qp of message msg as a family of flows over shape's paths (startFlow's
 // work for each member).
 func (e *engine) startFamily(msg int32, m *msggraph.Message, qp int32, payload int64, cls int32, t units.Time, shape *arShape) error {

@@ -80,8 +80,9 @@ type Options struct {
 	// allowed ports packet by packet by their backlog, as the packet backend's switches do
 	// (arflows.go; docs/flow.md, "Per-flow adaptive routing"), instead of pooling each adaptive
 	// stage's links into one bundle. Experimental, off by default: row 16 moves from -29 % to
-	// -9 % of the packet backend's completion time, at 30-34x the CPU, with a step dependence,
-	// and not yet planned by EstimateMemory. Without congestion control and faults only
+	// -9 % of the packet backend's completion time, at 30-34x the CPU, with a step dependence
+	// (Run plans its memory by family size, EstimateMemory does not). Without congestion
+	// control and faults only
 	// (elsewhere the bundles stay); every flow is stepped and the symmetry reduction is off.
 	PerFlowAR bool
 }
@@ -163,6 +164,12 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	e, err := newEngine(g, nh, cfg, mg, opt)
 	if err != nil {
 		return nil, nil, err
+	}
+	if n := e.arFamilySize(); n > 1 {
+		// Per-flow adaptive routing: a QP is up to n flows (arflows.go), planned as n messages.
+		if est := estimate(g, int64(len(mg.Msgs))*int64(n), false, subnet); est > limit {
+			return nil, nil, &LimitError{Estimate: est, Limit: limit, Hosts: len(g.Hosts), Messages: len(mg.Msgs)}
+		}
 	}
 	if !opt.NoSymmetry && e.faults == nil && e.ar == nil { // faults break the copies' independence
 		red, err := e.reduce()
