@@ -31,8 +31,9 @@ type FlowOptions struct {
 	FixedStep bool
 	// CoarseCreditStep keeps the base step where InfiniBand credits bind (flow.Options.CoarseCreditStep).
 	CoarseCreditStep bool
-	// SubStep serves queue segments in arrival order within their step (flow.Options.SubStep).
-	SubStep bool
+	// ProportionalFIFO serves a partly sent queue segment in proportion to its entries rather than
+	// in its bytes' arrival order within their step (flow.Options.ProportionalFIFO).
+	ProportionalFIFO bool
 }
 
 type flowBackend struct{}
@@ -64,7 +65,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 		nh = r
 	}
 	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed, AgeOrder: j.Flow.AgeOrder,
-		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep, SubStep: j.Flow.SubStep,
+		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep, ProportionalFIFO: j.Flow.ProportionalFIFO,
 		Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)

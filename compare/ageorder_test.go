@@ -10,8 +10,10 @@ import (
 // segment, a partly sent segment in proportion) depends on the step (docs/flow.md, "Where the
 // step is not a resolution"). Its fine-step limit, recorded with fixed steps of 125 ns (a
 // diagnostic override of the base step; 250 ns gives 17.685 ms), is 17.983 ms; the plain 1 us
-// stepping (FlowCoarseCreditStep: the credit step, now the default, gives 17.878 ms;
-// TestCreditStepNearPacket) with proportional service gives 20.744 ms (+15.4 %). With
+// stepping (FlowCoarseCreditStep: the credit step, the default, gives 17.878 ms with
+// proportional service; TestCreditStepNearPacket) with proportional service
+// (FlowProportionalFIFO; arrival order, the default, gives 18.112 ms) gives 20.744 ms (+15.4 %).
+// With
 // Options.FlowAgeOrder (a partly sent segment oldest first) it gives 17.978 ms (-0.0 %): the
 // test holds that age order removes at least half of the proportional service's step error.
 // All with the NICs' round-robin order (flow's joinDelay); before it the figures were 18.37
@@ -26,7 +28,7 @@ func TestAgeOrderNearFineStep(t *testing.T) {
 	s := parseFile(t, file)
 	var got [2]float64
 	for i, age := range []bool{false, true} {
-		r, err := Run(context.Background(), s, Options{FlowAgeOrder: age, FlowCoarseCreditStep: true})
+		r, err := Run(context.Background(), s, Options{FlowAgeOrder: age, FlowProportionalFIFO: true, FlowCoarseCreditStep: true})
 		if err != nil {
 			t.Fatal(err)
 		}

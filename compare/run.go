@@ -66,14 +66,15 @@ type Options struct {
 	FlowStep             units.Time
 	FlowFixedStep        bool
 	FlowCoarseCreditStep bool
-	// FlowSubStep serves queue segments in arrival order within their step
-	// (flow.Options.SubStep).
-	FlowSubStep bool
+	// FlowProportionalFIFO serves a partly sent queue segment in proportion to its entries
+	// rather than in its bytes' arrival order within their step (flow.Options.ProportionalFIFO:
+	// the plain FIFO, a diagnostic).
+	FlowProportionalFIFO bool
 }
 
 // flowOptions are the flow backend's options that Options sets.
 func (o *Options) flowOptions() backend.FlowOptions {
-	return backend.FlowOptions{Step: o.FlowStep, AgeOrder: o.FlowAgeOrder, FixedStep: o.FlowFixedStep, CoarseCreditStep: o.FlowCoarseCreditStep, SubStep: o.FlowSubStep}
+	return backend.FlowOptions{Step: o.FlowStep, AgeOrder: o.FlowAgeOrder, FixedStep: o.FlowFixedStep, CoarseCreditStep: o.FlowCoarseCreditStep, ProportionalFIFO: o.FlowProportionalFIFO}
 }
 
 // FidelityMode says how a step's network collectives are simulated.

@@ -8,11 +8,11 @@ import (
 )
 
 // TestSubStepNearFineStep runs the single jobs of compare/testdata/shared-ib-232.yaml with
-// flow.Options.SubStep (queues serve a segment in its bytes' arrival order within their step)
-// and the plain 1 us stepping (FlowCoarseCreditStep): each within 5 % of its fine-step figures
-// (fixed 250 and 125 ns) of the proportional FIFO, which the plain FIFO misses by 17 % (victim,
-// 7.276 ms) and 15 % (aggressor, 20.744 ms; docs/flow.md, "Where the step is not a resolution").
-// At this commit 6.403 and 18.112 ms.
+// queues that serve a segment in its bytes' arrival order within their step (the default) and
+// the plain 1 us stepping (FlowCoarseCreditStep): each within 5 % of its fine-step figures
+// (fixed 250 and 125 ns) of the proportional FIFO, which the proportional FIFO at 1 us
+// (FlowProportionalFIFO) misses by 17 % (victim, 7.276 ms) and 15 % (aggressor, 20.744 ms;
+// docs/flow.md, "Where the step is not a resolution"). At this commit 6.403 and 18.112 ms.
 func TestSubStepNearFineStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two flow-level runs of 232 GPUs")
@@ -33,7 +33,7 @@ func TestSubStepNearFineStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(context.Background(), s, Options{FlowCoarseCreditStep: true, FlowSubStep: true})
+		r, err := Run(context.Background(), s, Options{FlowCoarseCreditStep: true})
 		if err != nil {
 			t.Fatal(err)
 		}

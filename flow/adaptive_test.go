@@ -14,7 +14,8 @@ import (
 
 // adaptiveRuns runs a pipeline class of BenchmarkPipelineClass (servers x 8 GPUs, stage 3's
 // sends across the core) with the adaptive step and with every step at the base step (the
-// options of the fixed run: FixedStep, and whatever else plain sets).
+// options of the fixed run: FixedStep, and whatever else plain sets; both runs take plain's
+// FIFO).
 func adaptiveRuns(t *testing.T, servers int, cfg func(*fabric.Config), plain Options) (adaptive, fixed *result.Run) {
 	t.Helper()
 	g, mg, c := pipelineClass(t, servers, 3)
@@ -25,7 +26,7 @@ func adaptiveRuns(t *testing.T, servers int, cfg func(*fabric.Config), plain Opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Run(g, rt, c, mg, Options{Check: true})
+	a, err := Run(g, rt, c, mg, Options{Check: true, ProportionalFIFO: plain.ProportionalFIFO})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +56,11 @@ func adaptiveRuns(t *testing.T, servers int, cfg func(*fabric.Config), plain Opt
 // (Against the fixed step with merged entries the worst message is 5.2 %, 75.9 us against
 // 74.9 us here: any perturbation, the merge alone included, moves single messages by a few
 // percent where PFC throttles sit at their thresholds; TestMergedEntriesMatchSplit.)
+// Both runs serve a partly sent segment in proportion (ProportionalFIFO), the FIFO the bound was
+// derived for: with arrival order (the default) two messages of the class leave the per-message
+// bound (1,584.8 us adaptive against 1,463.7 fixed, +8.3 %, bound 74.6 us), the means within it.
 func TestAdaptiveMatchesFixed(t *testing.T) {
-	a, f := adaptiveRuns(t, 256, func(c *fabric.Config) { c.RoCE.DCQCN, c.RoCE.ECN = false, false }, Options{SplitEntries: true})
+	a, f := adaptiveRuns(t, 256, func(c *fabric.Config) { c.RoCE.DCQCN, c.RoCE.ECN = false, false }, Options{SplitEntries: true, ProportionalFIFO: true})
 	const hops = 6
 	base := DefaultStep.Seconds()
 	var fa, ff []float64

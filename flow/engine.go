@@ -63,18 +63,21 @@ type Options struct {
 	// resolution"). Off by default until validated against the packet backend everywhere.
 	AgeOrder bool
 	// CoarseCreditStep keeps the base step once InfiniBand credits bind, instead of making
-	// CreditStep the base step for the rest of the run (creditstep.go): the plain stepping that
-	// the credit step is compared with (TestCreditStepMatchesFineStep). With FixedStep every
-	// step is Step, credits or not.
+	// the credit step (CreditStep, with ProportionalFIFO ProportionalCreditStep) the base step
+	// for the rest of the run (creditstep.go): the plain stepping that the credit step is
+	// compared with (TestCreditStepMatchesFineStep). With FixedStep every step is Step, credits
+	// or not.
 	CoarseCreditStep bool
-	// SubStep serves a FIFO segment in the order its bytes arrived within their step: every
-	// entry remembers the window of the step (a fraction of it) in which its bytes reached the
-	// queue, spread evenly over it, and the link sends the segment's bytes in arrival order, so
-	// that an entry whose bytes came early in the step leaves, and its message may finish,
-	// before the rest of its segment (fifo.serveWin; docs/flow.md, "Where the step is not a
-	// resolution"). With it the credit step is SubStepCreditStep. Off by default until
-	// validated (figures there); ignored with AgeOrder.
-	SubStep bool
+	// ProportionalFIFO serves a partly sent FIFO segment in proportion to its entries (the plain
+	// FIFO, fifo.serveShare) instead of in the order its bytes arrived within their step (the
+	// default: every entry remembers the window of the step, a fraction of it, in which its bytes
+	// reached the queue, spread evenly over it, and the link sends the segment's bytes in that
+	// order, so that an entry whose bytes came early in the step leaves, and its message may
+	// finish, before the rest of its segment: fifo.serveWin; docs/flow.md, "Where the step is
+	// not a resolution"). With it the credit step is ProportionalCreditStep. The plain version
+	// that arrival order is compared with (TestSubStepMatchesFineStep, TestTailDropArrivalOrder);
+	// AgeOrder implies it.
+	ProportionalFIFO bool
 	// PerFlowAR routes InfiniBand adaptive routing per flow: each adaptive QP a family of flows,
 	// one per minimal path, each switch sending the bytes that reach it in a step down its
 	// allowed ports packet by packet by their backlog, as the packet backend's switches do
@@ -307,8 +310,9 @@ type engine struct {
 	// fifo.serve), which enqueue gives their entry at the next queue.
 	ageOrder bool
 	age      int32
-	// subStep: Options.SubStep; w0, w1 is the window of the step (fractions of it) in which the
-	// bytes being handed on left (inject, fifo.serveWin), which enqueue gives their entry.
+	// subStep: arrival order (not Options.ProportionalFIFO); w0, w1 is the window of the step
+	// (fractions of it) in which the bytes being handed on left (inject, fifo.serveWin), which
+	// enqueue gives their entry.
 	subStep    bool
 	w0, w1     float64
 	winX, winD []float64  // serveWin's scratch
@@ -422,7 +426,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.cur, e.adaptive = e.step, !opt.FixedStep && e.step < MaxStep
 	e.merge = !opt.SplitEntries
 	e.ageOrder = opt.AgeOrder
-	e.subStep = opt.SubStep && !opt.AgeOrder
+	e.subStep = !opt.ProportionalFIFO && !opt.AgeOrder
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {

@@ -7,8 +7,9 @@ import (
 
 // fifo is one egress queue (a resource and class) in the fluid limit, first in first out: the
 // bytes that arrived in one step form a segment (each flow's share of it), and the link serves
-// segments in order, the head one in proportion to its flows' amounts (with Options.AgeOrder
-// its oldest bytes first: serveOldest). A flow that joins a long queue waits behind what was
+// segments in order, the head one in its bytes' arrival order within their step (serveWindows;
+// with Options.ProportionalFIFO in proportion to its flows' amounts, with Options.AgeOrder its
+// oldest bytes first: serveOldest). A flow that joins a long queue waits behind what was
 // there; a flow that stops arriving leaves with its last segment, one queueing delay later.
 //
 // Its layout is part of a congested step's speed (BenchmarkPipelineClass; TestHotLayout): what
@@ -34,8 +35,9 @@ type fifo struct {
 }
 
 // window is the part of its step, [t0, t1] in fractions of the step, over which an entry's
-// remaining bytes reached the queue, spread evenly (Options.SubStep). A queue's windows are
-// engine.wins[queue], parallel to its entries, outside the fifo to keep it two cache lines.
+// remaining bytes reached the queue, spread evenly (arrival order, the default). A queue's
+// windows are engine.wins[queue], parallel to its entries, outside the fifo to keep it two
+// cache lines.
 type window struct{ t0, t1 float64 }
 
 // setLeft records what the queue holds after its link has sent, and the marking probability
@@ -134,8 +136,8 @@ func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int3
 }
 
 // pushWin is push (merged as pushMerged where last is not nil, when the windows meet) for
-// Options.SubStep: the entry remembers, in *wp (parallel to ents), the window [w0, w1] of the
-// step its bytes arrived in.
+// arrival order (the default): the entry remembers, in *wp (parallel to ents), the window
+// [w0, w1] of the step its bytes arrived in.
 func (q *fifo) pushWin(wp *[]window, slot int32, gen uint32, amt float64, step int64, w0, w1 float64, last *int32) {
 	if last != nil {
 		if i := q.tailEntry(slot, gen, step, *last); i >= 0 {
@@ -299,8 +301,9 @@ func (q *fifo) drop(slot int32, gen uint32) {
 	}
 }
 
-// serveWindows is serve for Options.SubStep: each segment in arrival order (serveWin), the
-// link's bytes timed at its rate, or spread over the step where credits or PFC allow less.
+// serveWindows is serve in arrival order (the default): each segment in arrival order
+// (serveWin), the link's bytes timed at its rate, or spread over the step where credits or PFC
+// allow less.
 func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) float64 {
 	rate := a.rate
 	if limit < rate*a.tau {
