@@ -88,6 +88,10 @@ type Options struct {
 	// control and faults only
 	// (elsewhere the bundles stay); every flow is stepped and the symmetry reduction is off.
 	PerFlowAR bool
+	// JoinIntervals shares a NIC within a step interval by interval between its flows' join
+	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
+	// its end, which gives a flow that joins late in the step an equal share of all of it.
+	JoinIntervals bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -320,6 +324,12 @@ type engine struct {
 	// creditStep is the step while InfiniBand credits bind (creditstep.go; 0: the base step).
 	creditStep units.Time
 
+	// joinIntervals: Options.JoinIntervals; joinAt ... joinSub are joinFill's scratch.
+	joinIntervals                      bool
+	joinAt, joinLeft, joinGot, joinFin []float64
+	joinOrd                            []int32
+	joinSub                            []fill
+
 	// The message graph (as the packet backend's engine walks it).
 	waiting  []int32
 	readyAt  []units.Time
@@ -427,6 +437,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.merge = !opt.SplitEntries
 	e.ageOrder = opt.AgeOrder
 	e.subStep = !opt.ProportionalFIFO && !opt.AgeOrder
+	e.joinIntervals = opt.JoinIntervals
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)
 	if err != nil {

@@ -183,9 +183,15 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			d = append(d, fill{d: dem, i: int32(k)})
 		}
 		capB := hs.rate * wmax
+		split := false
 		if nc == 1 {
 			capB = min(capB, e.rc[hs.link].allow)
-			waterFill(capB, d)
+			if e.joinIntervals && (e.loss == nil || !e.loss.irn) {
+				split = e.joinFill(hs, tEnd, tau, wmax, capB, d)
+			}
+			if !split {
+				waterFill(capB, d)
+			}
 		} else {
 			e.classFill(hs.link, capB, hs.flows, d)
 		}
@@ -216,20 +222,26 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			e.stats.injected += amt
 			r0 := e.path[f.off]
 			e.age = int32(e.steps)
+			tLast := tau // when the last byte left the NIC, if it did: at the flow's share of the round robin
+			if f.rem == 0 {
+				tLast = min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))
+				if split && e.joinFin[x.i] >= 0 {
+					tLast = e.joinFin[x.i]
+				}
+			}
 			if e.subStep {
 				// The flow sent from its start (or the step's) to its last byte (tInj below) or
 				// the step's end.
 				e.w0 = max(0, 1-float64(tEnd-f.from)/float64(units.Second)/tau)
 				e.w1 = 1.0
 				if f.rem == 0 {
-					e.w1 = max(e.w0, min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))/tau)
+					e.w1 = max(e.w0, tLast/tau)
 				}
 			}
 			e.forward(r0, fid, 0, amt)
 			if f.rem == 0 {
 				finished = append(finished, fid)
-				// When the last byte left the NIC: at the flow's share of the round robin.
-				f.tInj = min(tau, amt/(min(e.ccRate(fid), hs.rate)/float64(sending)))
+				f.tInj = tLast
 				if f.hops == 1 && e.finished(fid) {
 					f.tOut = f.tInj
 					f.done = true
