@@ -255,8 +255,8 @@ func (e *engine) preheat() {
 			demand := res.quietLoad
 			for _, m := range res.members {
 				if f := &e.flows[m.f]; f.hot {
-					if fam := e.ar.family(m.f); fam != nil {
-						demand += e.famDemand(fam) // its share, the family spread evenly
+					if e.ar != nil && e.ar.family(m.f) != nil {
+						demand += e.famDemand(e.ar.family(m.f)) // its share, the family spread evenly
 					} else if f.rate > 0 {
 						demand += f.rate
 					} else {
