@@ -479,6 +479,7 @@ type arPend struct {
 // hop's credits allow less), whether it has no credits for more.
 type arPort struct {
 	res     int32
+	cls     int32 // a port's queues are per class: each packet weighs its own VL's (fabric/ibroute.go)
 	b, t    float64
 	rate    float64
 	starved bool
@@ -525,7 +526,7 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 	ports := a.ports[:0]
 	port := func(nr int32, cls int32) int {
 		for i := range ports {
-			if ports[i].res == nr {
+			if ports[i].res == nr && ports[i].cls == cls {
 				return i
 			}
 		}
@@ -536,7 +537,7 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 			send = min(send, e.rc[int(nr)*e.nc+int(cls)].allow)
 		}
 		q := e.queue(nr, cls).bytes
-		ports = append(ports, arPort{res: nr, b: q, rate: send / tau, starved: send < budget && q >= send})
+		ports = append(ports, arPort{res: nr, cls: cls, b: q, rate: send / tau, starved: send < budget && q >= send})
 		return len(ports) - 1
 	}
 	pkts := a.pkts[:0]
