@@ -63,14 +63,17 @@ type arState struct {
 	shapes map[[2]int32]*arShape
 	fams   []arFamily
 	free   []int32
-	famOf  []int32 // by flow id: family index, -1 none
-	idx    []int32 // by flow id: member index
+	famOf  []int32   // by flow id: family index, -1 none
+	idx    []int32   // by flow id: member index
+	carry  []float64 // by flow id: a quiet family member's rate, bytes/s (quiet families)
 	tau    float64
 	pend   []arPend
 	ports  []arPort
 	pkts   []arPkt
 	got    []float64
 	base   []int32
+	pidx   []int32
+	nalt   []int32
 }
 
 func newARState() *arState { return &arState{shapes: map[[2]int32]*arShape{}} }
@@ -87,8 +90,9 @@ func (a *arState) setFlow(fid, fam, k int32) {
 	for int(fid) >= len(a.famOf) {
 		a.famOf = append(a.famOf, -1)
 		a.idx = append(a.idx, 0)
+		a.carry = append(a.carry, 0)
 	}
-	a.famOf[fid], a.idx[fid] = fam, k
+	a.famOf[fid], a.idx[fid], a.carry[fid] = fam, k, 0
 }
 
 // arShapeOf computes (once per pair) the minimal paths from src to dst by the adaptive groups,
@@ -293,6 +297,164 @@ func (e *engine) famRelease(fid int32) {
 	}
 }
 
+// Quiet families. A family whose paths hold no queue and no throttle, whose root injects at the
+// rate it had the step before, goes quiet as a whole (settle cools its root's host): each member
+// then carries a constant share of the root's rate, the share of the root's bytes it delivered in
+// the last step, and the family is no longer stepped. Where no port a switch may choose has a
+// queue, the choices of a step leave nothing behind (the next step's choices start from the
+// queues alone), so what a member carries matters only as the load the other flows see on its
+// links (quietLoad: the ports' budgets in arSwitch, preheat). A queue on any member's path, a
+// new flow that would overload a link one crosses (preheat), or a change at the root's host
+// (its round robin's shares: reshare is refused) heats the whole family, its bytes brought up to
+// date. Off unless Options.PerFlowARQuiet (TestPerFlowARQuiet).
+
+// famCoolable is coolable for a family's root: the root steady, no byte of any member queued,
+// nothing on any member's path queued or throttled, and the members' last step known.
+func (e *engine) famCoolable(fam *arFamily, tau float64) bool {
+	root := &e.flows[fam.members[0]]
+	if root.rem <= 0 || root.rate <= 0 || math.Abs(root.rate-root.prevRate) > relTol*root.rate {
+		return false
+	}
+	if e.loss != nil && (e.loss.random || e.loss.state(fam.members[0]).pending) {
+		return false
+	}
+	var out float64
+	for _, fid := range fam.members {
+		f := &e.flows[fid]
+		if !f.hot {
+			return false
+		}
+		out += f.out
+		for h, r := range e.path[f.off : f.off+f.hops] {
+			if h > 0 && e.owner[f.off+int32(h)].back > 0 {
+				return false
+			}
+			if e.net.res[r].q > 0 || e.fc.throttled(r) {
+				return false
+			}
+		}
+	}
+	return out > 0
+}
+
+// coolFamily makes a hot family quiet: each member at its share of the last step's deliveries
+// times the root's rate; the root's end scheduled.
+func (e *engine) coolFamily(fam *arFamily) {
+	a := e.ar
+	rid := fam.members[0]
+	root := &e.flows[rid]
+	var out float64
+	for _, fid := range fam.members {
+		out += e.flows[fid].out
+	}
+	for _, fid := range fam.members {
+		f := &e.flows[fid]
+		a.carry[fid] = root.rate * f.out / out
+		e.unhot(fid)
+		f.ver++
+		f.t0 = e.now
+		e.coolPath(fid)
+	}
+	d := math.Ceil(root.rem / root.rate * float64(units.Second))
+	if d < float64(units.MaxTime-e.now) {
+		e.seq++
+		e.ends.set(rid, e.now+max(units.Time(d), 1), e.seq)
+	}
+}
+
+// materializeFamily brings a quiet family's bytes up to now: the root injected at its rate, each
+// member delivered its share.
+func (e *engine) materializeFamily(fam *arFamily) {
+	root := &e.flows[fam.members[0]]
+	if root.hot || e.now <= root.t0 {
+		return
+	}
+	x := 0.0
+	if root.rate > 0 { // (a family that has not sent yet has no rate and no shares)
+		x = min(root.rem, root.rate*(e.now-root.t0).Seconds())
+	}
+	root.rem -= x
+	e.stats.injected += x
+	e.stats.deliveredWire += x
+	left := x
+	for k, fid := range fam.members {
+		f := &e.flows[fid]
+		if x > 0 {
+			y := x * e.ar.carry[fid] / root.rate
+			if k == len(fam.members)-1 {
+				y = left // what rounding left
+			}
+			y = min(y, left)
+			f.deliv += y
+			left -= y
+		}
+		f.t0 = e.now
+	}
+}
+
+// heatFamily makes a quiet (or new) family hot, every member, its bytes brought up to now.
+func (e *engine) heatFamily(fam *arFamily) {
+	a := e.ar
+	rid := fam.members[0]
+	root := &e.flows[rid]
+	if root.hot || root.done {
+		return
+	}
+	if root.rate > 0 {
+		if end := root.t0 + units.Time(math.Ceil(root.rem/root.rate*float64(units.Second))); end <= e.now {
+			e.ends.remove(rid)
+			e.quietFamilyEnd(fam, end) // it ended already
+			return
+		}
+	}
+	e.materializeFamily(fam)
+	e.ends.remove(rid)
+	for _, fid := range fam.members {
+		f := &e.flows[fid]
+		f.from = e.now
+		f.hot, f.hotIdx = true, int32(len(e.hot))
+		f.ver++
+		e.hot = append(e.hot, fid)
+		e.heatPath(fid)
+		a.carry[fid] = 0
+		f.prevRate = f.rate
+	}
+	e.stationary = false
+	if root.hidx >= 0 {
+		e.heatHost(root.src)
+	}
+}
+
+// quietFamilyEnd is a quiet family's projected end: the root's last byte leaves its NIC at t, and
+// every member's passes through.
+func (e *engine) quietFamilyEnd(fam *arFamily, t units.Time) {
+	e.materializeFamily(fam)
+	rid := fam.members[0]
+	root := &e.flows[rid]
+	var d float64
+	for _, fid := range fam.members {
+		d += e.flows[fid].deliv
+	}
+	root.deliv += root.total - d // what rounding left
+	root.rem = 0
+	for _, fid := range slices.Clone(fam.members) {
+		e.flows[fid].done = true
+		e.retire(fid, t)
+	}
+}
+
+// famDemand is what a hot member of fam is counted to send on each of its links when preheat
+// weighs a link's demand: the root's rate (its host's before it has one) spread evenly over the
+// members.
+func (e *engine) famDemand(fam *arFamily) float64 {
+	root := &e.flows[fam.members[0]]
+	r := root.rate
+	if r <= 0 {
+		r = e.hostSt[root.src].rate
+	}
+	return r / float64(len(fam.members))
+}
+
 // arForward is forward's hand-off for a family member whose bytes (s, having left hop h by
 // resource r) reach a switch: where the switch has a choice among the members' next hops, the
 // bytes wait for arFlush, which makes it for every piece that reached the switch in the step.
@@ -317,6 +479,7 @@ type arPend struct {
 // hop's credits allow less), whether it has no credits for more.
 type arPort struct {
 	res     int32
+	cls     int32 // a port's queues are per class: each packet weighs its own VL's (fabric/ibroute.go)
 	b, t    float64
 	rate    float64
 	starved bool
@@ -363,7 +526,7 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 	ports := a.ports[:0]
 	port := func(nr int32, cls int32) int {
 		for i := range ports {
-			if ports[i].res == nr {
+			if ports[i].res == nr && ports[i].cls == cls {
 				return i
 			}
 		}
@@ -374,7 +537,7 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 			send = min(send, e.rc[int(nr)*e.nc+int(cls)].allow)
 		}
 		q := e.queue(nr, cls).bytes
-		ports = append(ports, arPort{res: nr, b: q, rate: send / tau, starved: send < budget && q >= send})
+		ports = append(ports, arPort{res: nr, cls: cls, b: q, rate: send / tau, starved: send < budget && q >= send})
 		return len(ports) - 1
 	}
 	pkts := a.pkts[:0]
@@ -392,32 +555,38 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 			pkts = append(pkts, arPkt{t: (float64(i) + phase) * tau / float64(n), c: int32(c), size: p.s / float64(n)})
 		}
 	}
-	slices.SortStableFunc(pkts, func(x, y arPkt) int {
+	// In time order, pieces in their order at equal times (a piece's packets never share a time):
+	// the order of a stable sort, at an unstable sort's cost.
+	slices.SortFunc(pkts, func(x, y arPkt) int {
 		switch {
 		case x.t < y.t:
 			return -1
 		case x.t > y.t:
 			return 1
 		}
-		return 0
+		return int(x.c - y.c)
 	})
-	// got[base[c]+i] is what piece c sends by its i-th alternative.
+	// got[base[c]+i] is what piece c sends by its i-th alternative, pidx[base[c]+i] that
+	// alternative's port (looked up once per piece, not per packet).
 	got := a.got[:0]
 	base := a.base[:0]
+	pidx := a.pidx[:0]
+	nalt := a.nalt[:0]
 	for _, p := range pend {
 		base = append(base, int32(len(got)))
-		for range a.family(p.fid).shape.alt[a.idx[p.fid]][p.h] {
-			got = append(got, 0)
-		}
-	}
-	for _, k := range pkts {
-		p := &pend[k.c]
 		fam := a.family(p.fid)
 		alt := fam.shape.alt[a.idx[p.fid]][p.h]
 		cls := e.flows[p.fid].cls
+		for _, j := range alt {
+			got = append(got, 0)
+			pidx = append(pidx, int32(port(e.owner[e.flows[fam.members[j]].off+p.h+1].res, cls)))
+		}
+		nalt = append(nalt, int32(len(alt)))
+	}
+	for _, k := range pkts {
+		b0 := int(base[k.c])
 		best, bestPort, bestScore := -1, -1, math.Inf(1)
-		for ai, j := range alt {
-			pi := port(e.owner[e.flows[fam.members[j]].off+p.h+1].res, cls)
+		for ai, pi := range pidx[b0 : b0+int(nalt[k.c])] {
 			pt := &ports[pi]
 			b := max(0, pt.b-pt.rate*(k.t-pt.t))
 			sc := b
@@ -431,13 +600,13 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 				sc += 1e12 // no credits for more this step (fabric/ibroute.go's noCredit)
 			}
 			if sc < bestScore { // ties keep the first: the forwarding table's port
-				best, bestPort, bestScore = ai, pi, sc
+				best, bestPort, bestScore = ai, int(pi), sc
 			}
 		}
 		pt := &ports[bestPort]
 		pt.b = max(0, pt.b-pt.rate*(k.t-pt.t)) + k.size
 		pt.t = k.t
-		got[int(base[k.c])+best] += k.size
+		got[b0+best] += k.size
 	}
 	for c, p := range pend {
 		fam := a.family(p.fid)
@@ -461,7 +630,7 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 			e.enqueueHop(p.r, fam.members[j], p.h+1, x)
 		}
 	}
-	a.ports, a.pkts, a.got, a.base = ports, pkts, got, base
+	a.ports, a.pkts, a.got, a.base, a.pidx, a.nalt = ports, pkts, got, base, pidx, nalt
 }
 
 // enqueueHop is forward's last part: s bytes of flow fid join its queue at hop h (h > 0), having
@@ -494,7 +663,7 @@ func (e *engine) checkFamilies() error {
 			d += e.flows[fid].deliv
 		}
 		inj := root.total - root.rem
-		if x := inj - (q + d); math.Abs(x) > 1e-6*root.total+1e-3 {
+		if x := inj - (q + d); math.Abs(x) > 1e-6*root.total+1e-3 || math.IsNaN(x) {
 			return fmt.Errorf("invariant violated at %v: message %d's adaptive-routing family injected %g B, holds %g B, delivered %g B", e.now, root.msg, inj, q, d)
 		}
 	}

@@ -29,3 +29,27 @@ func TestARFamilySize(t *testing.T) {
 		}
 	}
 }
+
+// TestARFamilyStartsLate: a family started before the engine's clock (a message whose start
+// event falls within the step being computed) has no rate yet; heating it brings nothing up to
+// date (it once divided by that zero rate: every member's bytes NaN, caught by no check).
+func TestARFamilyStartsLate(t *testing.T) {
+	g, r := fatTree(t, 8, 100*units.Gbps)
+	cfg := fabrics(t)["infiniband"]
+	cfg.IB.Adaptive = true
+	mg := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: int32(len(g.Hosts) - 1), Bytes: units.MB}}}
+	for _, quiet := range []bool{false, true} {
+		e, err := newEngine(g, r, cfg, mg, Options{PerFlowAR: true, PerFlowARQuiet: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.initGraph()
+		e.now = units.Microsecond
+		if err := e.startFlow(0, &mg.Msgs[0], 0, int64(units.MB), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.checkFamilies(); err != nil {
+			t.Errorf("quiet families %v: %v", quiet, err)
+		}
+	}
+}

@@ -92,6 +92,11 @@ type Options struct {
 	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
 	// its end, which gives a flow that joins late in the step an equal share of all of it.
 	JoinIntervals bool
+	// PerFlowARQuiet lets a PerFlowAR family whose paths hold no queue and no throttle go quiet
+	// as a whole, each member at its share of the last step (arflows.go, "Quiet families"):
+	// fewer steps, and figures that move where a run's timing is chaotic (docs/flow.md, row 12;
+	// TestPerFlowARQuiet). Experimental, off.
+	PerFlowARQuiet bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -497,7 +502,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	}
 	if opt.PerFlowAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
 		e.ar = newARState()
-		e.allHot = true // a quiet flow's bytes would pass its path without the switches' choices
+		e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
 	}
 	return e, nil
 }
@@ -1017,7 +1022,7 @@ func (e *engine) join(r, f, h, off int32) {
 		e.hotJoin(r)
 	} else {
 		res.quietN++
-		res.quietLoad += e.flows[f].rate
+		res.quietLoad += e.qload(f)
 	}
 }
 
@@ -1058,7 +1063,7 @@ func (e *engine) leave(r, f, h, off int32) {
 		e.hotLeave(r)
 	} else {
 		res.quietN--
-		res.quietLoad -= fl.rate
+		res.quietLoad -= e.qload(f)
 		if res.quietN == 0 {
 			res.quietLoad = 0 // no residue
 		}

@@ -43,6 +43,10 @@ func (e *engine) heatFlow(fid int32) {
 	if f.hot || f.done {
 		return
 	}
+	if fam := e.ar.family(fid); fam != nil {
+		e.heatFamily(fam)
+		return
+	}
 	if f.rate <= 0 {
 		// A flow that never sent (its share was not set yet): nothing to bring up to date.
 	} else if end := f.t0 + units.Time(math.Ceil(f.rem/f.rate*float64(units.Second))); end <= e.now {
@@ -56,15 +60,7 @@ func (e *engine) heatFlow(fid int32) {
 	f.hot, f.hotIdx = true, int32(len(e.hot))
 	f.ver++
 	e.hot = append(e.hot, fid)
-	for _, r := range e.path[f.off : f.off+f.hops] {
-		res := &e.net.res[r]
-		res.quietN--
-		res.quietLoad -= f.rate
-		if res.quietN == 0 {
-			res.quietLoad = 0
-		}
-		e.hotJoin(r)
-	}
+	e.heatPath(fid)
 	f.prevRate = f.rate
 	e.stationary = false
 	if f.hidx >= 0 {
@@ -72,9 +68,37 @@ func (e *engine) heatFlow(fid int32) {
 	}
 }
 
+// heatPath moves flow fid's load from the quiet to the hot members of the resources it crosses.
+func (e *engine) heatPath(fid int32) {
+	f := &e.flows[fid]
+	load := e.qload(fid)
+	for _, r := range e.path[f.off : f.off+f.hops] {
+		res := &e.net.res[r]
+		res.quietN--
+		res.quietLoad -= load
+		if res.quietN == 0 {
+			res.quietLoad = 0
+		}
+		e.hotJoin(r)
+	}
+}
+
+// qload is the rate a quiet flow puts on every resource of its path: its injection rate, or a
+// family member's share of its root's (arflows.go).
+func (e *engine) qload(fid int32) float64 {
+	if e.ar != nil && int(fid) < len(e.ar.carry) && e.ar.famOf[fid] >= 0 {
+		return e.ar.carry[fid]
+	}
+	return e.flows[fid].rate
+}
+
 // materialize brings a quiet flow's bytes up to now: injected and, passing straight through,
 // delivered at its rate since t0.
 func (e *engine) materialize(fid int32) {
+	if fam := e.ar.family(fid); fam != nil {
+		e.materializeFamily(fam)
+		return
+	}
 	f := &e.flows[fid]
 	if f.hot || e.now <= f.t0 {
 		return
@@ -100,16 +124,15 @@ func (e *engine) unhot(fid int32) {
 
 // coolFlow makes a hot flow quiet at its current rate and schedules its end.
 func (e *engine) coolFlow(fid int32) {
+	if fam := e.ar.family(fid); fam != nil {
+		e.coolFamily(fam)
+		return
+	}
 	f := &e.flows[fid]
 	e.unhot(fid)
 	f.ver++
 	f.t0 = e.now
-	for _, r := range e.path[f.off : f.off+f.hops] {
-		res := &e.net.res[r]
-		res.quietN++
-		res.quietLoad += f.rate
-		e.hotLeave(r)
-	}
+	e.coolPath(fid)
 	d := math.Ceil(f.rem / f.rate * float64(units.Second))
 	if d < float64(units.MaxTime-e.now) {
 		e.seq++
@@ -117,10 +140,26 @@ func (e *engine) coolFlow(fid int32) {
 	}
 }
 
+// coolPath moves flow fid's load from the hot to the quiet members of the resources it crosses.
+func (e *engine) coolPath(fid int32) {
+	f := &e.flows[fid]
+	load := e.qload(fid)
+	for _, r := range e.path[f.off : f.off+f.hops] {
+		res := &e.net.res[r]
+		res.quietN++
+		res.quietLoad += load
+		e.hotLeave(r)
+	}
+}
+
 // quietEnd is a quiet flow's projected end: its last byte leaves its NIC, and passes through.
 func (e *engine) quietEnd(fid int32, t units.Time) {
 	f := &e.flows[fid]
 	if f.done || f.hot {
+		return
+	}
+	if fam := e.ar.family(fid); fam != nil {
+		e.quietFamilyEnd(fam, t)
 		return
 	}
 	e.materialize(fid)
@@ -132,6 +171,9 @@ func (e *engine) quietEnd(fid int32, t units.Time) {
 // before, none of its bytes queued, nothing on its path queued or throttled, congestion control
 // at rest, no loss being recovered.
 func (e *engine) coolable(fid int32, tau float64) bool {
+	if fam := e.ar.family(fid); fam != nil {
+		return e.famCoolable(fam, tau)
+	}
 	f := &e.flows[fid]
 	if f.rem <= 0 || f.rate <= 0 || math.Abs(f.rate-f.prevRate) > relTol*f.rate {
 		return false
@@ -204,10 +246,18 @@ func (e *engine) preheat() {
 			if res.quietN == 0 {
 				continue
 			}
+			if e.ar != nil && res.hotN > 0 {
+				// A hot family's switches choose among ports by their packets' backlog, which a
+				// quiet family's packets are part of: both step (arflows.go, "Quiet families").
+				e.heatMembers(r)
+				continue
+			}
 			demand := res.quietLoad
 			for _, m := range res.members {
 				if f := &e.flows[m.f]; f.hot {
-					if f.rate > 0 {
+					if e.ar != nil && e.ar.family(m.f) != nil {
+						demand += e.famDemand(e.ar.family(m.f)) // its share, the family spread evenly
+					} else if f.rate > 0 {
 						demand += f.rate
 					} else {
 						demand += e.hostSt[f.src].rate
@@ -243,6 +293,13 @@ func (e *engine) reshare(h int32) bool {
 	hs := &e.hostSt[h]
 	if e.allHot || len(hs.flows) == 0 || e.loss != nil && e.loss.random {
 		return false
+	}
+	if e.ar != nil {
+		for _, fid := range hs.flows {
+			if e.ar.family(fid) != nil {
+				return false // a family's shares are those it had when it cooled: it steps again
+			}
+		}
 	}
 	d := e.scratch[:0]
 	for k, fid := range hs.flows {
