@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/report"
@@ -154,13 +155,16 @@ func (r *Result) jitterSection() report.Section {
 }
 
 // noiseNotes are the fidelity notes of compute noise and shared network runs.
-func (s *Scenario) noiseNotes(full bool, runEvery bool) []string {
+func (s *Scenario) noiseNotes(full bool, runEvery bool, name backend.Name) []string {
 	if s.Noise == nil {
 		return nil
 	}
 	notes := []string{"Compute noise and network seeds: " + s.noiseSummary() + "."}
 	if s.perStepNetwork() {
 		notes = append(notes, "network_per_step: every step's network was simulated on its own; the seed (ECMP hashes of the job's connections) follows network_seeds, the flow backend's random draws (ECN marking) are the step's, and in class fidelity each group of a class started its collective at the time the step's compute draws made its middle instance ready (relative to the class's earliest group), after a first pass with the seed's runs.")
+		if !drawSeeded(name) {
+			notes = append(notes, fmt.Sprintf("The %s backend draws its ECN marks and losses from the routing seed, not a draw seed of the step's: under one routing seed its steps make the same draws, and only the groups' start offsets vary from step to step; a run whose offsets repeat an earlier step's is that run. For per-step ECN draws use the flow backend.", name))
+		}
 		return notes
 	}
 	if ns := s.networkSeeds(); ns < s.Steps {
@@ -244,11 +248,20 @@ func drawFree(cfg *fabric.Config, g *topo.Graph) bool {
 	return true
 }
 
+// drawSeeded says whether backend name draws a run's random numbers from its draw seed apart
+// from the routing seed. The flow backend does (flow.Options.DrawSeed); the packet engine does
+// not: one seed (fabric.Config.Seed) drives both its ECMP hashes and every port's generator
+// (ECN marks, losses), so under one routing seed its per-step runs make the same draws in every
+// step, and only the groups' start offsets can tell two steps' runs apart
+// (TestPerStepPacketDraws).
+func drawSeeded(name backend.Name) bool { return name == backend.Flow }
+
 // runMemo finds a variant's per-step class runs (network_per_step) whose inputs repeat an
 // earlier run's: the same class, routing seed and start offset of every group, and the same
-// random draws, or draws that cannot matter (drawFree). The flow backend is deterministic, so a
-// repeated input is the same simulation and the earlier run is the step's result byte for
-// byte (TestPerStepReuse compares with running every step). Offsets repeat where the steps'
+// random draws, or draws that cannot matter (drawFree) or that the backend does not take from
+// the draw seed (drawSeeded). The backends are deterministic, so a repeated input is the same
+// simulation and the earlier run is the step's result byte for byte (TestPerStepReuse and
+// TestPerStepPacketDraws compare with running every step). Offsets repeat where the steps'
 // compute does not move the groups apart (no compute noise, a class of one group), draws on a
 // draw-free fabric; with compute noise at cv > 0 they differ from step to step and every
 // step's runs are simulated.

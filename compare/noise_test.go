@@ -436,17 +436,63 @@ func TestPerStepReuse(t *testing.T) {
 	}
 }
 
+// TestPerStepPacketDraws: the packet engine draws its ECN marks and losses from the routing seed
+// (fabric.Config.Seed seeds every port's generator; it has no draw seed of its own), so with
+// network_per_step and one routing seed a packet run's draws repeat in every step and only the
+// groups' start offsets can move it. compare therefore reuses a packet run whose class and
+// offsets repeat (runMemo, free) instead of simulating it again under a draw seed the engine
+// ignores. Checked on the congested 24-GPU MoE on RoCEv2 (DCQCN, which draws), 3 steps without
+// compute noise (the offsets the same in every step): running every step gives the same bytes,
+// and the reuse simulates at most the first pass plus one step's classes; before, every step's
+// runs were simulated again (1 + 3 steps of classes, less step 0's zero-offset ones).
+func TestPerStepPacketDraws(t *testing.T) {
+	data, err := examples.Read("compare-moe-3to1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer("steps: 2", "steps: 3\nfidelity: classes",
+		"variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]", "variants: [roce-default]").Replace(string(data)) +
+		"noise: {dist: none, network_seeds: 1, network_per_step: true}\n"
+	res, out, sims := reuseVsEveryOn(t, src, "../examples", backend.Packet)
+	if !bytes.Equal(out[0], out[1]) {
+		t.Errorf("packet: reused per-step runs differ from running every step")
+		for k := range res[0].Variants[0].Steps {
+			t.Logf("step %d: %v / %v s", k, res[0].Variants[0].Steps[k].StepTime, res[1].Variants[0].Steps[k].StepTime)
+		}
+	}
+	classes := sims[1] / 4 // every step: the first pass and 3 steps of the classes
+	if sims[1] != 4*classes || classes == 0 {
+		t.Fatalf("every step: %d simulations, not 4 x classes", sims[1])
+	}
+	if sims[0] > 2*classes {
+		t.Errorf("packet, reused: %d simulations, want at most %d (first pass + one step of %d classes; every step %d)", sims[0], 2*classes, classes, sims[1])
+	}
+	ex := res[0].Variants[0].Steps[0].ExposedComm
+	for k, st := range res[0].Variants[0].Steps {
+		if st.ExposedComm != ex {
+			t.Errorf("packet step %d: exposed %v s, step 0's %v s: its draws are the seed's, its offsets step 0's", k, st.ExposedComm, ex)
+		}
+	}
+	t.Logf("packet: %d of %d simulations (%d classes)", sims[0], sims[1], classes)
+}
+
 // reuseVsEvery runs the compare scenario src on the flow backend twice, with the reuse of runs
 // (i = 0) and with Options.RunEveryStep (i = 1), and returns each result, its variants as JSON
 // with the host times zeroed (the bytes the reuse tests compare) and its simulation count.
 func reuseVsEvery(t *testing.T, src, dir string) (res [2]*Result, out [2][]byte, sims [2]int) {
+	t.Helper()
+	return reuseVsEveryOn(t, src, dir, backend.Flow)
+}
+
+// reuseVsEveryOn is reuseVsEvery on backend name.
+func reuseVsEveryOn(t *testing.T, src, dir string, name backend.Name) (res [2]*Result, out [2][]byte, sims [2]int) {
 	t.Helper()
 	for i, every := range []bool{false, true} {
 		s, err := Parse([]byte(src), "test.yaml", dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, RunEveryStep: every,
+		r, err := Run(context.Background(), s, Options{Backend: name, RunEveryStep: every,
 			Progress: func(done, total int) { sims[i] = total }})
 		if err != nil {
 			t.Fatal(err)

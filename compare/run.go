@@ -654,7 +654,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		var aliases []alias
 		for v := range variants {
-			memo := newRunMemo(backendName == backend.Flow && drawFree(&variants[v].Fabric, vnet[v].Graph))
+			memo := newRunMemo(!drawSeeded(backendName) || drawFree(&variants[v].Fabric, vnet[v].Graph))
 			for k := range nruns {
 				for c := range graphs {
 					memo.lookup(memo.key(c, k%nseeds, s.drawSeed(k), nil, len(ranges[c])), runRef{k: k, seed: true})
@@ -698,7 +698,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < total}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
-	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep)...)
+	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep, backendName)...)
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
