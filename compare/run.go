@@ -556,22 +556,27 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						var lo *result.Run
 						var rngLo [][2]int
 						var exLo []groupExtrap
+						gh, rh, eh, err := atSize(sz[1])
+						if err != nil {
+							return nil, err
+						}
 						if sz[0] > 0 {
 							gl, rl, el, err := atSize(sz[0])
 							if err != nil {
 								return nil, err
 							}
 							rngLo, exLo = rl, el
-							if lo = probeRes; sz[0] != probeFloor || lo == nil {
-								if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
-									return nil, err
+							// The smaller run only where the two pair up (twoSizeRun): not where the
+							// size cuts a collective into other messages (an all-to-all's chunks).
+							if len(gl.Msgs) == len(gh.Msgs) && slices.Equal(rl, rh) {
+								if lo = probeRes; sz[0] != probeFloor || lo == nil {
+									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
+										return nil, err
+									}
 								}
 							}
 						}
-						var err error
-						if g, rng, pre, err = atSize(sz[1]); err != nil {
-							return nil, err
-						}
+						g, rng, pre = gh, rh, eh
 						out, hi, err := simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
 						if err != nil {
 							return nil, err
