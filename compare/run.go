@@ -52,6 +52,14 @@ type Options struct {
 	// rule before the probe). 0: the probe at probeScaledSend, the class run again at
 	// minScaledSend where the probe's run engaged a control loop.
 	ScaledSendFloor units.Size
+	// ScaledSendPair, when set, are the two sizes (the smaller first) a class's sends run at where
+	// the probe's run engaged a control loop, the whole sends extrapolated from the two runs
+	// message by message (scaledsend.go, twoSizeRun); zero: twoSizeLo and twoSizeHi.
+	ScaledSendPair [2]units.Size
+	// OneSizeScaledSends runs such a class again at minScaledSend alone and multiplies
+	// (scaledSend.whole): the rule before the two sizes, the plain version they are tested
+	// against.
+	OneSizeScaledSends bool
 	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
@@ -309,8 +317,17 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		return nil
 	}
-	// floorClass is class ci compiled with its sends at minScaledSend, compiled once when a run
-	// first needs it.
+	// Where the probe engaged a control loop the class runs again with its sends at two sizes
+	// (twoSizeRun), or at minScaledSend alone (Options.OneSizeScaledSends).
+	pair := opt.ScaledSendPair
+	if pair[0] <= 0 || pair[1] <= 0 {
+		pair = [2]units.Size{twoSizeLo, twoSizeHi}
+	}
+	if pair[0] >= pair[1] {
+		return nil, fmt.Errorf("scaled-send pair %v, %v: the first size must be the smaller", pair[0], pair[1])
+	}
+	// sizedClass is class ci compiled with its sends at no less than a size of sizes, compiled
+	// once when a run first needs it.
 	type floorRun struct {
 		once sync.Once
 		g    *msggraph.Graph
@@ -318,10 +335,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		ex   []groupExtrap
 		err  error
 	}
-	floors := make([]floorRun, len(cls))
-	floorClass := func(ci int) *floorRun {
-		f := &floors[ci]
-		f.once.Do(func() { f.g, f.rng, f.ex, _, f.err = compileClass(ci, backend.Flow, minScaledSend) })
+	sizes := []units.Size{minScaledSend, pair[0], pair[1]}
+	floors := make([][3]floorRun, len(cls))
+	sizedClass := func(ci int, size units.Size) *floorRun {
+		f := &floors[ci][slices.Index(sizes, size)]
+		f.once.Do(func() { f.g, f.rng, f.ex, _, f.err = compileClass(ci, backend.Flow, size) })
 		return f
 	}
 	if err := compileClasses(backendName); err != nil {
@@ -514,16 +532,64 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						mw.group = cls[j.c].Instances
 					}
 					rng := ranges[j.c]
-					atFloor := func() error { // the class with its sends at minScaledSend
-						f := floorClass(j.c)
+					atSize := func(size units.Size) (*msggraph.Graph, [][2]int, []groupExtrap, error) { // the class with its sends at size
+						if size == probeFloor {
+							return g, rng, pre, nil
+						}
+						f := sizedClass(j.c, size)
 						if f.err != nil {
-							return f.err
+							return nil, nil, nil, f.err
 						}
-						g, rng, pre = f.g, f.rng, f.ex
+						fg := f.g
 						if off != nil {
-							g = skewedClass(g, rng, off)
+							fg = skewedClass(fg, f.rng, off)
 						}
-						return nil
+						return fg, f.rng, f.ex, nil
+					}
+					// congested runs a class whose sends engaged a control loop at two sizes (or at
+					// minScaledSend alone); probeRes is the probe's run, nil where none ran.
+					congested := func(probeRes *result.Run) (*classRun, error) {
+						w := time.Now()
+						sz := pair
+						if opt.OneSizeScaledSends {
+							sz = [2]units.Size{0, minScaledSend}
+						}
+						var lo *result.Run
+						var rngLo [][2]int
+						var exLo []groupExtrap
+						gh, rh, eh, err := atSize(sz[1])
+						if err != nil {
+							return nil, err
+						}
+						if sz[0] > 0 {
+							gl, rl, el, err := atSize(sz[0])
+							if err != nil {
+								return nil, err
+							}
+							rngLo, exLo = rl, el
+							// The smaller run only where the two pair up (twoSizeRun): not where the
+							// size cuts a collective into other messages (an all-to-all's chunks).
+							if len(gl.Msgs) == len(gh.Msgs) && slices.Equal(rl, rh) {
+								if lo = probeRes; sz[0] != probeFloor || lo == nil {
+									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
+										return nil, err
+									}
+								}
+							}
+						}
+						g, rng, pre = gh, rh, eh
+						out, hi, err := simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
+						if err != nil {
+							return nil, err
+						}
+						if lo != nil {
+							if res, ok := twoSizeRun(lo, hi, rngLo, rng, exLo, pre, mw.bw); ok {
+								hi, pre = res, nil
+							}
+						}
+						out.summarize(hi, rng, false, pre, mw)
+						out.Wall = time.Since(w).Seconds()
+						return out, nil
 					}
 					// The probe (scaledsend.go): skipped where the variant's loops leave no count,
 					// and on later seeds where the first seed's probe did not settle.
@@ -531,19 +597,21 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					var r *classRun
 					var err error
 					if probe && (!probeSettles(cfg) || j.later && unsettled[j.v][j.c]) {
-						probe, err = false, atFloor()
-					}
-					if err == nil {
-						r, err = runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, rng, full, pre, mw, opt.flowOptions())
-					}
-					if err == nil && probe && !settledRun(r) {
-						if j.k == 0 && !j.skew && !j.fault {
-							mu.Lock()
-							unsettled[j.v][j.c] = true
-							mu.Unlock()
-						}
-						if err = atFloor(); err == nil {
-							r, err = runClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, rng, full, pre, mw, opt.flowOptions())
+						r, err = congested(nil)
+					} else {
+						w := time.Now()
+						var res *result.Run
+						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions()); err == nil {
+							r.summarize(res, rng, full, pre, mw)
+							r.Wall = time.Since(w).Seconds()
+							if probe && !settledRun(r) {
+								if j.k == 0 && !j.skew && !j.fault {
+									mu.Lock()
+									unsettled[j.v][j.c] = true
+									mu.Unlock()
+								}
+								r, err = congested(res)
+							}
 						}
 					}
 					if r != nil && off != nil {
@@ -844,7 +912,19 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 // fo are the flow backend's options (Options.flowOptions; its DrawSeed is drawSeed).
 func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights, fo backend.FlowOptions) (*classRun, error) {
 	w := time.Now()
-	out := &classRun{Dur: make([]units.Time, len(ranges)), Counters: map[string]float64{}}
+	out, res, err := simulateClass(ctx, name, net, cfg, seed, drawSeed, mg, fo)
+	if err != nil {
+		return nil, err
+	}
+	out.summarize(res, ranges, keep, pre, mw)
+	out.Wall = time.Since(w).Seconds()
+	return out, nil
+}
+
+// simulateClass runs one class graph (or a whole step's) on the chosen backend: the run, and a
+// classRun with the packet backend's event bins (runClass).
+func simulateClass(ctx context.Context, name backend.Name, net *backend.Network, cfg fabric.Config, seed, drawSeed uint64, mg *msggraph.Graph, fo backend.FlowOptions) (*classRun, *result.Run, error) {
+	out := &classRun{}
 	fo.DrawSeed = drawSeed
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: fo,
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
@@ -856,8 +936,14 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	}
 	res, err := backend.Run(ctx, name, job)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return out, res, nil
+}
+
+// summarize fills out from run res of a class graph whose groups are ranges (runClass).
+func (out *classRun) summarize(res *result.Run, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights) {
+	out.Dur, out.Counters = make([]units.Time, len(ranges)), map[string]float64{}
 	finish := func(i int) units.Time { return res.Messages[i].Finish }
 	if res.Counters != nil {
 		addCounters(out.Counters, res)
@@ -878,7 +964,7 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 	out.Events, out.Omitted, out.NoDraws, out.NoQueues = res.Events, res.Omitted, res.NoDraws, res.NoQueues
 	out.Msgs = messageStats(res.Messages, ranges, pre, mw)
 	if keep {
-		out.Finish = make([]units.Time, len(mg.Msgs))
+		out.Finish = make([]units.Time, len(res.Messages))
 		for i := range out.Finish {
 			out.Finish[i] = finish(i)
 		}
@@ -895,8 +981,6 @@ func runClass(ctx context.Context, name backend.Name, net *backend.Network, cfg 
 		}
 		out.Dur[gi] = end
 	}
-	out.Wall = time.Since(w).Seconds()
-	return out, nil
 }
 
 // sameRoutes is flow.SameRoutes for graph mg on network net with fabric cfg, routed as the flow

@@ -22,8 +22,11 @@ func cpuNow() time.Duration {
 
 // TestScaledMeasure is a measurement harness, skipped unless SCALED_MEASURE names a compare
 // scenario: it runs the scenario on the flow backend whole (Options.WholeCollectives), with the
-// probe (scaledsend.go) and with every send at fixed floors (Options.ScaledSendFloor; the
-// SCALED_SIZES list in MiB, -1 whole, 0 the probe), and logs each run's step time and
+// default rule (scaledsend.go: the probe, then two sizes), with the one-size rule
+// (Options.OneSizeScaledSends), with pairs (Options.ScaledSendPair) and with every send at fixed
+// floors (Options.ScaledSendFloor; the SCALED_SIZES list: MiB, -1 whole, sends the sends whole
+// with the rings' prefixes, the reference where whole rings cost too much, 0 the default rule,
+// one the one-size rule, a:b a pair), and logs each run's step time and
 // collective percentiles against the whole run's and its CPU seconds. It asserts nothing
 // (docs/flow.md, "Scaled-down sends", has what it measured).
 func TestScaledMeasure(t *testing.T) {
@@ -39,25 +42,52 @@ func TestScaledMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	twoSizeByMessage = os.Getenv("SCALED_BYMESSAGE") != "" // pair the two sizes' messages by identity
+	defer func() { twoSizeByMessage = false }()
 	var whole *Result
-	sizes := []units.Size{-1, 0, 16 * units.MiB, 8 * units.MiB, 4 * units.MiB, 2 * units.MiB, 1 * units.MiB}
-	if l := os.Getenv("SCALED_SIZES"); l != "" { // MiB, comma-separated; -1 whole, 0 the probe rule
-		sizes = nil
-		for _, f := range strings.Split(l, ",") {
+	type config struct {
+		what string
+		opt  Options
+	}
+	var cfgs []config
+	list := os.Getenv("SCALED_SIZES") // comma-separated; MiB, -1 whole, "sends" the sends whole (ring prefixes kept), 0 the default rule, "one" the one-size rule, "a:b" a pair in MiB
+	if list == "" {
+		list = "-1,0,one,16,8,4,2,1"
+	}
+	for _, f := range strings.Split(list, ",") {
+		c := config{what: f, opt: Options{Backend: backend.Flow}}
+		switch lo, hi, pair := strings.Cut(f, ":"); {
+		case f == "one":
+			c.opt.OneSizeScaledSends = true
+		case f == "sends": // the sends whole, the rings' prefixes kept: the reference where whole rings cost too much
+			c.opt.ScaledSendFloor = 1 << 40
+		case pair:
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("SCALED_SIZES: %q", f)
+			}
+			c.opt.ScaledSendPair = [2]units.Size{units.Size(a) * units.MiB, units.Size(b) * units.MiB}
+		default:
 			n, err := strconv.Atoi(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sizes = append(sizes, units.Size(n)*units.MiB)
+			c.opt.WholeCollectives, c.opt.ScaledSendFloor = n < 0, units.Size(max(n, 0))*units.MiB
 		}
+		cfgs = append(cfgs, c)
 	}
-	for _, m := range sizes {
+	for _, c := range cfgs {
 		c0 := cpuNow()
-		r, err := Run(context.Background(), s, Options{Backend: backend.Flow, WholeCollectives: m < 0, ScaledSendFloor: max(m, 0)})
+		r, err := Run(context.Background(), s, c.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("floor %d MiB (0: rule, -1 whole): cpu %.2f s", m/units.MiB, (cpuNow() - c0).Seconds())
+		t.Logf("%s (MiB floor; 0: the default rule, -1 whole, one: the one-size rule, a:b a pair): cpu %.2f s", c.what, (cpuNow() - c0).Seconds())
+		m := c.opt.ScaledSendFloor
+		if c.opt.WholeCollectives || c.what == "sends" {
+			m = -1
+		}
 		if m < 0 {
 			whole = r
 			for _, v := range r.Variants {

@@ -1,6 +1,10 @@
 package compare
 
 import (
+	"cmp"
+	"math"
+	"slices"
+
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
@@ -158,3 +162,154 @@ func fixedLatency(m *result.Message, bw units.Rate) units.Time {
 }
 
 func (f scaledSend) scale() float64 { return float64(f) }
+
+// Two sizes: where a class's sends engage a control loop, its run at S/f is short of the whole
+// by a time that does not scale with f (measured at 2,048 GPUs: roce-default's collective p50
+// -12.5, -6.8, -3.6 % at 16, 32, 64 MiB, about 0.15 ms x f; docs/flow.md, "Scaled-down sends").
+// The model is that error's shape: a figure X estimated from the run at size s (the one-size
+// rule, scaledSend.whole) is X(s) = X + c/s, c a time the scaled run gains or loses that does
+// not shrink with its bytes (the congestion transient: DCQCN's first cuts, the recovery after the
+// competitors finish), so that f x it is counted in X(s). Two runs at s1 < s2 remove it
+// (Richardson): X = (s2 X(s2) - s1 X(s1)) / (s2 - s1), for s2 = 2 s1 2 X(s2) - X(s1).
+//
+// What is extrapolated: the class's message completions as one set, so that the collective
+// percentiles, the step (each group's completion) and the message statistics come from the same
+// times. Message by message the two runs scatter (a message's competitors differ from one size
+// to the other) and the extrapolation multiplies the scatter by 2 s2 / (s2 - s1) + 1, 3 for a
+// doubling (measured at 2,048 GPUs: p99 +9.5 %, p50 -6.8 % from 16 and 32 MiB); so the two runs'
+// completions are paired by rank (the r-th shortest of one with the r-th shortest of the other,
+// a quantile-to-quantile extrapolation: every percentile of the set is the extrapolation of the
+// runs' percentiles) and the r-th extrapolated time goes to the message that was r-th in the
+// larger run.
+
+// twoSizeLo and twoSizeHi are the sizes (no less than) a congested class's sends run at, the
+// default pair (Options.ScaledSendPair).
+const (
+	twoSizeLo = 8 * units.MiB
+	twoSizeHi = 16 * units.MiB
+)
+
+// twoSizeByMessage pairs the two runs' messages by identity instead of rank (a diagnostic of
+// TestScaledMeasure; docs/flow.md).
+var twoSizeByMessage = false
+
+// richardson is the whole send's figure from its one-size estimates x1 and x2 at S/f1 and S/f2
+// (f1 > f2): (f1 x2 - f2 x1) / (f1 - f2), the sizes' (s2 x2 - s1 x1) / (s2 - s1).
+func richardson(x1, x2 float64, f1, f2 int) float64 {
+	return (float64(f1)*x2 - float64(f2)*x1) / float64(f1-f2)
+}
+
+// sendFactor is group gi's scale factor in ex (1: run whole); false where it is not a scaled
+// send.
+func sendFactor(ex []groupExtrap, gi int) (int, bool) {
+	if gi >= len(ex) || ex[gi] == nil {
+		return 1, true
+	}
+	f, ok := ex[gi].(scaledSend)
+	return int(f), ok
+}
+
+// twoSizeRun is the whole sends' run from a class's runs lo and hi with its sends scaled by ex1
+// and ex2 (the smaller sends in lo), groups rng in both, bw the payload rate of the messages'
+// fixed latency (fixedLatency): the completions extrapolated by rank (richardson), each
+// message's start, bytes and ideal FCT on the line through its two runs' (exact: they are affine
+// in the bytes), the counters that compare reads (runClass) as richardson of their one-size
+// estimates, at least 0. A completion short of the ideal FCT is taken at it. False where the
+// runs do not pair up: other messages, a group scaled alike in both (its factor the same, above
+// 1) or not a scaled send.
+func twoSizeRun(lo, hi *result.Run, rng1, rng2 [][2]int, ex1, ex2 []groupExtrap, bw units.Rate) (*result.Run, bool) {
+	if len(lo.Messages) != len(hi.Messages) || !slices.Equal(rng1, rng2) {
+		return nil, false
+	}
+	out := *hi
+	out.Messages = make([]result.Message, len(hi.Messages))
+	// ranked: per pair of factors, the messages extrapolated by rank.
+	ranked := map[[2]int][]int{}
+	var pairs [][2]int
+	F1, F2 := 1, 1
+	for gi, r := range rng2 {
+		f1, ok1 := sendFactor(ex1, gi)
+		f2, ok2 := sendFactor(ex2, gi)
+		if !ok1 || !ok2 || f1 < f2 || f1 == f2 && f1 > 1 {
+			return nil, false
+		}
+		F1, F2 = max(F1, f1), max(F2, f2)
+		k := [2]int{f1, f2}
+		for i := r[0]; i < r[1]; i++ {
+			a, b, m := &lo.Messages[i], &hi.Messages[i], &out.Messages[i]
+			if a.Src != b.Src || a.Dst != b.Dst {
+				return nil, false
+			}
+			*m = *b
+			if f2 == 1 {
+				continue
+			}
+			line := func(x1, x2 float64) float64 { return richardson(x1*float64(f1), x2*float64(f2), f1, f2) } // exact on a line through 0
+			m.Bytes = int64(math.Round(line(float64(a.Bytes), float64(b.Bytes))))
+			// start and ideal FCT: a + (b - a) (1 - 1/f1) / (1/f2 - 1/f1), affine in the bytes
+			w := float64(f1-1) * float64(f2) / float64(f1-f2)
+			m.Start = a.Start + units.Time(math.Round(w*float64(b.Start-a.Start)))
+			m.IdealFCT = a.IdealFCT + units.Time(math.Round(w*float64(b.IdealFCT-a.IdealFCT)))
+			if !a.Done() || !b.Done() || b.Bytes == 0 {
+				m.Finish = 0
+				if a.Done() && b.Done() { // a delay node: affine in the bytes too
+					m.Finish = a.Finish + units.Time(math.Round(w*float64(b.Finish-a.Finish)))
+				}
+				continue
+			}
+			if twoSizeByMessage {
+				x1 := scaledSend(f1).whole(a.FCT(), fixedLatency(a, bw))
+				x2 := scaledSend(f2).whole(b.FCT(), fixedLatency(b, bw))
+				m.Finish = m.Start + max(units.Time(math.Round(richardson(float64(x1), float64(x2), f1, f2))), m.IdealFCT)
+				continue
+			}
+			if _, ok := ranked[k]; !ok {
+				pairs = append(pairs, k)
+			}
+			ranked[k] = append(ranked[k], i)
+		}
+	}
+	for _, k := range pairs {
+		f1, f2 := k[0], k[1]
+		idx := ranked[k]
+		x := func(r *result.Run, f int) []units.Time {
+			v := make([]units.Time, len(idx))
+			for j, i := range idx {
+				m := &r.Messages[i]
+				v[j] = scaledSend(f).whole(m.FCT(), fixedLatency(m, bw))
+			}
+			return v
+		}
+		x1, x2 := x(lo, f1), x(hi, f2)
+		order := make([]int, len(idx)) // the messages by their one-size estimate in hi
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortStableFunc(order, func(p, q int) int { return cmp.Compare(x2[p], x2[q]) })
+		slices.Sort(x1)
+		for r, j := range order {
+			m := &out.Messages[idx[j]]
+			m.Finish = m.Start + max(units.Time(math.Round(richardson(float64(x1[r]), float64(x2[j]), f1, f2))), m.IdealFCT)
+		}
+	}
+	line := func(x1, x2 float64) float64 { return max(0, richardson(x1*float64(F1), x2*float64(F2), F1, F2)) }
+	if F2 == 1 {
+		line = func(_, x2 float64) float64 { return x2 }
+	}
+	if hi.Counters != nil {
+		out.Counters = make(map[string]float64, len(hi.Counters))
+		for k, x := range hi.Counters {
+			if result.AggregationOf(k) == result.Max {
+				out.Counters[k] = x
+			} else {
+				out.Counters[k] = line(lo.Counters[k], x)
+			}
+		}
+	}
+	n := func(x1, x2 int64) int64 { return int64(math.Round(line(float64(x1), float64(x2)))) }
+	out.Drops, out.Timeouts, out.NAKs = n(lo.Drops, hi.Drops), n(lo.Timeouts, hi.Timeouts), n(lo.NAKs, hi.NAKs)
+	out.BytesRetransmitted = n(lo.BytesRetransmitted, hi.BytesRetransmitted)
+	out.Events = lo.Events + hi.Events
+	out.NoDraws, out.NoQueues = lo.NoDraws && hi.NoDraws, lo.NoQueues && hi.NoQueues
+	return &out, true
+}

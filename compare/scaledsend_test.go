@@ -13,13 +13,16 @@ import (
 // TestScaledSendMatchesWhole runs a pipeline-parallel step whose 128 MiB sends between stages
 // cross the core tier of a three-tier rail-optimized Clos (Llama-3-70B, TP 8 PP 8 DP 8 on 512
 // GPUs, examples/compare-70b-16k.yaml's shape at 64 servers) on the flow backend with the sends
-// scaled down and whole: the default (the 2 MiB probe, run again at 16 MiB where it engaged a
-// control loop), and every send at a fixed floor of 16 MiB (the rule before the probe) and of
-// 2 MiB (the probe's size for every class). Every variant's step time, and its collective
-// completion percentiles, within the flow backend's 2 % and 10 % of the whole sends'
-// (checkReducedMatchesWhole), and within the errors measured (docs/flow.md, "Scaled-down
-// sends"): step -0.09 % (a DP class's, the same at every floor), collective p50 and p99 within
-// 0.001 % once the path's latency is counted once (scaledSend.whole); 0.15 % and 0.05 % here.
+// scaled down and whole: the default (the 2 MiB probe, and where it engaged a control loop the
+// class at 8 and 16 MiB, extrapolated from the two: twoSizeRun), the one-size rule (the class
+// again at 16 MiB alone, Options.OneSizeScaledSends), the pair 16 and 32 MiB, and every send at a
+// fixed floor of 16 MiB (the rule before the probe) and of 2 MiB (the probe's size for every
+// class). Every variant's step time, and its collective completion percentiles, within the flow
+// backend's 2 % and 10 % of the whole sends' (checkReducedMatchesWhole), and within the errors
+// measured (docs/flow.md, "Scaled-down sends"): step -0.07 to -0.09 % (a DP class's, the same at
+// every floor), collective p50 and p99 within 0.001 % once the path's latency is counted once
+// (scaledSend.whole), but the default's p99 +0.057 % on roce-default and roce-tuned (the two sizes'
+// extrapolation); 0.15 %, 0.05 % and 0.1 % here.
 func TestScaledSendMatchesWhole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -47,12 +50,15 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 	}
 	whole := run(Options{WholeCollectives: true})
 	for _, c := range []struct {
-		what string
-		opt  Options
+		what  string
+		opt   Options
+		p99Of float64 // the collective p99's tolerance
 	}{
-		{"probe", Options{}},
-		{"16 MiB", Options{ScaledSendFloor: minScaledSend}},
-		{"2 MiB", Options{ScaledSendFloor: probeScaledSend}},
+		{"default", Options{}, 0.001},
+		{"one size", Options{OneSizeScaledSends: true}, 0.0005},
+		{"16, 32 MiB", Options{ScaledSendPair: [2]units.Size{16 * units.MiB, 32 * units.MiB}}, 0.0005},
+		{"16 MiB", Options{ScaledSendFloor: minScaledSend}, 0.0005},
+		{"2 MiB", Options{ScaledSendFloor: probeScaledSend}, 0.0005},
 	} {
 		scaled := run(c.opt)
 		checkReducedMatchesWhole(t, c.what, scaled, whole)
@@ -65,7 +71,7 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 			}{
 				{"step time", p.Steps[0].StepTime, v.Steps[0].StepTime, 0.0015},
 				{"collective p50", p.CollP50, v.CollP50, 0.0005},
-				{"collective p99", p.CollP99, v.CollP99, 0.0005},
+				{"collective p99", p.CollP99, v.CollP99, c.p99Of},
 			} {
 				if math.Abs(d.got-d.want) > d.tol*d.want {
 					t.Errorf("%s %s: %s %.6g, whole %.6g: more than %g %% apart", v.Variant.Name, d.what, c.what, d.got, d.want, 100*d.tol)
@@ -112,5 +118,124 @@ func TestSettledRun(t *testing.T) {
 		if got := settledRun(c.r); got != c.want {
 			t.Errorf("settledRun(%+v) = %v, want %v", c.r, got, c.want)
 		}
+	}
+}
+
+// TestTwoSizeRun checks the two-size extrapolation on messages that follow its model: a send whose
+// whole completion is X, its path's latency L, runs at S/f in t(f) with scaledSend.whole(t(f), L)
+// = X + c f (c: 20 us the scaled run gains, whatever its size), so the one-size rule at f = 8 is
+// short by 160 us and the two sizes (f = 16 and 8) give X. Three sends of one class, with the
+// small run's completions in another order than the large run's (the scatter between sizes):
+// paired by rank, each message gets the extrapolation of its rank in the large run. The bytes
+// and the ideal FCT (affine in the size) extrapolate exactly, so do counters that follow the
+// model; a group not scaled keeps the larger run's figures, and runs that do not pair up are
+// refused.
+func TestTwoSizeRun(t *testing.T) {
+	const S = 128 * units.MiB
+	L, R := 3*units.Microsecond, units.Rate(400e9)
+	c := -20 * units.Microsecond
+	X := []units.Time{9 * units.Millisecond, 7 * units.Millisecond, 8 * units.Millisecond}
+	perm := map[int][]int{16: {1, 2, 0}, 8: {0, 1, 2}} // which X each message has in the run at S/f
+	run := func(f int) *result.Run {
+		s := S / units.Size(f)
+		r := &result.Run{Counters: map[string]float64{"ecn_marks": (1e6 + 50*float64(f)) / float64(f)}, Drops: int64((1600 + 16*f) / f)}
+		for i := range X {
+			x := X[perm[f][i]] + units.Time(f)*c
+			r.Messages = append(r.Messages, result.Message{Src: int32(i), Dst: int32(8 + i), Bytes: int64(s),
+				Start: 5 * units.Microsecond, Finish: 5*units.Microsecond + L + (x-L)/units.Time(f), IdealFCT: L + R.TransmitTime(s)})
+		}
+		r.Messages = append(r.Messages, result.Message{Src: 3, Dst: 11, Bytes: int64(units.MiB), Finish: 40 * units.Microsecond, IdealFCT: 30 * units.Microsecond})
+		return r
+	}
+	rng := [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}}
+	ex := func(f int) []groupExtrap { return []groupExtrap{scaledSend(f), scaledSend(f), scaledSend(f), nil} }
+	got, ok := twoSizeRun(run(16), run(8), rng, rng, ex(16), ex(8), R)
+	if !ok {
+		t.Fatal("runs did not pair up")
+	}
+	near := func(what string, got, want units.Time) {
+		t.Helper()
+		if d := got - want; d > units.Nanosecond || d < -units.Nanosecond {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	for i, x := range X {
+		m := got.Messages[i]
+		near("whole send's completion", m.FCT(), x)
+		near("whole send's ideal FCT", m.IdealFCT, L+R.TransmitTime(S))
+		if m.Bytes != int64(S) {
+			t.Errorf("whole send's bytes %d, want %d", m.Bytes, int64(S))
+		}
+		one := run(8).Messages[i]
+		near("one-size rule's error", scaledSend(8).whole(one.FCT(), L)-x, 8*c)
+	}
+	if got.Messages[3] != run(8).Messages[3] {
+		t.Errorf("unscaled group's message %+v, want the larger run's", got.Messages[3])
+	}
+	if c, want := got.Counters["ecn_marks"], 1e6; math.Abs(c-want) > 1e-6*want {
+		t.Errorf("ecn_marks %g, want %g", c, want)
+	}
+	if got.Drops != 1600 {
+		t.Errorf("drops %d, want 1600", got.Drops)
+	}
+	if _, ok := twoSizeRun(run(8), run(8), rng, rng, ex(8), ex(8), R); ok {
+		t.Error("two runs at one size paired up")
+	}
+	short := run(16)
+	short.Messages = short.Messages[:3]
+	if _, ok := twoSizeRun(short, run(8), rng[:3], rng, ex(16), ex(8), R); ok {
+		t.Error("runs of other messages paired up")
+	}
+}
+
+// TestTwoSizeSendsMatchWhole2048 runs the same shape at 2,048 GPUs (256 servers, DP 32, one
+// step, roce-default), where every pipeline class engages DCQCN and PFC and no size below the
+// whole settles (docs/flow.md, "Scaled-down sends"), with the sends whole, with the default (two
+// sizes, 8 and 16 MiB) and with the one-size rule (16 MiB). Measured against the whole: the
+// default step -0.71 %, collective p50 -8.8 %, p99 -6.1 %; one size +0.28, -12.5, +4.4 %. Held to
+// the validation targets (step 2 %, collective percentiles 10 %; docs/flow.md, "Validation") and
+// to the default's p50 closer to the whole than one size's.
+func TestTwoSizeSendsMatchWhole2048(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	src := `name: scaled2048
+seed: 1
+steps: 1
+tokens: 1T
+fidelity: classes
+cluster: {servers: 256, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, servers_per_su: 32}
+workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, model: llama3-70b, tp: 8, pp: 8, dp: 32, micro_batch: 1, global_batch: 256}
+variants: [roce-default]
+`
+	s, err := Parse([]byte(src), "scaled2048.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(opt Options) *VariantResult {
+		opt.Backend = backend.Flow
+		r, err := Run(context.Background(), s, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Variants[0]
+	}
+	whole, two, one := run(Options{WholeCollectives: true}), run(Options{}), run(Options{OneSizeScaledSends: true})
+	off := func(got, want float64) float64 { return math.Abs(got/want - 1) }
+	for _, d := range []struct {
+		what      string
+		got, want float64
+		tol       float64
+	}{
+		{"step time", two.Steps[0].StepTime, whole.Steps[0].StepTime, 0.02},
+		{"collective p50", two.CollP50, whole.CollP50, 0.10},
+		{"collective p99", two.CollP99, whole.CollP99, 0.10},
+	} {
+		if off(d.got, d.want) > d.tol {
+			t.Errorf("%s: two sizes %.6g, whole %.6g: more than %g %% apart", d.what, d.got, d.want, 100*d.tol)
+		}
+	}
+	if a, b := off(two.CollP50, whole.CollP50), off(one.CollP50, whole.CollP50); a >= b {
+		t.Errorf("collective p50 %.2f %% off the whole with two sizes, %.2f %% with one", 100*a, 100*b)
 	}
 }
