@@ -33,6 +33,10 @@ type PacketOptions struct {
 	Threads int
 	// Parallel, when set, is told after the run how it was split.
 	Parallel func(fabric.ParallelInfo)
+	// DrawSeed, when not 0, seeds the run's random draws (ECN marks, losses) apart from
+	// Job.Seed, which then drives routing alone (fabric.Config.DrawSeed); it replaces
+	// Fabric.DrawSeed, as Job.Seed replaces Fabric.Seed.
+	DrawSeed uint64
 }
 
 // ThreadsAuto asks the packet backend for the fabric's default thread rule
@@ -61,6 +65,9 @@ func (packetBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	}
 	cfg := j.Fabric
 	cfg.Seed, cfg.Check = j.Seed, cfg.Check || j.Check
+	if j.Packet.DrawSeed != 0 {
+		cfg.DrawSeed = j.Packet.DrawSeed
+	}
 	work := j.Work
 	k := j.Packet.Scale
 	if k == ScaleAuto {

@@ -161,10 +161,11 @@ func (s *Scenario) noiseNotes(full bool, runEvery bool, name backend.Name) []str
 	}
 	notes := []string{"Compute noise and network seeds: " + s.noiseSummary() + "."}
 	if s.perStepNetwork() {
-		notes = append(notes, "network_per_step: every step's network was simulated on its own; the seed (ECMP hashes of the job's connections) follows network_seeds, the flow backend's random draws (ECN marking) are the step's, and in class fidelity each group of a class started its collective at the time the step's compute draws made its middle instance ready (relative to the class's earliest group), after a first pass with the seed's runs.")
+		draws := fmt.Sprintf("the %s backend's random draws (ECN marking) are the step's", name)
 		if !drawSeeded(name) {
-			notes = append(notes, fmt.Sprintf("The %s backend draws its ECN marks and losses from the routing seed, not a draw seed of the step's: under one routing seed its steps make the same draws, and only the groups' start offsets vary from step to step; a run whose offsets repeat an earlier step's is that run. For per-step ECN draws use the flow backend.", name))
+			draws = fmt.Sprintf("the %s backend makes no random draws (a run whose groups' start offsets repeat an earlier step's is that run)", name)
 		}
+		notes = append(notes, "network_per_step: every step's network was simulated on its own; the seed (ECMP hashes of the job's connections) follows network_seeds, "+draws+", and in class fidelity each group of a class started its collective at the time the step's compute draws made its middle instance ready (relative to the class's earliest group), after a first pass with the seed's runs.")
 		return notes
 	}
 	if ns := s.networkSeeds(); ns < s.Steps {
@@ -229,13 +230,14 @@ func skewedClass(g *msggraph.Graph, ranges [][2]int, off []units.Time) *msggraph
 	return &c
 }
 
-// drawFree says whether a flow run of fabric cfg on graph g makes no random draw, so that its
-// draw seed (Scenario.drawSeed) cannot change it. The flow backend draws for two things only:
-// an ECN mark reaching DCQCN's notification point (RoCE with DCQCN, flow/dcqcn.go) and a loss
-// (flow/loss.go: lossy classes, RoCE's random loss, a link with an error rate, a fault that
-// drops). InfiniBand's credits are lossless and its congestion control marks without drawing,
-// so a healthy InfiniBand fabric draws nothing (TestPerStepReuse: its steps, reused across draw
-// seeds, equal running each).
+// drawFree says whether a flow or packet run of fabric cfg on graph g makes no random draw, so
+// that its draw seed (Scenario.drawSeed) cannot change it. The flow backend draws for two
+// things only: an ECN mark reaching DCQCN's notification point (RoCE with DCQCN, flow/dcqcn.go)
+// and a loss (flow/loss.go: lossy classes, RoCE's random loss, a link with an error rate, a
+// fault that drops); the packet engine likewise (fabric/ecn.go's RED on RoCE, fabric/port.go's
+// error and random-loss draws). InfiniBand's credits are lossless and its congestion control
+// marks without drawing, so a healthy InfiniBand fabric draws nothing (TestPerStepReuse: its
+// steps, reused across draw seeds, equal running each).
 func drawFree(cfg *fabric.Config, g *topo.Graph) bool {
 	if cfg.Kind != fabric.KindInfiniBand || len(cfg.Faults.Faults) > 0 {
 		return false
@@ -249,12 +251,12 @@ func drawFree(cfg *fabric.Config, g *topo.Graph) bool {
 }
 
 // drawSeeded says whether backend name draws a run's random numbers from its draw seed apart
-// from the routing seed. The flow backend does (flow.Options.DrawSeed); the packet engine does
-// not: one seed (fabric.Config.Seed) drives both its ECMP hashes and every port's generator
-// (ECN marks, losses), so under one routing seed its per-step runs make the same draws in every
-// step, and only the groups' start offsets can tell two steps' runs apart
-// (TestPerStepPacketDraws).
-func drawSeeded(name backend.Name) bool { return name == backend.Flow }
+// from the routing seed. The flow backend does (flow.Options.DrawSeed) and so does the packet
+// engine (fabric.Config.DrawSeed, through backend.PacketOptions.DrawSeed: its ECN marks, random
+// losses, links' error draws), so each step of a routing seed draws its own marks and losses
+// while its connections keep their ECMP paths (TestPerStepPacketDraws). The analytic backend
+// draws nothing.
+func drawSeeded(name backend.Name) bool { return name == backend.Flow || name == backend.Packet }
 
 // runMemo finds a variant's per-step class runs (network_per_step) whose inputs repeat an
 // earlier run's: the same class, routing seed and start offset of every group, and the same

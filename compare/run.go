@@ -902,7 +902,8 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 
 // runClass runs one class graph (or a whole step's) on the chosen backend and measures each
 // group's completion; keep also returns every message's completion time. drawSeed, when not 0,
-// seeds the flow backend's random draws apart from the routing seed (noise.network_per_step).
+// seeds the flow and packet backends' random draws apart from the routing seed
+// (noise.network_per_step; flow.Options.DrawSeed, fabric.Config.DrawSeed).
 //
 // A group run reduced (pre[group] != nil, the flow backend: a ring prefix, a scaled-down send)
 // has its whole completion extrapolated, and the run's counters are scaled to the whole
@@ -929,6 +930,7 @@ func simulateClass(ctx context.Context, name backend.Name, net *backend.Network,
 	job := &backend.Job{Work: mg, Net: net, Fabric: cfg, Seed: seed, Flow: fo,
 		Analytic: backend.AnalyticOptions{Network: analyticNet(net.Graph, cfg)}}
 	if name == backend.Packet {
+		job.Packet.DrawSeed = drawSeed
 		job.Packet.Instrument = func(n *fabric.Network) (func() error, error) {
 			out.Bins = n.EnableBins(units.Nanosecond) // coarsened to at most fabric.MaxBins as the run goes
 			return nil, nil

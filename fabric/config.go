@@ -61,8 +61,17 @@ type Config struct {
 	RTO units.Time `yaml:"rto"`
 	// Priorities is the number of traffic classes (queues per port).
 	Priorities int `yaml:"-"`
-	// Seed drives ECMP hashing and every random choice (the scenario's top-level seed).
+	// Seed drives ECMP hashing and every random choice (the scenario's top-level seed); with
+	// DrawSeed set, routing only.
 	Seed uint64 `yaml:"-"`
+	// DrawSeed, when not 0, seeds the run's random draws apart from Seed: RED/ECN marks, random
+	// loss, links' error rates and a faulted link's frame errors. Seed then drives routing alone
+	// (switches' ECMP salt, QP hashes, spraying), so two runs with one Seed and different
+	// DrawSeeds send every packet on the same path and draw different marks and losses: a job's
+	// steps under one routing seed (docs/jitter.md). A fault schedule is the scenario's
+	// (scenario.FaultsFrom draws it from the scenario seed), not the run's. 0: the draws follow
+	// Seed, as they did before DrawSeed.
+	DrawSeed uint64 `yaml:"-"`
 	// Check turns on run-time invariant checks.
 	Check bool `yaml:"-"`
 	// NoProgress, when positive, stops a run that has packets queued but delivers nothing to
@@ -207,6 +216,14 @@ type Key struct {
 	NotFor Kind
 	// Index locates the field in Config (reflect.Value.FieldByIndex).
 	Index []int
+}
+
+// drawSeed seeds the run's random draws (ECN marks, losses): DrawSeed, or Seed where it is 0.
+func (c *Config) drawSeed() uint64 {
+	if c.DrawSeed != 0 {
+		return c.DrawSeed
+	}
+	return c.Seed
 }
 
 // For reports whether the key is a setting of fabric kind.

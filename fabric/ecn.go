@@ -99,7 +99,7 @@ func (e *ecnRED) mark(out *Port, pkt *Packet) {
 		p := st.pmax * float64(q-st.kmin) / float64(st.kmax-st.kmin)
 		rng := e.rngs[out.Owner]
 		if rng == nil {
-			rng = sim.RNG(e.n.cfg.Seed, fmt.Sprintf("ecn/%d", out.Owner))
+			rng = sim.RNG(e.n.cfg.drawSeed(), fmt.Sprintf("ecn/%d", out.Owner))
 			e.rngs[out.Owner] = rng
 		}
 		if rng.Float64() >= p {

@@ -672,7 +672,7 @@ func (fs *faultState) degrade(l topo.LinkID, f *Fault) {
 		}
 		if errRate > 0 {
 			if p.rng == nil {
-				p.rng = sim.RNG(n.cfg.Seed, fmt.Sprintf("fault/link%d/%s", l, n.g.Nodes[p.Owner].Name))
+				p.rng = sim.RNG(n.cfg.drawSeed(), fmt.Sprintf("fault/link%d/%s", l, n.g.Nodes[p.Owner].Name))
 			}
 			p.errCause = DropCorrupt
 			p.setErrRate(errRate)

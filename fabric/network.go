@@ -149,7 +149,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			}
 			port.setErrRate(l.ErrorRate)
 			if l.ErrorRate > 0 {
-				port.rng = sim.RNG(cfg.Seed, fmt.Sprintf("link%d/%s", l.ID, node.Name))
+				port.rng = sim.RNG(cfg.drawSeed(), fmt.Sprintf("link%d/%s", l.ID, node.Name))
 			}
 			if peer := &g.Nodes[node.Ports[p].Peer]; peer.Kind == topo.Switch {
 				// A node's own latency (topo.Node.Latency: NVSwitch, PCIe switch, NIC of a GPU

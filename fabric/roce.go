@@ -277,7 +277,7 @@ func (n *Network) SetRandomLoss(p float64) {
 			port.setErrRate(1 - (1-port.errRate)*(1-p))
 			port.errCause = DropRandom
 			if port.rng == nil {
-				port.rng = sim.RNG(n.cfg.Seed, fmt.Sprintf("loss/%d/%d", port.Owner, port.Index))
+				port.rng = sim.RNG(n.cfg.drawSeed(), fmt.Sprintf("loss/%d/%d", port.Owner, port.Index))
 			}
 		}
 	}
