@@ -959,10 +959,14 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	return nil
 }
 
-// drawSeed seeds the flows' random streams: Options.DrawSeed, or the fabric's seed.
+// drawSeed seeds the flows' random streams: Options.DrawSeed, else the fabric's DrawSeed (as
+// the packet backend reads it), else the fabric's seed.
 func (e *engine) drawSeed() uint64 {
 	if e.opt.DrawSeed != 0 {
 		return e.opt.DrawSeed
+	}
+	if e.cfg.DrawSeed != 0 {
+		return e.cfg.DrawSeed
 	}
 	return e.cfg.Seed
 }
