@@ -1,13 +1,11 @@
 package flow
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -23,16 +21,7 @@ import (
 // joinFill, at steps of 2 us and 250 ns, within 1 ns of the closed form. The first message's
 // FCT, set by host 1's downlink, is the plain fine-step one within 1 ns.
 func TestJoinIntervals(t *testing.T) {
-	g := &topo.Graph{Name: "star"}
-	sw := g.AddNode(topo.Switch, "sw", 1)
-	for i := 0; i < 4; i++ {
-		h := g.AddNode(topo.Host, fmt.Sprintf("host%d", i), 0)
-		g.Connect(h, sw, 400*units.Gbps, 500*units.Nanosecond)
-	}
-	r, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, r := star(t, 4)
 	mg := &msggraph.Graph{Endpoints: 4}
 	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: 2 * units.MiB, Start: 100 * units.Nanosecond})
 	mg.Add(msggraph.Message{Src: 0, Dst: 2, Bytes: 256 * units.KiB, Start: 900 * units.Nanosecond})
