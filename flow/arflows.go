@@ -210,14 +210,7 @@ func (e *engine) startFamily(msg int32, m *msggraph.Message, qp int32, payload i
 	wire := e.wireBytes(payload)
 	var lat units.Time = -1
 	for k, p := range shape.paths {
-		var fid int32
-		if n := len(e.freeFlows); n > 0 {
-			fid = e.freeFlows[n-1]
-			e.freeFlows = e.freeFlows[:n-1]
-		} else {
-			fid = int32(len(e.flows))
-			e.flows = append(e.flows, flowState{})
-		}
+		fid := e.newFlow()
 		a.setFlow(fid, fi, int32(k))
 		fam.members = append(fam.members, fid)
 		hops, ackHops := int32(len(p)), int32(len(ack))

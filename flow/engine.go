@@ -893,20 +893,24 @@ func (e *engine) qpSplit(m *msggraph.Message) (nq, per int64) {
 	return nq, (pkts + nq - 1) / nq * mtu
 }
 
+// newFlow returns a free flow slot: a finished flow's, else a new one.
+func (e *engine) newFlow() int32 {
+	if n := len(e.freeFlows); n > 0 {
+		fid := e.freeFlows[n-1]
+		e.freeFlows = e.freeFlows[:n-1]
+		return fid
+	}
+	e.flows = append(e.flows, flowState{})
+	return int32(len(e.flows) - 1)
+}
+
 func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int64, cls int32, t units.Time) error {
 	if e.ar != nil {
 		if shape := e.arShapeOf(m.Src, m.Dst); shape != nil {
 			return e.startFamily(msg, m, qp, payload, cls, t, shape)
 		}
 	}
-	var fid int32
-	if n := len(e.freeFlows); n > 0 {
-		fid = e.freeFlows[n-1]
-		e.freeFlows = e.freeFlows[:n-1]
-	} else {
-		fid = int32(len(e.flows))
-		e.flows = append(e.flows, flowState{})
-	}
+	fid := e.newFlow()
 	hash := qpHash(e.cfg.Seed, msg, m, qp)
 	pc, err := e.paths(m.Src, m.Dst, hash, qp)
 	if err != nil {
