@@ -18,7 +18,8 @@ import (
 //     queue's share of the free buffer) has room, and drops the rest (tail drop). A full buffer
 //     takes as much as leaves it, and gives that space by the inputs' phase, not in proportion
 //     (inShare): first to one input's flows, flow after flow, whole, then what that input leaves
-//     to the other inputs in proportion. Links with an error rate, and RoCE's random_loss, drop
+//     to the other inputs in proportion, in whole packets (drawShare); only the input that locked
+//     a switch first locks it. Links with an error rate, and RoCE's random_loss, drop
 //     each packet with their probability;
 //   - go-back-N (transport/rc GoBackN, IBA vol. 1 §9.7.5): the receiver keeps only the bytes
 //     ahead of the first loss and discards the rest; it NAKs the gap when the first byte beyond
@@ -52,8 +53,13 @@ type lossModel struct {
 	inArr, inArrPrev []float64
 	inRatio          []float64
 	inStamp          []int64
-	inRest           []float64
-	order            []phaseKey
+	// inLock: the slot's share was the lock holder's (valid with inStamp); lockIn, the input
+	// (its phase draw) that first held a switch's lock, once lockSet.
+	inLock  []bool
+	lockIn  []uint64
+	lockSet []bool
+	inRest  []float64
+	order   []phaseKey
 
 	// retryLimit is how long a QP may go without an ACK under a fault plan (0: no limit);
 	// failed is the QP that went longer, which stops the run.
@@ -130,6 +136,7 @@ func newLossModel(e *engine) *lossModel {
 	n := len(e.g.Nodes)
 	l.ins, l.insPrev = make([][]int32, n), make([][]int32, n)
 	l.inRest = make([]float64, n)
+	l.lockIn, l.lockSet = make([]uint64, n), make([]bool, n)
 	if l.irn && l.bdpCap == 0 {
 		l.bdpCap = l.defaultCap()
 	}
@@ -185,7 +192,11 @@ func (l *lossModel) admit(r, slot, c int32, amt float64) float64 {
 		b := &e.net.bufs[sw]
 		free, ratio = b.shared-b.used, l.ratio(sw)
 		b.arr += amt
-		ratio = l.inShare(sw, slot, amt, ratio)
+		var rest bool
+		ratio, rest = l.inShare(sw, slot, amt, ratio)
+		if rest && ratio > 0 && ratio < 1 {
+			ratio = l.drawShare(slot, ratio)
+		}
 	} else {
 		ratio = 1
 		for _, ch := range res.chans {
@@ -243,27 +254,45 @@ func (l *lossModel) ratio(sw topo.NodeID) float64 {
 // input leaves to the other inputs' arrivals in proportion (allot). The order is drawn per
 // switch and input from the seed, and per flow and go-back-N stream within an input (a rewind
 // starts a stream of packets with a phase of its own); the input first in it among those that
-// bring bytes holds the lock.
-func (l *lossModel) inShare(sw topo.NodeID, slot int32, amt, ratio float64) float64 {
+// bring bytes holds the lock, if it is the one that held the switch's first lock (allot). rest
+// reports a share of what the lock holder left (drawShare makes it whole packets).
+func (l *lossModel) inShare(sw topo.NodeID, slot int32, amt, ratio float64) (share float64, rest bool) {
 	if int(slot) >= len(l.inArr) {
 		n := max(int(slot)+1, 2*len(l.inArr))
 		l.inArr = append(l.inArr, make([]float64, n-len(l.inArr))...)
 		l.inArrPrev = append(l.inArrPrev, make([]float64, n-len(l.inArrPrev))...)
 		l.inRatio = append(l.inRatio, make([]float64, n-len(l.inRatio))...)
 		l.inStamp = append(l.inStamp, make([]int64, n-len(l.inStamp))...)
+		l.inLock = append(l.inLock, make([]bool, n-len(l.inLock))...)
 	}
 	if l.inArr[slot] == 0 {
 		l.ins[sw] = append(l.ins[sw], slot)
 	}
 	l.inArr[slot] += amt
 	if ratio >= 1 {
-		return 1
+		return 1, false
 	}
 	if l.inStamp[slot] == l.e.steps {
-		return l.inRatio[slot]
+		return l.inRatio[slot], !l.inLock[slot]
 	}
 	// Nothing arrived from this slot last step: it takes what the others left.
-	return l.inRest[sw]
+	return l.inRest[sw], true
+}
+
+// drawShare turns ratio, the share of a path slot's arrivals a full switch admits out of what
+// the lock holder leaves (allot), into whole packets: the packets that get in take a slot each,
+// so what a flow brings in a step (less than a packet on incast-32) gets in whole with that
+// probability, drawn from the flow's stream, or not at all. In proportion, every flow of the
+// other inputs would get a sliver of a packet in every step and have its gap NAKed at once,
+// where the packet backend's lose everything until the lock holder's burst ends (docs/flow.md,
+// "Tail drop and go-back-N (row 7)", *Whole packets*).
+func (l *lossModel) drawShare(slot int32, ratio float64) float64 {
+	f := &l.e.flows[l.e.owner[slot].flow]
+	f.rng += 0x9e3779b97f4a7c15
+	if float64(sim.Mix64(f.rng)>>11)/(1<<53) < ratio {
+		return 1
+	}
+	return 0
 }
 
 // allot shares budget, the bytes full switch sw admits this step, among the path slots that
@@ -290,8 +319,18 @@ func (l *lossModel) allot(sw topo.NodeID, budget float64) {
 		return cmp.Compare(a.slot, b.slot)
 	})
 	l.order = o
+	if len(o) > 0 && !l.lockSet[sw] {
+		l.lockSet[sw], l.lockIn[sw] = true, o[0].in
+	}
+	// Only the input that locked the switch first holds the lock, while it is first in phase
+	// order among the inputs bringing bytes: once its burst has ended, the others get in
+	// together, none of them locking (docs/flow.md, *Whole packets*).
+	n := 0
+	if len(o) > 0 && o[0].in == l.lockIn[sw] {
+		n = len(o)
+	}
 	i := 0
-	for ; i < len(o) && o[i].in == o[0].in; i++ {
+	for ; i < n && o[i].in == o[0].in; i++ {
 		a := l.inArrPrev[o[i].slot]
 		x := 0.0
 		if a > 0 {
@@ -299,6 +338,7 @@ func (l *lossModel) allot(sw topo.NodeID, budget float64) {
 		}
 		budget -= x * a
 		l.inRatio[o[i].slot], l.inStamp[o[i].slot] = x, l.e.steps
+		l.inLock[o[i].slot] = true
 	}
 	var rest float64
 	for _, k := range o[i:] {
@@ -312,6 +352,7 @@ func (l *lossModel) allot(sw topo.NodeID, budget float64) {
 	}
 	for _, k := range o[i:] {
 		l.inRatio[k.slot], l.inStamp[k.slot] = x, l.e.steps
+		l.inLock[k.slot] = false
 	}
 	l.inRest[sw] = x
 }
