@@ -324,8 +324,7 @@ type engine struct {
 	// enqueue gives their entry.
 	subStep    bool
 	w0, w1     float64
-	winX, winD []float64  // serveWin's scratch
-	wins       [][]window // each queue's entries' windows (fifo.pushWin)
+	winX, winD []float64 // serveWin's scratch
 	// creditStep is the step while InfiniBand credits bind (creditstep.go; 0: the base step).
 	creditStep units.Time
 

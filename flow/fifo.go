@@ -35,9 +35,7 @@ type fifo struct {
 }
 
 // window is the part of its step, [t0, t1] in fractions of the step, over which an entry's
-// remaining bytes reached the queue, spread evenly (arrival order, the default). A queue's
-// windows are engine.wins[queue], parallel to its entries, outside the fifo to keep it two
-// cache lines.
+// remaining bytes reached the queue, spread evenly (arrival order, the default; qent.w).
 type window struct{ t0, t1 float64 }
 
 // setLeft records what the queue holds after its link has sent, and the marking probability
@@ -57,11 +55,18 @@ type segment struct {
 }
 
 // qent is one flow's bytes in a segment: the flow's (path slot) and the slot's generation, so
-// that an entry of a flow that has ended is recognized after its slot was reused.
+// that an entry of a flow that has ended is recognized after its slot was reused; in arrival
+// order (the default), w is the window its bytes arrived in (pushWin; zero otherwise).
+//
+// The window is part of the entry, not of an array parallel to the entries (as it was, one per
+// queue, engine.wins): a congested step's hand-off is bound by memory (BenchmarkPipelineClass),
+// and the parallel array cost, for every entry pushed and served, a line of its own and the
+// line of the queue's slice header besides the entry's (TestHotPathUnchanged: the same results).
 type qent struct {
 	slot int32
 	gen  uint32
 	amt  float64
+	w    window
 }
 
 // push appends amt bytes of path slot at generation gen, arriving in step.
@@ -136,36 +141,23 @@ func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int3
 }
 
 // pushWin is push (merged as pushMerged where last is not nil, when the windows meet) for
-// arrival order (the default): the entry remembers, in *wp (parallel to ents), the window
-// [w0, w1] of the step its bytes arrived in.
-func (q *fifo) pushWin(wp *[]window, slot int32, gen uint32, amt float64, step int64, w0, w1 float64, last *int32) {
+// arrival order (the default): the entry remembers the window [w0, w1] of the step its bytes
+// arrived in.
+func (q *fifo) pushWin(slot int32, gen uint32, amt float64, step int64, w0, w1 float64, last *int32) {
 	if last != nil {
 		if i := q.tailEntry(slot, gen, step, *last); i >= 0 {
-			if w := &(*wp)[i]; w0 <= w.t1+1e-9 && w1 >= w.t0-1e-9 {
+			if w := &q.ents[i].w; w0 <= w.t1+1e-9 && w1 >= w.t0-1e-9 {
 				w.t0, w.t1 = min(w.t0, w0), max(w.t1, w1)
 				q.join(i, amt)
 				return
 			}
 		}
 	}
-	if n := len(q.segs); n == q.sh || q.step != step {
-		q.compactWin(wp) // (push's compact then finds nothing to do)
-	}
 	q.push(slot, gen, amt, step)
-	*wp = append((*wp)[:len(q.ents)-1], window{w0, w1})
+	q.ents[len(q.ents)-1].w = window{w0, w1}
 	if last != nil {
 		*last = int32(len(q.ents) - 1)
 	}
-}
-
-// compactWin is compact, keeping the windows *wp parallel to the entries.
-func (q *fifo) compactWin(wp *[]window) {
-	if eh := q.eh; eh > 0 && eh >= len(q.ents)/2 {
-		n := copy(*wp, (*wp)[eh:])
-		*wp = (*wp)[:n]
-	}
-	q.compact()
-	*wp = (*wp)[:len(q.ents)]
 }
 
 // compact drops consumed segments and entries once they are most of the slices.
@@ -201,7 +193,7 @@ func (q *fifo) compact() {
 func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 	var served float64
 	if e.subStep {
-		return q.serveWindows(&e.wins[int(a.r)*e.nc+int(a.c)], limit, e, a)
+		return q.serveWindows(limit, e, a)
 	}
 	for q.sh < len(q.segs) && limit > 0 {
 		s := &q.segs[q.sh]
@@ -304,7 +296,7 @@ func (q *fifo) drop(slot int32, gen uint32) {
 // serveWindows is serve in arrival order (the default): each segment in arrival order
 // (serveWin), the link's bytes timed at its rate, or spread over the step where credits or PFC
 // allow less.
-func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) float64 {
+func (q *fifo) serveWindows(limit float64, e *engine, a *serveAt) float64 {
 	rate := a.rate
 	if limit < rate*a.tau {
 		rate = limit / a.tau
@@ -314,7 +306,7 @@ func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) 
 		s := &q.segs[q.sh]
 		start := (a.before + served) / rate
 		if s.rem <= limit*(1+1e-12) {
-			q.serveWhole(*wp, s, start, start+s.rem/rate, e, a)
+			q.serveWhole(s, start, start+s.rem/rate, e, a)
 			limit -= s.rem
 			served += s.rem
 			q.bytes -= s.rem
@@ -322,7 +314,7 @@ func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) 
 			q.sh++
 			continue
 		}
-		if y, whole := q.serveWin(*wp, s, limit, start, rate, e, a); !whole {
+		if y, whole := q.serveWin(s, limit, start, rate, e, a); !whole {
 			s.rem -= y
 			q.bytes -= y
 			served += y
@@ -337,7 +329,6 @@ func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) 
 	}
 	if q.sh == len(q.segs) {
 		q.segs, q.ents, q.sh, q.eh, q.bytes = q.segs[:0], q.ents[:0], 0, 0, 0
-		*wp = (*wp)[:0]
 	}
 	return served
 }
@@ -346,12 +337,12 @@ func (q *fifo) serveWindows(wp *[]window, limit float64, e *engine, a *serveAt) 
 // the step: each entry's window maps onto that span linearly (exact where the segment's bytes
 // arrived evenly over its span; serveWin's exact map costs a sort per segment, and a congested
 // step serves many whole segments).
-func (q *fifo) serveWhole(win []window, s *segment, start, end float64, e *engine, a *serveAt) {
+func (q *fifo) serveWhole(s *segment, start, end float64, e *engine, a *serveAt) {
 	from := max(s.from, q.eh)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := from; i < s.to; i++ {
-		if q.ents[i].amt > 0 {
-			lo, hi = min(lo, win[i].t0), max(hi, win[i].t1)
+		if x := &q.ents[i]; x.amt > 0 {
+			lo, hi = min(lo, x.w.t0), max(hi, x.w.t1)
 		}
 	}
 	k := 0.0
@@ -360,7 +351,7 @@ func (q *fifo) serveWhole(win []window, s *segment, start, end float64, e *engin
 	}
 	for i := from; i < s.to; i++ {
 		if x := &q.ents[i]; x.amt > 0 {
-			w := win[i]
+			w := x.w
 			e.w0 = min(1, (start+(w.t0-lo)*k)/a.tau)
 			e.w1 = min(1, (start+(w.t1-lo)*k)/a.tau)
 			if hi <= lo {
@@ -377,12 +368,12 @@ func (q *fifo) serveWhole(win []window, s *segment, start, end float64, e *engin
 // is served up to the x where it reaches limit; an entry whose window ends before x leaves
 // whole, and its bytes leave the link from start + A(t0)/rate to start + A(t1)/rate seconds
 // into the step (e.w0, e.w1). It returns the bytes sent, and whether that was the whole segment.
-func (q *fifo) serveWin(win []window, s *segment, limit, start, rate float64, e *engine, a *serveAt) (float64, bool) {
+func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *serveAt) (float64, bool) {
 	from := max(s.from, q.eh)
 	xs := e.winX[:0]
 	for i := from; i < s.to; i++ {
-		if q.ents[i].amt > 0 {
-			w := &win[i]
+		if x := &q.ents[i]; x.amt > 0 {
+			w := &x.w
 			if w.t1 < w.t0+1e-9 {
 				w.t1 = w.t0 + 1e-9
 			}
@@ -400,7 +391,7 @@ func (q *fifo) serveWin(win []window, s *segment, limit, start, rate float64, e 
 	}
 	for i := from; i < s.to; i++ {
 		if x := &q.ents[i]; x.amt > 0 {
-			w := win[i]
+			w := x.w
 			k0, _ := slices.BinarySearch(xs, w.t0)
 			k1, _ := slices.BinarySearch(xs, w.t1)
 			r := x.amt / (w.t1 - w.t0)
@@ -434,7 +425,7 @@ func (q *fifo) serveWin(win []window, s *segment, limit, start, rate float64, e 
 		if x.amt <= 0 {
 			continue
 		}
-		w := &win[i]
+		w := &x.w
 		if w.t0 >= tau {
 			continue
 		}

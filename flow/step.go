@@ -408,10 +408,7 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 		if !e.merge {
 			last = nil
 		}
-		if e.wins == nil {
-			e.wins = make([][]window, len(e.queues))
-		}
-		q.pushWin(&e.wins[int(r)*e.nc+int(f.cls)], idx, o.gen, amt, e.steps, e.w0, e.w1, last)
+		q.pushWin(idx, o.gen, amt, e.steps, e.w0, e.w1, last)
 	} else if e.ageOrder {
 		o := &e.owner[idx]
 		last := &o.ent

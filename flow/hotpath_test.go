@@ -1,0 +1,79 @@
+package flow
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/traffic"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// TestHotPathUnchanged holds the congested step's speed work (the entry layout of fifo, the hand-off)
+// to the results of the plain version: every message's start and finish, every counter and port
+// record of three runs, as the SHA-256 of their result JSON (WallSeconds zeroed), against the
+// hashes the plain version (the engine before the windows moved into the queue entries, commit
+// 246185b) gave. A change that is meant to alter results re-records them: run with -v, where each
+// run logs its hash.
+func TestHotPathUnchanged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the 2,048-GPU pipeline class twice")
+	}
+	runs := []struct {
+		name, want string
+		run        func(t *testing.T) any
+	}{
+		{"pipeline-2048/roce-default", "0a98b3da004bda4b62e8ee19cd0f9d5d0c927d9ac4337833fdf51b60ec78af1b", func(t *testing.T) any { return hotClass(t, false) }},
+		{"pipeline-2048/roce-pfc-only", "779fa4eba3cec5e7e4993e9b324869ee394c7881779b5bb747e422f3eb3d09ef", func(t *testing.T) any { return hotClass(t, true) }},
+		{"permutation-dcqcn", "ef4c7c0bdb133b6fbfc9a0cd298e3217f12ee731bc2e9b906a7c13f73b3d2e11", func(t *testing.T) any {
+			g, r := fatTree(t, 8, 100*units.Gbps)
+			cfg := fabric.DefaultRoCE()
+			cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
+			flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(g, r, cfg, traffic.ToGraph(flows, len(g.Hosts)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.WallSeconds = 0
+			return res
+		}},
+	}
+	for _, c := range runs {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.run(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("%x", sha256.Sum256(b))
+			t.Logf("%s: %s (%d bytes)", c.name, got, len(b))
+			if got != c.want {
+				t.Errorf("result hash %s, the plain version's %s", got, c.want)
+			}
+		})
+	}
+}
+
+// hotClass runs BenchmarkPipelineClass's 2,048-GPU class (adaptive step), with DCQCN or with PFC
+// alone.
+func hotClass(t *testing.T, pfcOnly bool) any {
+	g, mg, cfg := pipelineClass(t, 256, 3)
+	if pfcOnly {
+		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+	}
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(g, rt, cfg, mg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.WallSeconds = 0
+	return res
+}
