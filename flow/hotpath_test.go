@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/fabric"
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/traffic"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -62,18 +61,7 @@ func TestHotPathUnchanged(t *testing.T) {
 // hotClass runs BenchmarkPipelineClass's 2,048-GPU class (adaptive step), with DCQCN or with PFC
 // alone.
 func hotClass(t *testing.T, pfcOnly bool) any {
-	g, mg, cfg := pipelineClass(t, 256, 3)
-	if pfcOnly {
-		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	}
-	rt, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(g, rt, cfg, mg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runClass2048(t, pfcOnly, Options{})
 	res.WallSeconds = 0
 	return res
 }

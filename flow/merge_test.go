@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/topo"
 )
 
@@ -13,18 +14,7 @@ import (
 // seconds, by message, and the run's counters.
 func classFCTs(t *testing.T, pfcOnly bool, opt Options) ([]float64, map[string]float64) {
 	t.Helper()
-	g, mg, cfg := pipelineClass(t, 256, 3)
-	if pfcOnly {
-		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	}
-	rt, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(g, rt, cfg, mg, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runClass2048(t, pfcOnly, opt)
 	if res.BytesDelivered != res.BytesSent {
 		t.Fatalf("%d bytes delivered of %d sent", res.BytesDelivered, res.BytesSent)
 	}
@@ -106,4 +96,23 @@ func TestMergedEntriesMatchSplit(t *testing.T) {
 			t.Errorf("DCQCN, %s: %.1f us merged, %.1f us split (%+.1f %%, at most %.0f %%)", names[c.k], dm[c.k]*1e6, dp[c.k]*1e6, rel*100, c.tol*100)
 		}
 	}
+}
+
+// runClass2048 runs BenchmarkPipelineClass's 2,048-GPU class (stage 3's 512 sends across the
+// core) with opt, DCQCN and ECN off where pfcOnly (roce-pfc-only).
+func runClass2048(t *testing.T, pfcOnly bool, opt Options) *result.Run {
+	t.Helper()
+	g, mg, cfg := pipelineClass(t, 256, 3)
+	if pfcOnly {
+		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+	}
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(g, rt, cfg, mg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
