@@ -348,11 +348,7 @@ func (e *engine) coolFamily(fam *arFamily) {
 		f.t0 = e.now
 		e.coolPath(fid)
 	}
-	d := math.Ceil(root.rem / root.rate * float64(units.Second))
-	if d < float64(units.MaxTime-e.now) {
-		e.seq++
-		e.ends.set(rid, e.now+max(units.Time(d), 1), e.seq)
-	}
+	e.setEnd(rid, root.rem, root.rate)
 }
 
 // materializeFamily brings a quiet family's bytes up to now: the root injected at its rate, each

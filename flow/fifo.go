@@ -209,9 +209,7 @@ func (q *fifo) serve(limit float64, e *engine, a *serveAt) float64 {
 			}
 			limit -= s.rem
 			served += s.rem
-			q.bytes -= s.rem
-			q.eh = s.to
-			q.sh++
+			q.popSeg(s)
 			continue
 		}
 		if q.age != nil {
@@ -309,9 +307,7 @@ func (q *fifo) serveWindows(limit float64, e *engine, a *serveAt) float64 {
 			q.serveWhole(s, start, start+s.rem/rate, e, a)
 			limit -= s.rem
 			served += s.rem
-			q.bytes -= s.rem
-			q.eh = s.to
-			q.sh++
+			q.popSeg(s)
 			continue
 		}
 		if y, whole := q.serveWin(s, limit, start, rate, e, a); !whole {
@@ -322,15 +318,20 @@ func (q *fifo) serveWindows(limit float64, e *engine, a *serveAt) float64 {
 		}
 		// Rounding left the segment no more than limit after all.
 		served += s.rem
-		q.bytes -= s.rem
-		q.eh = s.to
-		q.sh++
+		q.popSeg(s)
 		break
 	}
 	if q.sh == len(q.segs) {
 		q.segs, q.ents, q.sh, q.eh, q.bytes = q.segs[:0], q.ents[:0], 0, 0, 0
 	}
 	return served
+}
+
+// popSeg drops the head segment s, its bytes all sent.
+func (q *fifo) popSeg(s *segment) {
+	q.bytes -= s.rem
+	q.eh = s.to
+	q.sh++
 }
 
 // serveWhole sends the whole segment s, which leaves the link from start to end seconds into

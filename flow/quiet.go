@@ -133,10 +133,16 @@ func (e *engine) coolFlow(fid int32) {
 	f.ver++
 	f.t0 = e.now
 	e.coolPath(fid)
-	d := math.Ceil(f.rem / f.rate * float64(units.Second))
+	e.setEnd(fid, f.rem, f.rate)
+}
+
+// setEnd files the end of quiet flow id, rem bytes left at rate bytes a second from now (at
+// least 1 ps ahead); none where it would fall beyond the clock's range.
+func (e *engine) setEnd(id int32, rem, rate float64) {
+	d := math.Ceil(rem / rate * float64(units.Second))
 	if d < float64(units.MaxTime-e.now) {
 		e.seq++
-		e.ends.set(fid, e.now+max(units.Time(d), 1), e.seq)
+		e.ends.set(id, e.now+max(units.Time(d), 1), e.seq)
 	}
 }
 
@@ -353,11 +359,7 @@ func (e *engine) reshare(h int32) bool {
 		if f.rate <= 0 {
 			continue
 		}
-		dt := math.Ceil(f.rem / f.rate * float64(units.Second))
-		if dt < float64(units.MaxTime-e.now) {
-			e.seq++
-			e.ends.set(fid, e.now+max(units.Time(dt), 1), e.seq)
-		}
+		e.setEnd(fid, f.rem, f.rate)
 	}
 	return true
 }
