@@ -1,11 +1,9 @@
 package compare
 
 import (
-	"context"
 	"math"
 	"testing"
 
-	"github.com/fabricsim/fabricsim/backend"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -40,14 +38,7 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(opt Options) *Result {
-		opt.Backend = backend.Flow
-		r, err := Run(context.Background(), s, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := flowRunner(t, s)
 	whole := run(Options{WholeCollectives: true})
 	for _, c := range []struct {
 		what  string
@@ -62,22 +53,7 @@ variants: [ib-ndr, roce-default, roce-tuned, roce-pfc-only]
 	} {
 		scaled := run(c.opt)
 		checkReducedMatchesWhole(t, c.what, scaled, whole)
-		for i, v := range whole.Variants {
-			p := scaled.Variants[i]
-			for _, d := range []struct {
-				what      string
-				got, want float64
-				tol       float64
-			}{
-				{"step time", p.Steps[0].StepTime, v.Steps[0].StepTime, 0.0015},
-				{"collective p50", p.CollP50, v.CollP50, 0.0005},
-				{"collective p99", p.CollP99, v.CollP99, c.p99Of},
-			} {
-				if math.Abs(d.got-d.want) > d.tol*d.want {
-					t.Errorf("%s %s: %s %.6g, whole %.6g: more than %g %% apart", v.Variant.Name, d.what, c.what, d.got, d.want, 100*d.tol)
-				}
-			}
-		}
+		checkNearWhole(t, c.what, scaled, whole, [3]float64{0.0015, 0.0005, c.p99Of})
 	}
 }
 
@@ -212,29 +188,11 @@ variants: [roce-default]
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(opt Options) *VariantResult {
-		opt.Backend = backend.Flow
-		r, err := Run(context.Background(), s, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Variants[0]
-	}
-	whole, two, one := run(Options{WholeCollectives: true}), run(Options{}), run(Options{OneSizeScaledSends: true})
+	run := flowRunner(t, s)
+	wholeRes, twoRes := run(Options{WholeCollectives: true}), run(Options{})
+	checkReducedMatchesWhole(t, "two sizes", twoRes, wholeRes)
+	whole, two, one := wholeRes.Variants[0], twoRes.Variants[0], run(Options{OneSizeScaledSends: true}).Variants[0]
 	off := func(got, want float64) float64 { return math.Abs(got/want - 1) }
-	for _, d := range []struct {
-		what      string
-		got, want float64
-		tol       float64
-	}{
-		{"step time", two.Steps[0].StepTime, whole.Steps[0].StepTime, 0.02},
-		{"collective p50", two.CollP50, whole.CollP50, 0.10},
-		{"collective p99", two.CollP99, whole.CollP99, 0.10},
-	} {
-		if off(d.got, d.want) > d.tol {
-			t.Errorf("%s: two sizes %.6g, whole %.6g: more than %g %% apart", d.what, d.got, d.want, 100*d.tol)
-		}
-	}
 	if a, b := off(two.CollP50, whole.CollP50), off(one.CollP50, whole.CollP50); a >= b {
 		t.Errorf("collective p50 %.2f %% off the whole with two sizes, %.2f %% with one", 100*a, 100*b)
 	}
