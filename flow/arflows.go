@@ -34,6 +34,19 @@ import (
 // (every member ends at once) when the root has injected everything and the members together
 // have delivered it.
 //
+// First-choice families (the default; Options.PerFlowARAllStages makes every stage's choice per
+// flow, the first version). Only the first adaptive switch on the path (the source's edge switch)
+// chooses per flow: a member per port of its group, and from the switch that port reaches on,
+// the path is the pooled model's (router.bundlePath: each later adaptive stage one bundle). On a
+// fat tree that first choice is the one that sets the destination's load: the edge's uplink j
+// leads to aggregation switch j, whose cores reach only aggregation switch j of the destination
+// pod, so a flow's share on its edge's uplink j is its share on the downlink agg j -> destination
+// edge, the link whose uneven volumes set row 16's completion (docs/flow.md). The aggregation
+// switch's choice among its cores spreads a member over links that then meet again; pooling them
+// keeps the downlinks' volumes, with 4 members per QP across pods of a k=8 fat tree instead of 16
+// (row 16 within its targets on three permutations at half the instructions:
+// TestPerFlowARFirstChoice). On two tiers the leaf's is the only choice and both are the same.
+//
 // Families are built where the fabric routes adaptively, no congestion control runs (its
 // per-QP state would be split over the members) and no fault is planned (faults reroute single
 // paths); every flow is then stepped (no quiet flows: a quiet flow's bytes pass its path
@@ -67,6 +80,7 @@ type arState struct {
 	idx    []int32   // by flow id: member index
 	carry  []float64 // by flow id: a quiet family member's rate, bytes/s (quiet families)
 	tau    float64
+	first  bool // per-flow choices at the first adaptive switch only, bundles after it
 	pend   []arPend
 	ports  []arPort
 	pkts   []arPkt
@@ -96,7 +110,9 @@ func (a *arState) setFlow(fid, fam, k int32) {
 }
 
 // arShapeOf computes (once per pair) the minimal paths from src to dst by the adaptive groups,
-// the forwarding table's path first; nil where there is a single path or too many.
+// the forwarding table's path first (first-choice families: one per port of the first adaptive
+// switch's group, each continued by the pooled model's bundles); nil where there is a single
+// path or too many.
 func (e *engine) arShapeOf(src, dst int32) *arShape {
 	key := [2]int32{src, dst}
 	if s, ok := e.ar.shapes[key]; ok {
@@ -106,14 +122,22 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 	g := r.g
 	dn := g.Hosts[dst]
 	var paths [][]int32
-	var walk func(n topo.NodeID, pre []int32) bool
-	walk = func(n topo.NodeID, pre []int32) bool {
+	var walk func(n topo.NodeID, pre []int32, chose bool) bool
+	walk = func(n topo.NodeID, pre []int32, chose bool) bool {
 		if n == dn {
 			paths = append(paths, slices.Clone(pre))
 			return len(paths) <= maxARPaths
 		}
 		if g.Nodes[n].Kind != topo.Switch || len(pre) > 64 {
 			return false
+		}
+		if chose && e.ar.first {
+			p, err := r.bundlePath(n, dst, slices.Clone(pre))
+			if err != nil {
+				return false
+			}
+			paths = append(paths, p)
+			return len(paths) <= maxARPaths
 		}
 		grp := r.ib.Group(n, int(dst))
 		lft := r.ib.Port(n, int(dst))
@@ -129,14 +153,14 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 			}
 		}
 		for _, p := range order {
-			if !walk(g.Nodes[n].Ports[p].Peer, append(pre, r.net.channel(n, p))) {
+			if !walk(g.Nodes[n].Ports[p].Peer, append(pre, r.net.channel(n, p)), chose || len(order) > 1) {
 				return false
 			}
 		}
 		return true
 	}
 	n := g.Hosts[src]
-	ok := walk(g.Nodes[n].Ports[0].Peer, []int32{r.net.channel(n, 0)})
+	ok := walk(g.Nodes[n].Ports[0].Peer, []int32{r.net.channel(n, 0)}, false)
 	var s *arShape
 	if ok && len(paths) > 1 {
 		s = &arShape{paths: paths}
@@ -206,6 +230,9 @@ func (e *engine) startFamily(msg int32, m *msggraph.Message, qp int32, payload i
 	ack, err := e.rt.ackPath(m.Dst, m.Src, hash, qp, nil)
 	if err != nil {
 		return err
+	}
+	if len(e.rc) < len(e.net.res)*e.nc {
+		e.growState() // the shape created a bundle (arShapeOf, first-choice families)
 	}
 	wire := e.wireBytes(payload)
 	var lat units.Time = -1

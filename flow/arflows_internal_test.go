@@ -8,24 +8,24 @@ import (
 )
 
 // TestARFamilySize: on a k=8 fat tree a QP between pods has 4 x 4 minimal paths (an edge's four
-// uplinks, then an aggregation switch's four), the family per-flow adaptive routing plans memory
-// for; without the option there is none.
+// uplinks, then an aggregation switch's four): a family of 16 with every adaptive stage per flow,
+// of 4 with first-choice families (the edge's four uplinks, each followed by bundles), the family
+// per-flow adaptive routing plans memory for; without the option there is none.
 func TestARFamilySize(t *testing.T) {
 	g, r := fatTree(t, 8, 100*units.Gbps)
 	cfg := fabrics(t)["infiniband"]
 	cfg.IB.Adaptive = true
 	mg := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: 1, Bytes: units.MB}}}
-	for _, per := range []bool{false, true} {
-		e, err := newEngine(g, r, cfg, mg, Options{PerFlowAR: per})
+	for _, c := range []struct {
+		opt  Options
+		want int
+	}{{Options{}, 0}, {Options{PerFlowAR: true}, 4}, {Options{PerFlowAR: true, PerFlowARAllStages: true}, 16}} {
+		e, err := newEngine(g, r, cfg, mg, c.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 0
-		if per {
-			want = 16
-		}
-		if got := e.arFamilySize(); got != want {
-			t.Errorf("per-flow %v: family of %d flows, want %d", per, got, want)
+		if got := e.arFamilySize(); got != c.want {
+			t.Errorf("%+v: family of %d flows, want %d", c.opt, got, c.want)
 		}
 	}
 }

@@ -82,10 +82,11 @@ type Options struct {
 	// one per minimal path, each switch sending the bytes that reach it in a step down its
 	// allowed ports packet by packet by their backlog, as the packet backend's switches do
 	// (arflows.go; docs/flow.md, "Per-flow adaptive routing"), instead of pooling each adaptive
-	// stage's links into one bundle. Experimental, off by default: row 16 moves from -29 % to
-	// -9 % of the packet backend's completion time, at 30-34x the CPU, with a step dependence
-	// (Run plans its memory by family size, EstimateMemory does not). Without congestion
-	// control and faults only
+	// stage's links into one bundle; by default only the first adaptive switch's choice is per
+	// flow, the later stages pooled (first-choice families, PerFlowARAllStages). Experimental,
+	// off by default: row 16 moves from -29 % to -4 % of the packet backend's completion time,
+	// at 15-44x the CPU, with a step dependence (Run plans its memory by family size,
+	// EstimateMemory does not). Without congestion control and faults only
 	// (elsewhere the bundles stay); every flow is stepped and the symmetry reduction is off.
 	PerFlowAR bool
 	// JoinIntervals shares a NIC within a step interval by interval between its flows' join
@@ -97,6 +98,12 @@ type Options struct {
 	// fewer steps, and figures that move where a run's timing is chaotic (docs/flow.md, row 12;
 	// TestPerFlowARQuiet). Experimental, off.
 	PerFlowARQuiet bool
+	// PerFlowARAllStages makes every adaptive switch's choice per flow, a member per minimal path
+	// (16 per QP across pods of a k=8 fat tree: the first version of PerFlowAR), instead of the
+	// first adaptive switch's alone, a member per port of its group with the later adaptive
+	// stages pooled into bundles (4 per QP there; arflows.go, "First-choice families"). The plain
+	// version that first-choice families are compared with (TestPerFlowARFirstChoice).
+	PerFlowARAllStages bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -501,6 +508,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	}
 	if opt.PerFlowAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
 		e.ar = newARState()
+		e.ar.first = !opt.PerFlowARAllStages
 		e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
 	}
 	return e, nil
