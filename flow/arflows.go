@@ -36,8 +36,9 @@ import (
 //
 // First-choice families (the default; Options.PerFlowARAllStages makes every stage's choice per
 // flow, the first version). Only the first adaptive switch on the path (the source's edge switch)
-// chooses per flow: a member per port of its group, and from the switch that port reaches on,
-// the path is the pooled model's (router.bundlePath: each later adaptive stage one bundle). On a
+// chooses per flow: a member per switch its group's ports reach (parallel links to one switch
+// one bundle: where they go next is the same), and from that switch on the path is the pooled
+// model's (router.bundlePath: each later adaptive stage one bundle). On a
 // fat tree that first choice is the one that sets the destination's load: the edge's uplink j
 // leads to aggregation switch j, whose cores reach only aggregation switch j of the destination
 // pod, so a flow's share on its edge's uplink j is its share on the downlink agg j -> destination
@@ -45,7 +46,10 @@ import (
 // switch's choice among its cores spreads a member over links that then meet again; pooling them
 // keeps the downlinks' volumes, with 4 members per QP across pods of a k=8 fat tree instead of 16
 // (row 16 within its targets on three permutations at half the instructions:
-// TestPerFlowARFirstChoice). On two tiers the leaf's is the only choice and both are the same.
+// TestPerFlowARFirstChoice). On two tiers the leaf's is the only choice and both are the same,
+// but for parallel links (TestPerFlowARParallelLinks: within 2 % of a member per link; the
+// 1,024-GPU compare's rail fabric has two links from each leaf to each spine, 16 members per QP
+// instead of 64).
 //
 // Families are built where the fabric routes adaptively, no congestion control runs (its
 // per-QP state would be split over the members) and no fault is planned (faults reroute single
@@ -151,6 +155,32 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 					order = append(order, p)
 				}
 			}
+		}
+		if e.ar.first && len(order) > 1 {
+			// The first choice: a member per next switch, parallel links to it one bundle.
+			var peers []topo.NodeID
+			var chans [][]int32
+			for _, p := range order {
+				peer := g.Nodes[n].Ports[p].Peer
+				i := slices.Index(peers, peer)
+				if i < 0 {
+					i = len(peers)
+					peers = append(peers, peer)
+					chans = append(chans, nil)
+				}
+				chans[i] = append(chans[i], r.net.channel(n, p))
+			}
+			for i, peer := range peers {
+				hop := chans[i][0]
+				if len(chans[i]) > 1 {
+					slices.Sort(chans[i])
+					hop = r.net.bundle(chans[i])
+				}
+				if !walk(peer, append(pre, hop), true) {
+					return false
+				}
+			}
+			return true
 		}
 		for _, p := range order {
 			if !walk(g.Nodes[n].Ports[p].Peer, append(pre, r.net.channel(n, p)), chose || len(order) > 1) {
