@@ -79,15 +79,16 @@ type Options struct {
 	// AgeOrder implies it.
 	ProportionalFIFO bool
 	// PerFlowAR routes InfiniBand adaptive routing per flow: each adaptive QP a family of flows,
-	// one per minimal path, each switch sending the bytes that reach it in a step down its
-	// allowed ports packet by packet by their backlog, as the packet backend's switches do
-	// (arflows.go; docs/flow.md, "Per-flow adaptive routing"), instead of pooling each adaptive
-	// stage's links into one bundle; by default only the first adaptive switch's choice is per
-	// flow, the later stages pooled (first-choice families, PerFlowARAllStages). Experimental,
-	// off by default: row 16 moves from -29 % to -4 % of the packet backend's completion time,
-	// at 15-44x the CPU, with a step dependence (Run plans its memory by family size,
-	// EstimateMemory does not). Without congestion control and faults only
-	// (elsewhere the bundles stay); every flow is stepped and the symmetry reduction is off.
+	// one per switch the first adaptive switch on its path may send to (first-choice families;
+	// the later adaptive stages pooled into bundles; PerFlowARAllStages: one per minimal path),
+	// the switch sending the bytes that reach it in a step down its allowed ports packet by packet
+	// by their backlog, as the packet backend's switches do (arflows.go; docs/flow.md, "Per-flow
+	// adaptive routing"), instead of pooling each adaptive stage's links into one bundle.
+	// Experimental, off by default: row 16 moves from -29 % to -4 % of the packet backend's
+	// completion time, at 13-44x the CPU (the pooled bundles take no step there), with a step
+	// dependence (Run plans its memory by family size, EstimateMemory does not). Without
+	// congestion control and faults only (elsewhere the bundles stay); every flow is stepped and
+	// the symmetry reduction is off.
 	PerFlowAR bool
 	// JoinIntervals shares a NIC within a step interval by interval between its flows' join
 	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
