@@ -87,6 +87,7 @@ type arState struct {
 	first  bool // per-flow choices at the first adaptive switch only, bundles after it
 	pend   []arPend
 	ports  []arPort
+	portAt []int32 // by resource and class: arSwitch's index of its port + 1, 0 outside arSwitch
 	pkts   []arPkt
 	got    []float64
 	base   []int32
@@ -202,7 +203,9 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 				// forwarding table's order, so the first is the table's port).
 				var alt []int32
 				for j, q := range paths {
-					if len(q) != len(p) || !slices.Equal(q[:h+1], p[:h+1]) {
+					// (First-choice paths may differ in length after the choice, where a pair
+					// constraint sits between two of the pooled stages.)
+					if len(q) <= h+1 || !slices.Equal(q[:h+1], p[:h+1]) {
 						continue
 					}
 					dup := false
@@ -570,12 +573,15 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 	a := e.ar
 	pkt := e.ideal.maxWire
 	ports := a.ports[:0]
+	if n := len(e.net.res) * e.nc; len(a.portAt) < n {
+		a.portAt = append(a.portAt, make([]int32, n-len(a.portAt))...)
+	}
 	port := func(nr int32, cls int32) int {
-		for i := range ports {
-			if ports[i].res == nr && ports[i].cls == cls {
-				return i
-			}
+		at := &a.portAt[int(nr)*e.nc+int(cls)] // the port's index + 1 (0: not yet looked up)
+		if *at > 0 {
+			return int(*at - 1)
 		}
+		*at = int32(len(ports) + 1)
 		res := &e.net.res[nr]
 		budget := max(0, res.rate-res.quietLoad) * tau
 		send := budget
@@ -675,6 +681,9 @@ func (e *engine) arSwitch(pend []arPend, tau float64) {
 			rest -= x
 			e.enqueueHop(p.r, fam.members[j], p.h+1, x)
 		}
+	}
+	for _, pt := range ports {
+		a.portAt[int(pt.res)*e.nc+int(pt.cls)] = 0
 	}
 	a.ports, a.pkts, a.got, a.base, a.pidx, a.nalt = ports, pkts, got, base, pidx, nalt
 }

@@ -1,8 +1,10 @@
 package flow
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -50,6 +52,35 @@ func TestARFamilyStartsLate(t *testing.T) {
 		}
 		if err := e.checkFamilies(); err != nil {
 			t.Errorf("quiet families %v: %v", quiet, err)
+		}
+	}
+}
+
+// BenchmarkPipelineClassIB is BenchmarkPipelineClass's class (the 70B three-tier compare's
+// congested pipeline class, stage 3's sends to stages 2 and 4) on InfiniBand NDR with adaptive
+// routing: the pooled bundles, per-flow adaptive routing (first-choice families: the leaf's
+// choice per flow, 8 members per QP on this fabric; with every stage per flow a QP would have
+// more paths than maxARPaths and keep the bundles) and per-flow with quiet families, reporting
+// CPU seconds, steps and the slowest message's FCT:
+// go test ./flow -run '^$' -bench PipelineClassIB -benchtime 1x -count 3.
+func BenchmarkPipelineClassIB(b *testing.B) {
+	for _, servers := range []int{256, 2048} {
+		for _, mode := range []string{"pooled", "per-flow", "per-flow-quiet"} {
+			b.Run(fmt.Sprintf("%dGPUs/%s", servers*8, mode), func(b *testing.B) {
+				g, mg, _ := pipelineClass(b, servers, 3)
+				cfg, err := fabric.DefaultInfiniBand("ndr")
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.IB.Adaptive = true
+				cfg.Seed = 1
+				res := benchClass(b, g, mg, cfg, Options{PerFlowAR: mode != "pooled", PerFlowARQuiet: mode == "per-flow-quiet"})
+				var slowest units.Time
+				for _, m := range res.Messages {
+					slowest = max(slowest, m.Finish-m.Start)
+				}
+				b.ReportMetric(slowest.Seconds()*1e6, "slowest-us")
+			})
 		}
 	}
 }
