@@ -12,16 +12,23 @@ import (
 // TestARFamilySize: on a k=8 fat tree a QP between pods has 4 x 4 minimal paths (an edge's four
 // uplinks, then an aggregation switch's four): a family of 16 with every adaptive stage per flow,
 // of 4 with first-choice families (the edge's four uplinks, each followed by bundles), the family
-// per-flow adaptive routing plans memory for; without the option there is none.
+// per-flow adaptive routing plans memory for; without the option there is none, nor where no
+// message has a choice to make (hosts 0 and 1 share an edge switch: anyFamily).
 func TestARFamilySize(t *testing.T) {
 	g, r := fatTree(t, 8, 100*units.Gbps)
 	cfg := fabrics(t)["infiniband"]
 	cfg.IB.Adaptive = true
-	mg := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: 1, Bytes: units.MB}}}
+	across := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: int32(len(g.Hosts) - 1), Bytes: units.MB}}}
+	local := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: 1, Bytes: units.MB}}}
 	for _, c := range []struct {
+		mg   *msggraph.Graph
 		opt  Options
 		want int
-	}{{Options{}, 0}, {Options{PerFlowAR: true}, 4}, {Options{PerFlowAR: true, PerFlowARAllStages: true}, 16}} {
+	}{
+		{across, Options{}, 0}, {across, Options{PerFlowAR: true}, 4}, {across, Options{PerFlowAR: true, PerFlowARAllStages: true}, 16},
+		{local, Options{PerFlowAR: true}, 0},
+	} {
+		mg := c.mg
 		e, err := newEngine(g, r, cfg, mg, c.opt)
 		if err != nil {
 			t.Fatal(err)

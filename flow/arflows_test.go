@@ -329,3 +329,32 @@ func TestPerFlowARParallelLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestPerFlowARNoFamily: where no message has an adaptive choice to make per flow (here every
+// message stays under its edge switch of a k=8 fat tree), per-flow adaptive routing leaves the
+// run to the pooled model as it runs by default (anyFamily): every message finishes at the same
+// time, quiet flows included.
+func TestPerFlowARNoFamily(t *testing.T) {
+	g, cfg, _ := loadExample(t, "ib-permutation-ar.yaml")
+	mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+	for h := int32(0); h+1 < int32(len(g.Hosts)); h += 2 {
+		mg.Add(msggraph.Message{Src: h, Dst: h + 1, Bytes: 2 * units.MB})
+		mg.Add(msggraph.Message{Src: h + 1, Dst: h, Bytes: units.MB, Start: units.Microsecond})
+	}
+	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pooled.Messages {
+		if pooled.Messages[i].Finish != per.Messages[i].Finish {
+			t.Fatalf("message %d: pooled %v, per-flow %v", i, pooled.Messages[i].Finish, per.Messages[i].Finish)
+		}
+	}
+	if p, q := pooled.Counters["flow_steps"], per.Counters["flow_steps"]; p != q {
+		t.Errorf("%v steps pooled, %v per-flow", p, q)
+	}
+}

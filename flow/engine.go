@@ -510,7 +510,14 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	if opt.PerFlowAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
 		e.ar = newARState()
 		e.ar.first = !opt.PerFlowARAllStages
-		e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
+		if e.anyFamily(mg) {
+			e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
+		} else {
+			e.ar = nil // no QP has a choice to make per flow: the pooled model as it runs by default
+		}
+		if len(e.rc) < len(e.net.res)*e.nc {
+			e.growState() // the shapes created bundles
+		}
 	}
 	return e, nil
 }
