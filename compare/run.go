@@ -940,8 +940,16 @@ func simulateClass(ctx context.Context, name backend.Name, net *backend.Network,
 	if err != nil {
 		return nil, nil, err
 	}
+	if classRunHook != nil {
+		classRunHook(name, job, res)
+	}
 	return out, res, nil
 }
+
+// classRunHook, when set (by a test, before Run), sees every class run's job and result as it
+// finishes, on the goroutine that ran it: the jitter draws' diagnostic (TestEPClassDraws) takes a
+// class's job from it to rerun it under other draw seeds. Nil in every other use.
+var classRunHook func(name backend.Name, job *backend.Job, res *result.Run)
 
 // summarize fills out from run res of a class graph whose groups are ranges (runClass).
 func (out *classRun) summarize(res *result.Run, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights) {
