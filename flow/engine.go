@@ -105,6 +105,11 @@ type Options struct {
 	// stages pooled into bundles (4 per QP there; arflows.go, "First-choice families"). The plain
 	// version that first-choice families are compared with (TestPerFlowARFirstChoice).
 	PerFlowARAllStages bool
+	// plainWin makes arrival order's partly sent segments (fifo.serveWin) sort their window
+	// edges with slices.Sort and find A at each entry's edges by slices.BinarySearch every time
+	// it is read, instead of sorting short ones in place, scanning for an edge once and keeping
+	// its place: the plain version that is compared with (TestServeWinMatchesPlain).
+	plainWin bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -332,7 +337,9 @@ type engine struct {
 	// enqueue gives their entry.
 	subStep    bool
 	w0, w1     float64
-	winX, winD []float64 // serveWin's scratch
+	winX, winD []float64 // serveWin's scratch: the window edges, A at them
+	winK       []int32   // and each entry's edges' places among them
+	plainWin   bool      // Options.plainWin
 	// creditStep is the step while InfiniBand credits bind (creditstep.go; 0: the base step).
 	creditStep units.Time
 
@@ -449,6 +456,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.merge = !opt.SplitEntries
 	e.ageOrder = opt.AgeOrder
 	e.subStep = !opt.ProportionalFIFO && !opt.AgeOrder
+	e.plainWin = opt.plainWin
 	e.joinIntervals = opt.JoinIntervals
 	e.net = newNetwork(g, &e.cfg)
 	rt, err := newRouter(g, nh, &e.cfg, e.net)

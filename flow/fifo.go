@@ -69,15 +69,25 @@ type qent struct {
 	w    window
 }
 
-// push appends amt bytes of path slot at generation gen, arriving in step.
-func (q *fifo) push(slot int32, gen uint32, amt float64, step int64) {
+// push appends amt bytes of path slot at generation gen, arriving in step over window w of it
+// (arrival order; zero otherwise).
+func (q *fifo) push(slot int32, gen uint32, amt float64, step int64, w window) {
 	if n := len(q.segs); n == q.sh || q.step != step {
-		q.compact()
+		// compact, called only where it has work: with nothing consumed (sh zero, and eh where
+		// segments remain) and no age it does nothing, and with no segment left it only empties
+		// the entries (a segment is opened 2.09 M times in BenchmarkPipelineClass's 2,048-GPU
+		// class; the calls were 60 M instructions).
+		switch {
+		case q.sh > 0 || q.eh > 0 && n > 0 || q.age != nil:
+			q.compact()
+		case n == 0:
+			q.ents, q.eh = q.ents[:0], 0
+		}
 		q.segs = append(q.segs, segment{from: len(q.ents), to: len(q.ents)})
 		q.step = step
 	}
 	s := &q.segs[len(q.segs)-1]
-	q.ents = append(q.ents, qent{slot: slot, gen: gen, amt: amt})
+	q.ents = append(q.ents, qent{slot: slot, gen: gen, amt: amt, w: w})
 	s.to = len(q.ents)
 	s.rem += amt
 	q.bytes += amt
@@ -97,7 +107,7 @@ func (q *fifo) pushMerged(slot int32, gen uint32, amt float64, step int64, last 
 		q.join(i, amt)
 		return
 	}
-	q.push(slot, gen, amt, step)
+	q.push(slot, gen, amt, step, window{})
 	*last = int32(len(q.ents) - 1)
 }
 
@@ -133,7 +143,7 @@ func (q *fifo) pushAge(slot int32, gen uint32, amt float64, step int64, age int3
 			return
 		}
 	}
-	q.push(slot, gen, amt, step)
+	q.push(slot, gen, amt, step, window{})
 	q.age = append(q.age[:len(q.ents)-1], age)
 	if last != nil {
 		*last = int32(len(q.ents) - 1)
@@ -153,8 +163,7 @@ func (q *fifo) pushWin(slot int32, gen uint32, amt float64, step int64, w0, w1 f
 			}
 		}
 	}
-	q.push(slot, gen, amt, step)
-	q.ents[len(q.ents)-1].w = window{w0, w1}
+	q.push(slot, gen, amt, step, window{w0, w1})
 	if last != nil {
 		*last = int32(len(q.ents) - 1)
 	}
@@ -369,11 +378,17 @@ func (q *fifo) serveWhole(s *segment, start, end float64, e *engine, a *serveAt)
 // is served up to the x where it reaches limit; an entry whose window ends before x leaves
 // whole, and its bytes leave the link from start + A(t0)/rate to start + A(t1)/rate seconds
 // into the step (e.w0, e.w1). It returns the bytes sent, and whether that was the whole segment.
+//
+// The edges are sorted in place where they are few (sortShort), each entry's found among them
+// once (edge, a scan where they are few) and A read at those places again when the entry is
+// sent; e.plainWin sorts them with slices.Sort and finds every place by slices.BinarySearch each
+// time, the plain version (TestServeWinMatchesPlain). Both give the same order and places, and
+// so the same numbers added in the same order (docs/flow.md, "serveWin's sort and searches").
 func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *serveAt) (float64, bool) {
-	from := max(s.from, q.eh)
+	ents := q.ents[max(s.from, q.eh):s.to]
 	xs := e.winX[:0]
-	for i := from; i < s.to; i++ {
-		if x := &q.ents[i]; x.amt > 0 {
+	for i := range ents {
+		if x := &ents[i]; x.amt > 0 {
 			w := &x.w
 			if w.t1 < w.t0+1e-9 {
 				w.t1 = w.t0 + 1e-9
@@ -384,17 +399,33 @@ func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *se
 	if len(xs) == 0 {
 		return 0, true
 	}
-	slices.Sort(xs)
-	xs = slices.Compact(xs)
-	d := e.winD[:0]
-	for range xs {
-		d = append(d, 0)
+	// Each entry's edges' places in xs, two per entry that holds bytes, in entry order (t1's
+	// found from t0's on: below t0 every value is below t1 too).
+	ks := slices.Grow(e.winK[:0], len(xs))
+	if len(xs) <= 12 && !e.plainWin {
+		sortShort(xs)
+	} else {
+		slices.Sort(xs)
 	}
-	for i := from; i < s.to; i++ {
-		if x := &q.ents[i]; x.amt > 0 {
+	xs = slices.Compact(xs)
+	d := slices.Grow(e.winD[:0], len(xs))[:len(xs)]
+	clear(d)
+	for i := range ents {
+		if x := &ents[i]; x.amt > 0 {
 			w := x.w
-			k0, _ := slices.BinarySearch(xs, w.t0)
-			k1, _ := slices.BinarySearch(xs, w.t1)
+			var k0, k1 int
+			if e.plainWin || len(xs) > 16 {
+				k0, _ = slices.BinarySearch(xs, w.t0)
+				k1, _ = slices.BinarySearch(xs, w.t1)
+			} else {
+				k0 = edge(xs, 0, w.t0)
+				if w.t0 < w.t1 {
+					k1 = edge(xs, k0, w.t1)
+				} else {
+					k1 = edge(xs, 0, w.t1)
+				}
+			}
+			ks = append(ks, int32(k0), int32(k1))
 			r := x.amt / (w.t1 - w.t0)
 			d[k0] += r
 			d[k1] -= r
@@ -413,19 +444,26 @@ func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *se
 		d[k] = acc
 		prev = x
 	}
-	A := func(x float64) float64 {
+	// A(x) at x = xs[k], limit from tau on.
+	A := func(x float64, k int32) float64 {
 		if x >= tau {
 			return limit
 		}
-		k, _ := slices.BinarySearch(xs, x)
+		if e.plainWin {
+			k, _ := slices.BinarySearch(xs, x)
+			return d[k]
+		}
 		return d[k]
 	}
 	var sent float64
-	for i := from; i < s.to; i++ {
-		x := &q.ents[i]
+	j := 0 // the entry's place in ks
+	for i := range ents {
+		x := &ents[i]
 		if x.amt <= 0 {
 			continue
 		}
+		k0, k1 := ks[j], ks[j+1]
+		j += 2
 		w := &x.w
 		if w.t0 >= tau {
 			continue
@@ -433,11 +471,11 @@ func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *se
 		y := x.amt
 		hi := w.t1
 		if tau < w.t1 {
-			hi = tau
+			hi = tau // (A(hi) is limit: k1 unread)
 			y = x.amt * (tau - w.t0) / (w.t1 - w.t0)
 		}
-		e.w0 = min(1, (start+A(w.t0)/rate)/a.tau)
-		e.w1 = min(1, (start+A(hi)/rate)/a.tau)
+		e.w0 = min(1, (start+A(w.t0, k0)/rate)/a.tau)
+		e.w1 = min(1, (start+A(hi, k1)/rate)/a.tau)
 		x.amt -= y
 		if hi == w.t1 {
 			x.amt = 0
@@ -446,6 +484,38 @@ func (q *fifo) serveWin(s *segment, limit, start, rate float64, e *engine, a *se
 		sent += y
 		e.take(a, x.slot, x.gen, y)
 	}
-	e.winX, e.winD = xs, d
+	// The scratch kept for the next segment where it grew.
+	if cap(xs) > cap(e.winX) {
+		e.winX = xs
+	}
+	if cap(d) > cap(e.winD) {
+		e.winD = d
+	}
+	if cap(ks) > cap(e.winK) {
+		e.winK = ks
+	}
 	return sent, math.IsInf(tau, 1)
+}
+
+// edge is the place of x in the sorted xs at or after from: the first index whose value is not
+// less than x (as cmp.Less orders floats: NaN first), the index slices.BinarySearch(xs, x)
+// returns where every value before from is less than x. A scan: a partly sent segment has 2.9
+// entries on average in BenchmarkPipelineClass's 2,048-GPU class, and the searches were a third
+// of serveWin's instructions (serveWin scans long ones by binary search).
+func edge(xs []float64, from int, x float64) int {
+	k := from
+	for k < len(xs) && (xs[k] < x || xs[k] != xs[k] && x == x) {
+		k++
+	}
+	return k
+}
+
+// sortShort sorts xs, at most 12 values, as slices.Sort does: by insertion, the way it sorts up
+// to 12 values (pdqsort's insertion sort, cmp.Less's order), written out without its calls.
+func sortShort(xs []float64) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && (xs[j] < xs[j-1] || xs[j] != xs[j] && xs[j-1] == xs[j-1]); j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
 }

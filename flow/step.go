@@ -420,7 +420,7 @@ func (e *engine) enqueue(r, fid, h int32, amt float64) float64 {
 		o := &e.owner[idx]
 		q.pushMerged(idx, o.gen, amt, e.steps, &o.ent)
 	} else {
-		q.push(idx, e.owner[idx].gen, amt, e.steps)
+		q.push(idx, e.owner[idx].gen, amt, e.steps, window{})
 	}
 	return amt
 }
