@@ -309,6 +309,13 @@ func (q *queue) rewind(t Time) {
 	q.load()
 }
 
+// event is the event in slab slot slot, without a bounds check: every slot a key or the free
+// list names lies below len(q.slab) (pushGrow appends the slot before it is named), and the
+// event loop's three reads an event (sched, touch, Run) each paid a compare and a branch for it.
+func (q *queue) event(slot int32) *Event {
+	return (*Event)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.slab)), uintptr(slot)*unsafe.Sizeof(Event{})))
+}
+
 // release frees the slot of an event Run took from the queue. The slot keeps its references until reused: its handler
 // is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
 // event costs no store to clear it.
@@ -483,14 +490,14 @@ func insertionDesc(a []key) {
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot()]
+		ev := q.event(keys[i].slot())
 		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}
 	if f := q.prefetch; f != nil {
 		for i := len(keys) - 1; i >= 0; i-- {
-			sum += f(&q.slab[keys[i].slot()])
+			sum += f(q.event(keys[i].slot()))
 		}
 	} else {
 		for i := len(keys) - 1; i >= 0; i-- {

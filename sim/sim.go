@@ -155,12 +155,14 @@ func (s *Sim) sched(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer
 		s.schedPlain(ent, at, h, op, i, p)
 		return
 	}
+	// The slot first: after the count's store (which may alias q.free, as far as the compiler
+	// knows) q.free would be read again and its index checked again.
+	slot := q.free[n]
+	q.free = q.free[:n]
 	c := s.counts[s.cur]
 	s.counts[s.cur] = c + 1
 	ord := uint64(s.cur)<<EntityBits | c
-	slot := q.free[n]
-	q.free = q.free[:n]
-	ev := &q.slab[slot]
+	ev := q.event(slot)
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
 	k := makeKey(at, ord, ent, slot)
@@ -319,24 +321,27 @@ func (s *Sim) Run(until Time) error {
 	s.check = next
 	q := &s.q
 	for !s.stopped {
-		if len(q.cur) == 0 {
+		// c[last] below needs no bounds check: last is len(c)-1 and not negative.
+		c := q.cur
+		last := len(c) - 1
+		if last < 0 {
 			if q.n == 0 {
 				break
 			}
 			q.advance()
+			continue
 		}
-		c := q.cur
-		k := c[len(c)-1]
+		k := c[last]
 		at := q.curStart + k.off()
 		if at > until {
 			break
 		}
-		q.cur = c[:len(c)-1]
+		q.cur = c[:last]
 		q.n--
 		// The event is handled where it lies in the slab (pushes during Handle take other
 		// slots; if the slab grows, ev still points at the old, unchanged copy).
 		slot := k.slot()
-		ev := &q.slab[slot]
+		ev := q.event(slot)
 		s.now = at
 		s.cur = k.ent()
 		s.events++
