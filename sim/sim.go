@@ -313,10 +313,14 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // after until (use units.MaxTime for no limit). The clock is left at the last executed event.
 func (s *Sim) Run(until Time) error {
 	next := s.ProgressEvery
-	// One test an event for the progress report and Stop alike: Stop sets check to 0.
+	// One test an event for the progress report and Stop alike: Stop sets check to 0, and the
+	// loop looks at stopped only then (not at every event).
 	s.check = next
 	q := &s.q
-	for !s.stopped {
+	if s.stopped {
+		return s.err
+	}
+	for {
 		// c[last] below needs no bounds check: last is len(c)-1 and not negative.
 		c := q.cur
 		last := len(c) - 1
@@ -353,7 +357,10 @@ func (s *Sim) Run(until Time) error {
 					s.Stop(context.Cause(s.ctx))
 				}
 			}
-			s.check = next // after a Stop the loop's test ends the run
+			if s.stopped {
+				break
+			}
+			s.check = next
 		}
 	}
 	return s.err
