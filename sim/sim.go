@@ -56,8 +56,10 @@ type Sim struct {
 	now Time
 	seq uint64
 	// cur is the entity of the event being handled (ScheduleTo; 0 without entities); counts,
-	// when set by SetEntities, holds each entity's scheduling count, shared by a Group's
-	// partitions (each entity's count is written only by the partition that runs its events).
+	// when set by SetEntities, holds each entity's next ordering word (the entity number above
+	// EntityBits, its scheduling count below: the word is the count plus a constant, so
+	// scheduling takes it and adds one), shared by a Group's partitions (each entity's word is
+	// written only by the partition that runs its events).
 	cur    int32
 	counts []uint64
 	// par is set on a partition of a Group, grp on the Group's main Sim (parallel.go).
@@ -109,6 +111,9 @@ func (s *Sim) SetEntities(n int, cur int32) {
 		panic("sim: SetEntities after events were scheduled")
 	}
 	s.counts = make([]uint64, n)
+	for e := range s.counts {
+		s.counts[e] = uint64(e) << EntityBits
+	}
 	s.cur = cur
 }
 
@@ -121,9 +126,9 @@ func (s *Sim) ord() uint64 {
 		s.seq++
 		return s.seq
 	}
-	c := s.counts[s.cur]
-	s.counts[s.cur] = c + 1
-	return uint64(s.cur)<<EntityBits | c
+	ord := s.counts[s.cur]
+	s.counts[s.cur] = ord + 1
+	return ord
 }
 
 // Schedule runs h.Handle at time at, as an event of the current entity. Scheduling in the past is
@@ -161,9 +166,8 @@ func (s *Sim) sched(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer
 	// knows) q.free would be read again and its index checked again.
 	slot := q.free[n]
 	q.free = q.free[:n]
-	c := s.counts[s.cur]
-	s.counts[s.cur] = c + 1
-	ord := uint64(s.cur)<<EntityBits | c
+	ord := s.counts[s.cur]
+	s.counts[s.cur] = ord + 1
 	ev := q.event(slot)
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
