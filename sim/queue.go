@@ -133,8 +133,10 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 			}
 		}
 		if len(*b) < cap(*b) {
-			q.ringMax = max(q.ringMax, at)
+			// The append before any other store: after one the compiler reads the bucket
+			// again and keeps the append's growth path.
 			*b = append(*b, k)
+			q.ringMax = max(q.ringMax, at)
 			q.ringN++
 			return
 		}

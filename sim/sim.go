@@ -176,8 +176,10 @@ func (s *Sim) sched(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer
 	if uint64(at-q.curStart-bucketWidth) < uint64(horizon-bucketWidth) {
 		b := &q.buckets[int(at>>widthBits)&(ringSize-1)]
 		if len(*b) < cap(*b) {
-			q.ringMax = max(q.ringMax, at)
+			// The append before any other store: after one the compiler reads the bucket
+			// again and keeps the append's growth path.
 			*b = append(*b, k)
+			q.ringMax = max(q.ringMax, at)
 			q.ringN++
 			return
 		}
