@@ -158,7 +158,8 @@ func (s *Sim) ScheduleTo(ent int32, at Time, h Handler, op, i int32, p unsafe.Po
 func (s *Sim) sched(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer) {
 	q := &s.q
 	n := len(q.free) - 1
-	if at < s.now || n < 0 || s.counts == nil || q.plain {
+	counts := s.counts // read once: after the free list's store below it would be read again
+	if at < s.now || n < 0 || counts == nil || q.plain {
 		s.schedPlain(ent, at, h, op, i, p)
 		return
 	}
@@ -166,8 +167,8 @@ func (s *Sim) sched(ent int32, at Time, h Handler, op, i int32, p unsafe.Pointer
 	// knows) q.free would be read again and its index checked again.
 	slot := q.free[n]
 	q.free = q.free[:n]
-	ord := s.counts[s.cur]
-	s.counts[s.cur] = ord + 1
+	ord := counts[s.cur]
+	counts[s.cur] = ord + 1
 	ev := q.event(slot)
 	ev.H, ev.P, ev.Op, ev.I = h, p, op, i
 	q.n++
