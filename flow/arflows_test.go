@@ -28,7 +28,7 @@ func TestPerFlowARMatchesPooled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowAREverywhere: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestPerFlowARSingleFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		per, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PerFlowAR: true})
+		per, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PerFlowAR: true, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPerFlowARRing(t *testing.T) {
 		t.Skip("half a second of CPU")
 	}
 	g, cfg, mg := ringIB(true)(t)
-	r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+	r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true, PerFlowAREverywhere: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestPerFlowARQuiet(t *testing.T) {
 		exact bool
 	}{{"row 16", ibPermutation(true), true}, {"row 9", allToAll3to1(true), false}} {
 		g, cfg, mg := c.sc(t)
-		quiet, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowARQuiet: true})
+		quiet, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowAREverywhere: true, PerFlowARQuiet: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+		plain, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,11 +247,11 @@ func TestPerFlowARFirstChoice(t *testing.T) {
 			continue
 		}
 		g, cfg, mg := c.sc(t)
-		first, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+		first, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true, PerFlowARAllStages: true})
+		all, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true, PerFlowAREverywhere: true, PerFlowARAllStages: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,5 +356,49 @@ func TestPerFlowARNoFamily(t *testing.T) {
 	}
 	if p, q := pooled.Counters["flow_steps"], per.Counters["flow_steps"]; p != q {
 		t.Errorf("%v steps pooled, %v per-flow", p, q)
+	}
+}
+
+// TestPerFlowARSpreadRule: the spread rule (arflows.go, arOverload) forms families on row 16
+// (its estimate 1 + 1.5 * 4 * 0.093 / sqrt(4) = 1.279: each edge switch's four downlinks carry
+// four flows from four edge switches, the destinations' links as fast as the downlinks): the
+// run is PerFlowAREverywhere's, every message at the same picosecond. On row 9 (1.0155: 216 QPs
+// per leaf and depth from three source leaves, rho 2.35 after the sources' NICs) and row 12
+// (1: each source leaf's ring QPs of a depth go to one leaf, which its own balancing evens out)
+// it keeps the pooled bundles: the run is the pooled model's, every message at the same
+// picosecond with the same steps.
+func TestPerFlowARSpreadRule(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		build    func(testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph)
+		families bool
+	}{
+		{"row 16", func(tb testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph) {
+			return loadExample(tb, "ib-permutation-ar.yaml")
+		}, true},
+		{"row 9", allToAll3to1(true), false},
+		{"row 12", ringIB(true), false},
+	} {
+		g, cfg, mg := c.build(t)
+		rule, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := flow.Options{}
+		if c.families {
+			ref = flow.Options{PerFlowAR: true, PerFlowAREverywhere: true}
+		}
+		want, err := flow.Run(g, nil, cfg, mg, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Messages {
+			if want.Messages[i].Finish != rule.Messages[i].Finish {
+				t.Fatalf("%s: message %d: %+v gives %v, the rule %v", c.name, i, ref, want.Messages[i].Finish, rule.Messages[i].Finish)
+			}
+		}
+		if p, q := want.Counters["flow_steps"], rule.Counters["flow_steps"]; p != q {
+			t.Errorf("%s: %v steps with %+v, %v by the rule", c.name, p, ref, q)
+		}
 	}
 }

@@ -84,11 +84,15 @@ type Options struct {
 	// the switch sending the bytes that reach it in a step down its allowed ports packet by packet
 	// by their backlog, as the packet backend's switches do (arflows.go; docs/flow.md, "Per-flow
 	// adaptive routing"), instead of pooling each adaptive stage's links into one bundle.
-	// Experimental, off by default: row 16 moves from -29 % to -4 % of the packet backend's
-	// completion time, at 13-44x the CPU (the pooled bundles take no step there), with a step
-	// dependence (Run plans its memory by family size, EstimateMemory does not). Without
-	// congestion control and faults only (elsewhere the bundles stay); every flow is stepped and
-	// the symmetry reduction is off.
+	// Families are formed only in a run where the spread rule expects the choices to lengthen it
+	// by more than 5 % (arflows.go, "The spread rule": few QPs sharing a destination edge
+	// switch's loaded downlinks); elsewhere the run is the pooled model's (PerFlowAREverywhere:
+	// families wherever there is a choice). Experimental, off by default: row 16 moves from
+	// -29 % to -4 % of the packet backend's completion time, at 44x the CPU (the pooled bundles
+	// take no step there), with a step dependence (Run plans its memory by family size,
+	// EstimateMemory does not). Without congestion control and faults only (elsewhere the
+	// bundles stay); in a run with families every flow is stepped and the symmetry reduction is
+	// off.
 	PerFlowAR bool
 	// JoinIntervals shares a NIC within a step interval by interval between its flows' join
 	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
@@ -105,6 +109,11 @@ type Options struct {
 	// stages pooled into bundles (4 per QP there; arflows.go, "First-choice families"). The plain
 	// version that first-choice families are compared with (TestPerFlowARFirstChoice).
 	PerFlowARAllStages bool
+	// PerFlowAREverywhere forms families in every run with a choice to make per flow, without
+	// the spread rule (arflows.go, "The spread rule": a run whose QPs into each destination edge
+	// switch are many enough that their downlinks' loads average out keeps the pooled bundles).
+	// The plain version the rule is compared with (TestPerFlowARSpreadRule).
+	PerFlowAREverywhere bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -510,10 +519,10 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	if opt.PerFlowAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
 		e.ar = newARState()
 		e.ar.first = !opt.PerFlowARAllStages
-		if e.anyFamily(mg) {
+		if e.anyFamily(mg) && (opt.PerFlowAREverywhere || e.arOverload(mg) > 1+arOverMin) {
 			e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
 		} else {
-			e.ar = nil // no QP has a choice to make per flow: the pooled model as it runs by default
+			e.ar = nil // no QP has a choice to make per flow, or the choices average out: the pooled model as it runs by default
 		}
 		if len(e.rc) < len(e.net.res)*e.nc {
 			e.growState() // the shapes created bundles
