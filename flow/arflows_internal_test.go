@@ -25,8 +25,8 @@ func TestARFamilySize(t *testing.T) {
 		opt  Options
 		want int
 	}{
-		{across, Options{}, 0}, {across, Options{PerFlowAR: true, PerFlowAREverywhere: true}, 4}, {across, Options{PerFlowAR: true, PerFlowARAllStages: true, PerFlowAREverywhere: true}, 16},
-		{local, Options{PerFlowAR: true, PerFlowAREverywhere: true}, 0},
+		{across, Options{PooledAR: true}, 0}, {across, Options{PerFlowAREverywhere: true}, 4}, {across, Options{PerFlowARAllStages: true, PerFlowAREverywhere: true}, 16},
+		{local, Options{PerFlowAREverywhere: true}, 0},
 	} {
 		mg := c.mg
 		e, err := newEngine(g, r, cfg, mg, c.opt)
@@ -48,7 +48,7 @@ func TestARFamilyStartsLate(t *testing.T) {
 	cfg.IB.Adaptive = true
 	mg := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: int32(len(g.Hosts) - 1), Bytes: units.MB}}}
 	for _, quiet := range []bool{false, true} {
-		e, err := newEngine(g, r, cfg, mg, Options{PerFlowAR: true, PerFlowARQuiet: quiet, PerFlowAREverywhere: true})
+		e, err := newEngine(g, r, cfg, mg, Options{PerFlowARQuiet: quiet, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func BenchmarkPipelineClassIB(b *testing.B) {
 				}
 				cfg.IB.Adaptive = true
 				cfg.Seed = 1
-				res := benchClass(b, g, mg, cfg, Options{PerFlowAR: mode != "pooled", PerFlowARQuiet: mode == "per-flow-quiet", PerFlowAREverywhere: mode != "per-flow-rule"})
+				res := benchClass(b, g, mg, cfg, Options{PooledAR: mode == "pooled", PerFlowARQuiet: mode == "per-flow-quiet", PerFlowAREverywhere: mode != "per-flow-rule"})
 				var slowest units.Time
 				for _, m := range res.Messages {
 					slowest = max(slowest, m.Finish-m.Start)
@@ -109,11 +109,11 @@ func TestPerFlowARRulePipeline(t *testing.T) {
 	}
 	cfg.IB.Adaptive = true
 	cfg.Seed = 1
-	pooled, err := Run(g, nil, cfg, mg, Options{})
+	pooled, err := Run(g, nil, cfg, mg, Options{PooledAR: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := Run(g, nil, cfg, mg, Options{PerFlowAR: true})
+	rule, err := Run(g, nil, cfg, mg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
