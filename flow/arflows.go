@@ -11,8 +11,9 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// Per-flow adaptive routing (Options.PerFlowAR; docs/flow.md, "Adaptive routing on a
-// permutation (row 16)").
+// Per-flow adaptive routing (the default where the spread rule below asks for it;
+// Options.PooledAR keeps the pooled bundles; docs/flow.md, "Adaptive routing on a permutation
+// (row 16)").
 //
 // The pooled model (router.bundlePath) makes each adaptive stage one resource of the stage's
 // links: the outcome of every flow spreading its bytes evenly over them. The packet backend's
@@ -77,7 +78,7 @@ type arFamily struct {
 // arState is the engine's per-flow adaptive routing: the shapes by pair, each flow's family and
 // member index, and the step's length (for the links' budgets).
 type arState struct {
-	shapes map[[2]int32]*arShape
+	shapes map[uint64]*arShape // by source << 32 | destination
 	fams   []arFamily
 	free   []int32
 	famOf  []int32   // by flow id: family index, -1 none
@@ -95,7 +96,7 @@ type arState struct {
 	nalt   []int32
 }
 
-func newARState() *arState { return &arState{shapes: map[[2]int32]*arShape{}} }
+func newARState() *arState { return &arState{shapes: map[uint64]*arShape{}} }
 
 // family returns flow fid's family, or nil.
 func (a *arState) family(fid int32) *arFamily {
@@ -119,7 +120,7 @@ func (a *arState) setFlow(fid, fam, k int32) {
 // switch's group, each continued by the pooled model's bundles); nil where there is a single
 // path or too many.
 func (e *engine) arShapeOf(src, dst int32) *arShape {
-	key := [2]int32{src, dst}
+	key := uint64(src)<<32 | uint64(uint32(dst))
 	if s, ok := e.ar.shapes[key]; ok {
 		return s
 	}
@@ -228,8 +229,8 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 }
 
 // anyFamily reports whether a message of mg is between hosts with an adaptive choice to make
-// per flow (a family, arShapeOf). Where none is, PerFlowAR leaves the run to the pooled model as
-// it runs by default, its quiet flows included: every flow stepped would change nothing but the
+// per flow (a family, arShapeOf). Where none is, PerFlowAREverywhere leaves the run to the
+// pooled model as it runs with PooledAR, its quiet flows included: every flow stepped would change nothing but the
 // cost (and the step's resolution of the flows' transitions; measured: the MoE 3:1 compare's
 // ib-ndr step 4.748 ms with every flow stepped, 4.830 ms as by default, with no family formed,
 // a leaf's two uplinks reaching one spine).
@@ -240,6 +241,198 @@ func (e *engine) anyFamily(mg *msggraph.Graph) bool {
 		}
 	}
 	return false
+}
+
+// The spread rule. Per-flow choices matter where they leave a destination edge switch's
+// downlinks unevenly loaded and the most loaded of them then queues; elsewhere the pooled
+// bundles (equal shares, no step where nothing queues) give the same times at a fraction of the
+// cost. With k downlinks into an edge switch carrying n equal QPs, each QP's share per downlink
+// deviating by sigma from 1/k, the downlinks' loads spread by about s = k sigma / sqrt(n) of
+// their mean. sigma = 0.093 is the packet backend's deviation of a flow's share per edge uplink
+// on row 16 (docs/flow.md, "Adaptive routing on a permutation"); the estimate gives 19 % on row
+// 16 (k = n = 4; the packet backend's downlinks 474 +- 90 packets) and 0.9 % on row 9 (k = 2,
+// n = 432; the packet backend's within 1.8 % of their mean, about two deviations). A source
+// edge switch balances its own uplinks, so the n_S of its N_S QPs that go to one destination
+// switch deviate together by sigma sqrt(n_S (N_S - n_S) / (N_S - 1)) (the sum of deviations
+// that add to zero), not sigma sqrt(n_S): s = k sigma sqrt(sum_S of that squared) / n, none
+// where a source switch sends all its QPs to one destination switch (a ring's leaf crossing).
+// The spread only costs time where the downlinks are loaded: with the destinations' links able
+// to ask rho times the downlinks' capacity (each destination link at most its rate, and at most
+// what its QPs' sources can send: a QP at its NIC's rate shared among the NIC's QPs), the
+// pooled bundles carry the downlinks at rho of their rate (the destinations' links bind where
+// rho < 1), and the most loaded downlink is asked for about rho (1 + g s), g = 1.5 being row
+// 16's ratio of the pooled model's shortfall to its spread (rho = 1 there: -29 % with s = 19 %).
+// So per-flow choices lengthen the run by about max(1, rho (1 + g s)) / max(1, rho) - 1, and the
+// run forms families where that exceeds arOverMin = 5 %, half the completion target (10 %,
+// validate_test.go): where it does not, the pooled model's estimated shortfall is within half
+// the target. Row 16: 27.9 %, families; row 9 (rho 2.35, s 1.0 %): 1.6 %, pooled; row 12 and
+// the 1,024-GPU compare's rings (s = 0: one destination leaf per source leaf and depth) and the
+// 70B pipeline class (rho 0.49: each NIC sends to two stages): none, pooled
+// (TestPerFlowARSpreadRule, TestPerFlowARRulePipeline).
+//
+// The rule is decided per run, before anything is stepped (bundles and families on the same
+// links would count their capacity twice): n, rho and k are counted per destination edge switch
+// and per dependency depth (the messages of one depth of the graph, the ones that can run at
+// once: a chain's later messages do not share the downlinks with its first), QPs per message
+// from qpSplit; the run forms families where the largest estimate over the edge switches and
+// depths exceeds 1 + arOverMin. Messages' start times and delays are not looked at.
+const (
+	arShareSigma = 0.093
+	arSpreadGain = 1.5
+	arOverMin    = 0.05
+)
+
+// arIns is the links into host dst's edge switch that a QP from host src may arrive by, read
+// from the pooled model's path (the stage before the destination's link; sorted), or nil where
+// the QP has no adaptive choice to make per flow (as arShapeOf: the first adaptive stage's links
+// lead to one switch, or there is none). It stands for every pair of hosts under the same two
+// edge switches (arOverload).
+func (e *engine) arIns(src, dst int32) []int32 {
+	p, err := e.rt.path(src, dst, 0, 0, nil)
+	if err != nil || len(p) < 3 {
+		return nil
+	}
+	res := e.net.res
+	chose := false
+	for _, r := range p[1:] {
+		if res[r].links > 1 && !res[r].pair {
+			chose = res[r].to < 0 // links to several switches
+			break
+		}
+	}
+	if !chose {
+		return nil
+	}
+	for h := len(p) - 2; h >= 1; h-- {
+		if r := &e.net.res[p[h]]; !r.pair {
+			if r.links > 1 {
+				return slices.Clone(r.chans)
+			}
+			return []int32{p[h]}
+		}
+	}
+	return nil
+}
+
+// arOverload is the spread rule's estimate for mg: the largest max(1, rho (1 + arSpreadGain s)) /
+// max(1, rho) over destination edge switches and dependency depths (1 where no message has a
+// family).
+func (e *engine) arOverload(mg *msggraph.Graph) float64 {
+	type key struct {
+		sw    topo.NodeID
+		depth int32
+	}
+	type load struct {
+		n        int64
+		ins, dst []int32   // the links into the edge switch, the destinations' links (distinct)
+		src      []key     // the sources' edge switches (depth: the QPs from each)
+		want     []float64 // by destination link: what its QPs' sources can send, bytes/s
+	}
+	pk := func(a topo.NodeID, depth int32) uint64 { return uint64(a)<<32 | uint64(uint32(depth)) }
+	depth := make([]int32, len(mg.Msgs))
+	loads := map[uint64]*load{} // by destination edge switch and depth
+	from := map[uint64]int64{}  // by source edge switch and depth: the QPs with a family
+	nic := map[uint64]int64{}   // by source host and depth: its QPs
+	type qps struct {
+		l        *load
+		host     int32
+		src, dst int32 // the source's and the destination's host links (their NICs' rates)
+		depth    int32
+		n        int64
+	}
+	var all []qps
+	var keys []uint64
+	pairs := map[uint64][]int32{} // by source and destination edge switch: arIns
+	for i := range mg.Msgs {
+		m := &mg.Msgs[i]
+		for _, d := range m.Deps {
+			depth[i] = max(depth[i], depth[d]+1)
+		}
+		if m.Src == m.Dst || m.Bytes <= 0 {
+			continue
+		}
+		nq, _ := e.qpSplit(m)
+		nic[pk(topo.NodeID(m.Src), depth[i])] += nq
+		first, last := e.net.channel(e.g.Hosts[m.Src], 0), e.net.channel(e.g.Hosts[m.Dst], 0)
+		srcSw, dstSw := e.net.res[first].to, e.net.res[last].to
+		pair := uint64(srcSw)<<32 | uint64(uint32(dstSw))
+		ins, ok := pairs[pair]
+		if !ok {
+			ins = e.arIns(m.Src, m.Dst)
+			pairs[pair] = ins
+		}
+		if ins == nil {
+			continue
+		}
+		k := pk(dstSw, depth[i])
+		l := loads[k]
+		if l == nil {
+			l = &load{}
+			loads[k] = l
+			keys = append(keys, k)
+		}
+		l.n += nq
+		all = append(all, qps{l, m.Src, first, last, depth[i], nq})
+		from[pk(srcSw, depth[i])] += nq
+		if j := slices.IndexFunc(l.src, func(x key) bool { return x.sw == srcSw }); j >= 0 {
+			l.src[j].depth += int32(nq)
+		} else {
+			l.src = append(l.src, key{srcSw, int32(nq)})
+		}
+		if l.ins == nil {
+			l.ins = ins
+		} else if !slices.Equal(l.ins, ins) {
+			for _, r := range ins {
+				if !slices.Contains(l.ins, r) {
+					l.ins = append(slices.Clip(l.ins), r)
+				}
+			}
+		}
+	}
+	res := e.net.res // (arIns's paths may add bundles)
+	// What the destinations' links can be asked for: each QP at its source NIC's rate shared by
+	// the NIC's QPs of its depth, each destination link at most its rate.
+	for _, q := range all {
+		w := float64(q.n) * res[q.src].rate / float64(nic[pk(topo.NodeID(q.host), q.depth)])
+		if j := slices.Index(q.l.dst, q.dst); j >= 0 {
+			q.l.want[j] += w
+		} else {
+			q.l.dst, q.l.want = append(q.l.dst, q.dst), append(q.l.want, w)
+		}
+	}
+	most := 1.0
+	for _, k := range keys {
+		l := loads[k]
+		var ups []topo.NodeID // the members: one per switch the links come from
+		for _, r := range l.ins {
+			if !slices.Contains(ups, res[r].from) {
+				ups = append(ups, res[r].from)
+			}
+		}
+		if len(ups) < 2 {
+			continue
+		}
+		var in, out float64
+		for _, r := range l.ins {
+			in += res[r].rate
+		}
+		for j, r := range l.dst {
+			out += min(res[r].rate, l.want[j])
+		}
+		// A source switch balances its own uplinks: the n_S of its N_S QPs that come here
+		// deviate together by sqrt(n_S (N_S - n_S) / (N_S - 1)) sigma, none where N_S = n_S.
+		var v float64
+		for _, x := range l.src {
+			nS, NS := float64(x.depth), float64(from[pk(x.sw, int32(uint32(k)))])
+			if NS > nS {
+				v += nS * (NS - nS) / (NS - 1)
+			}
+		}
+		s := float64(len(ups)) * arShareSigma * math.Sqrt(v) / float64(l.n)
+		rho := out / in
+		most = max(most, max(1, rho*(1+arSpreadGain*s))/max(1, rho))
+	}
+	return most
 }
 
 // arFamilySize is the size of the family between host 0 and the last host and between host 0

@@ -25,8 +25,8 @@ func TestARFamilySize(t *testing.T) {
 		opt  Options
 		want int
 	}{
-		{across, Options{}, 0}, {across, Options{PerFlowAR: true}, 4}, {across, Options{PerFlowAR: true, PerFlowARAllStages: true}, 16},
-		{local, Options{PerFlowAR: true}, 0},
+		{across, Options{PooledAR: true}, 0}, {across, Options{PerFlowAREverywhere: true}, 4}, {across, Options{PerFlowARAllStages: true, PerFlowAREverywhere: true}, 16},
+		{local, Options{PerFlowAREverywhere: true}, 0},
 	} {
 		mg := c.mg
 		e, err := newEngine(g, r, cfg, mg, c.opt)
@@ -48,7 +48,7 @@ func TestARFamilyStartsLate(t *testing.T) {
 	cfg.IB.Adaptive = true
 	mg := &msggraph.Graph{Endpoints: len(g.Hosts), Msgs: []msggraph.Message{{Src: 0, Dst: int32(len(g.Hosts) - 1), Bytes: units.MB}}}
 	for _, quiet := range []bool{false, true} {
-		e, err := newEngine(g, r, cfg, mg, Options{PerFlowAR: true, PerFlowARQuiet: quiet})
+		e, err := newEngine(g, r, cfg, mg, Options{PerFlowARQuiet: quiet, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,12 +67,15 @@ func TestARFamilyStartsLate(t *testing.T) {
 // congested pipeline class, stage 3's sends to stages 2 and 4) on InfiniBand NDR with adaptive
 // routing: the pooled bundles, per-flow adaptive routing (first-choice families: the leaf's
 // choice per flow, 8 members per QP on this fabric; with every stage per flow a QP would have
-// more paths than maxARPaths and keep the bundles) and per-flow with quiet families, reporting
+// more paths than maxARPaths and keep the bundles; families in every run, PerFlowAREverywhere),
+// per-flow with quiet families (also everywhere) and per-flow by the spread rule (arOverload:
+// the sources' NICs, each sending to two stages, fill half the leaves' spine links, and the
+// class keeps the pooled bundles), reporting
 // CPU seconds, steps and the slowest message's FCT:
 // go test ./flow -run '^$' -bench PipelineClassIB -benchtime 1x -count 3.
 func BenchmarkPipelineClassIB(b *testing.B) {
 	for _, servers := range []int{256, 2048} {
-		for _, mode := range []string{"pooled", "per-flow", "per-flow-quiet"} {
+		for _, mode := range []string{"pooled", "per-flow", "per-flow-quiet", "per-flow-rule"} {
 			b.Run(fmt.Sprintf("%dGPUs/%s", servers*8, mode), func(b *testing.B) {
 				g, mg, _ := pipelineClass(b, servers, 3)
 				cfg, err := fabric.DefaultInfiniBand("ndr")
@@ -81,7 +84,7 @@ func BenchmarkPipelineClassIB(b *testing.B) {
 				}
 				cfg.IB.Adaptive = true
 				cfg.Seed = 1
-				res := benchClass(b, g, mg, cfg, Options{PerFlowAR: mode != "pooled", PerFlowARQuiet: mode == "per-flow-quiet"})
+				res := benchClass(b, g, mg, cfg, Options{PooledAR: mode == "pooled", PerFlowARQuiet: mode == "per-flow-quiet", PerFlowAREverywhere: mode != "per-flow-rule"})
 				var slowest units.Time
 				for _, m := range res.Messages {
 					slowest = max(slowest, m.Finish-m.Start)
@@ -89,5 +92,37 @@ func BenchmarkPipelineClassIB(b *testing.B) {
 				b.ReportMetric(slowest.Seconds()*1e6, "slowest-us")
 			})
 		}
+	}
+}
+
+// TestPerFlowARRulePipeline: the spread rule (arOverload) keeps the pooled bundles on the 70B
+// pipeline class at 2,048 GPUs: each source NIC sends to two stages, so the destinations' links
+// can ask a leaf's spine links for rho = 0.49 of their rate, and even the most loaded of them
+// (spread s = 9.4 %, 32 QPs into each leaf's 8 spine links per depth) stays below it; families
+// there give the same slowest message (693.2 us, BenchmarkPipelineClassIB) with 3 steps. The run
+// is the pooled model's: every message finishes at the same picosecond, with no step.
+func TestPerFlowARRulePipeline(t *testing.T) {
+	g, mg, _ := pipelineClass(t, 256, 3)
+	cfg, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IB.Adaptive = true
+	cfg.Seed = 1
+	pooled, err := Run(g, nil, cfg, mg, Options{PooledAR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := Run(g, nil, cfg, mg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pooled.Messages {
+		if pooled.Messages[i].Finish != rule.Messages[i].Finish {
+			t.Fatalf("message %d: pooled %v, by the rule %v", i, pooled.Messages[i].Finish, rule.Messages[i].Finish)
+		}
+	}
+	if p, q := pooled.Counters["flow_steps"], rule.Counters["flow_steps"]; p != q {
+		t.Errorf("%v steps pooled, %v by the rule", p, q)
 	}
 }

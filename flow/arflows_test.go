@@ -14,7 +14,7 @@ import (
 	"github.com/fabricsim/fabricsim/units"
 )
 
-// Per-flow adaptive routing (flow.Options.PerFlowAR, flow/arflows.go; docs/flow.md, "Adaptive
+// Per-flow adaptive routing (the default where the spread rule asks for it; flow.Options.PooledAR, flow/arflows.go; docs/flow.md, "Adaptive
 // routing on a permutation (row 16)").
 
 // TestPerFlowARMatchesPooled: where every downlink carries many flows (validation row 9, an
@@ -24,11 +24,11 @@ import (
 // backend's 199.2 / 193.4 / 198.8 us.
 func TestPerFlowARMatchesPooled(t *testing.T) {
 	g, cfg, mg := allToAll3to1(true)(t)
-	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
+	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PooledAR: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAREverywhere: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestPerFlowARMatchesPooled(t *testing.T) {
 // 2 %, and the run to the same output twice.
 func TestPerFlowARPermutation(t *testing.T) {
 	g, cfg, mg := loadExample(t, "ib-permutation-ar.yaml")
-	r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPerFlowARPermutation(t *testing.T) {
 		}
 	}
 	// Same scenario, same output.
-	again, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+	again, err := flow.Run(g, nil, cfg, mg, flow.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +92,11 @@ func TestPerFlowARSingleFlow(t *testing.T) {
 			continue // a host of another pod: every adaptive stage
 		}
 		one := &msggraph.Graph{Endpoints: mg.Endpoints, Msgs: []msggraph.Message{m}}
-		pooled, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true})
+		pooled, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PooledAR: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		per, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PerFlowAR: true})
+		per, err := flow.Run(g, nil, cfg, one, flow.Options{Check: true, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,9 +116,9 @@ func BenchmarkPerFlowAR(b *testing.B) {
 		name string
 		opt  flow.Options
 	}{
-		{"pooled", flow.Options{}},
-		{"per-flow", flow.Options{PerFlowAR: true}},
-		{"all-stages", flow.Options{PerFlowAR: true, PerFlowARAllStages: true}},
+		{"pooled", flow.Options{PooledAR: true}},
+		{"per-flow", flow.Options{}},
+		{"all-stages", flow.Options{PerFlowARAllStages: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var steps float64
@@ -144,7 +144,7 @@ func TestPerFlowARRing(t *testing.T) {
 		t.Skip("half a second of CPU")
 	}
 	g, cfg, mg := ringIB(true)(t)
-	r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+	r, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAREverywhere: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestPerFlowARQuiet(t *testing.T) {
 		exact bool
 	}{{"row 16", ibPermutation(true), true}, {"row 9", allToAll3to1(true), false}} {
 		g, cfg, mg := c.sc(t)
-		quiet, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowARQuiet: true})
+		quiet, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAREverywhere: true, PerFlowARQuiet: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+		plain, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestPerFlowARQuiet(t *testing.T) {
 	}
 }
 
-// TestPerFlowARFirstChoice compares first-choice families (the default of Options.PerFlowAR: a
+// TestPerFlowARFirstChoice compares first-choice families (the default of per-flow adaptive routing: a
 // member per port of the first adaptive switch's group, the later adaptive stages pooled) with
 // every adaptive stage per flow (Options.PerFlowARAllStages, the plain version). On row 16's
 // fat tree (three permutations, the scenario's seeds 1-3) both are held to the row's targets of
@@ -225,7 +225,7 @@ func TestPerFlowARFirstChoice(t *testing.T) {
 			if all && seed > 1 {
 				continue
 			}
-			r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowARAllStages: all})
+			r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowARAllStages: all})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,11 +247,11 @@ func TestPerFlowARFirstChoice(t *testing.T) {
 			continue
 		}
 		g, cfg, mg := c.sc(t)
-		first, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true})
+		first, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAREverywhere: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAR: true, PerFlowARAllStages: true})
+		all, err := flow.Run(g, nil, cfg, mg, flow.Options{PerFlowAREverywhere: true, PerFlowARAllStages: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestPerFlowARParallelLinks(t *testing.T) {
 		packet := figures(packetRun(t, "parallel links", g, cfg, mg), 0)
 		var got [2][4]float64
 		for i, all := range []bool{false, true} {
-			r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true, PerFlowARAllStages: all})
+			r, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowARAllStages: all})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,11 +341,11 @@ func TestPerFlowARNoFamily(t *testing.T) {
 		mg.Add(msggraph.Message{Src: h, Dst: h + 1, Bytes: 2 * units.MB})
 		mg.Add(msggraph.Message{Src: h + 1, Dst: h, Bytes: units.MB, Start: units.Microsecond})
 	}
-	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
+	pooled, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PooledAR: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true, PerFlowAR: true})
+	per, err := flow.Run(g, nil, cfg, mg, flow.Options{Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,5 +356,49 @@ func TestPerFlowARNoFamily(t *testing.T) {
 	}
 	if p, q := pooled.Counters["flow_steps"], per.Counters["flow_steps"]; p != q {
 		t.Errorf("%v steps pooled, %v per-flow", p, q)
+	}
+}
+
+// TestPerFlowARSpreadRule: the spread rule (arflows.go, arOverload) forms families on row 16
+// (its estimate 1 + 1.5 * 4 * 0.093 / sqrt(4) = 1.279: each edge switch's four downlinks carry
+// four flows from four edge switches, the destinations' links as fast as the downlinks): the
+// run is PerFlowAREverywhere's, every message at the same picosecond. On row 9 (1.0155: 216 QPs
+// per leaf and depth from three source leaves, rho 2.35 after the sources' NICs) and row 12
+// (1: each source leaf's ring QPs of a depth go to one leaf, which its own balancing evens out)
+// it keeps the pooled bundles: the run is the pooled model's, every message at the same
+// picosecond with the same steps.
+func TestPerFlowARSpreadRule(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		build    func(testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph)
+		families bool
+	}{
+		{"row 16", func(tb testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph) {
+			return loadExample(tb, "ib-permutation-ar.yaml")
+		}, true},
+		{"row 9", allToAll3to1(true), false},
+		{"row 12", ringIB(true), false},
+	} {
+		g, cfg, mg := c.build(t)
+		rule, err := flow.Run(g, nil, cfg, mg, flow.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := flow.Options{PooledAR: true}
+		if c.families {
+			ref = flow.Options{PerFlowAREverywhere: true}
+		}
+		want, err := flow.Run(g, nil, cfg, mg, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Messages {
+			if want.Messages[i].Finish != rule.Messages[i].Finish {
+				t.Fatalf("%s: message %d: %+v gives %v, the rule %v", c.name, i, ref, want.Messages[i].Finish, rule.Messages[i].Finish)
+			}
+		}
+		if p, q := want.Counters["flow_steps"], rule.Counters["flow_steps"]; p != q {
+			t.Errorf("%s: %v steps with %+v, %v by the rule", c.name, p, ref, q)
+		}
 	}
 }

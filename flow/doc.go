@@ -6,7 +6,8 @@
 //   - routing as the packet backend does it: ECMP on the same hash of the QP's entropy with the
 //     same per-switch salts, QP-aware hashing, InfiniBand's linear forwarding tables (package
 //     ibsm); adaptive routing and packet spraying as a pooled bundle of the stage's links
-//     (or, Options.PerFlowAR, experimental: adaptive routing per flow, arflows.go);
+//     (or adaptive routing per flow where few QPs share a destination switch's loaded downlinks:
+//     the spread rule, arflows.go; Options.PooledAR keeps the bundles);
 //   - queues: every egress queue holds its flows' bytes, served first in, first out in the fluid
 //     limit, so oversubscription and incast build queues where the packet backend does;
 //   - link-level flow control: PFC (per ingress port and priority, static or dynamic XOFF) and

@@ -78,18 +78,6 @@ type Options struct {
 	// that arrival order is compared with (TestSubStepMatchesFineStep, TestTailDropArrivalOrder);
 	// AgeOrder implies it.
 	ProportionalFIFO bool
-	// PerFlowAR routes InfiniBand adaptive routing per flow: each adaptive QP a family of flows,
-	// one per switch the first adaptive switch on its path may send to (first-choice families;
-	// the later adaptive stages pooled into bundles; PerFlowARAllStages: one per minimal path),
-	// the switch sending the bytes that reach it in a step down its allowed ports packet by packet
-	// by their backlog, as the packet backend's switches do (arflows.go; docs/flow.md, "Per-flow
-	// adaptive routing"), instead of pooling each adaptive stage's links into one bundle.
-	// Experimental, off by default: row 16 moves from -29 % to -4 % of the packet backend's
-	// completion time, at 13-44x the CPU (the pooled bundles take no step there), with a step
-	// dependence (Run plans its memory by family size, EstimateMemory does not). Without
-	// congestion control and faults only (elsewhere the bundles stay); every flow is stepped and
-	// the symmetry reduction is off.
-	PerFlowAR bool
 	// JoinIntervals shares a NIC within a step interval by interval between its flows' join
 	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
 	// its end, which gives a flow that joins late in the step an equal share of all of it.
@@ -110,6 +98,27 @@ type Options struct {
 	// it is read, instead of sorting short ones in place, scanning for an edge once and keeping
 	// its place: the plain version that is compared with (TestServeWinMatchesPlain).
 	plainWin bool
+	// PerFlowAREverywhere forms families in every run with a choice to make per flow, without
+	// the spread rule (arflows.go, "The spread rule": a run whose QPs into each destination edge
+	// switch are many enough that their downlinks' loads average out keeps the pooled bundles).
+	// The plain version the rule is compared with (TestPerFlowARSpreadRule).
+	PerFlowAREverywhere bool
+	// PooledAR keeps the pooled model of InfiniBand adaptive routing in every run: each adaptive
+	// stage's links one bundle, the outcome of every flow spreading its bytes evenly over them
+	// (router.bundlePath). By default, a run where the spread rule expects the switches' own
+	// choices to lengthen it by more than 5 % (arflows.go, "The spread rule": few QPs sharing a
+	// destination edge switch's loaded downlinks, validation row 16) routes adaptive QPs per flow
+	// instead: each a family of flows, one per switch the first adaptive switch on its path may
+	// send to (first-choice families; the later adaptive stages pooled into bundles;
+	// PerFlowARAllStages: one per minimal path), the switch sending the bytes that reach it in a
+	// step down its allowed ports packet by packet by their backlog, as the packet backend's
+	// switches do (arflows.go; docs/flow.md, "Per-flow adaptive routing"). Row 16 moves from
+	// -29 % to -4 % of the packet backend's completion time, at 44x the pooled model's
+	// instructions (which take no step there), with a step dependence; every other run measured
+	// keeps the pooled bundles (docs/flow.md, "The spread rule"). Without congestion control and
+	// faults only (elsewhere the bundles stay); in a run with families every flow is stepped and
+	// the symmetry reduction is off (Run plans its memory by family size, EstimateMemory does not).
+	PooledAR bool
 }
 
 // DefaultMemoryLimit is the memory a run may plan to use unless Options says otherwise (the
@@ -431,7 +440,7 @@ type engine struct {
 	toRun int
 	// faults runs the fault plan (faults.go; nil without faults).
 	faults *faultState
-	// ar routes adaptive QPs per flow (Options.PerFlowAR, arflows.go; nil: pooled bundles).
+	// ar routes adaptive QPs per flow (unless Options.PooledAR, arflows.go; nil: pooled bundles).
 	ar *arState
 
 	stats stats
@@ -515,13 +524,13 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	if err := e.installFaults(); err != nil {
 		return nil, err
 	}
-	if opt.PerFlowAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
+	if !opt.PooledAR && rt.mode == routeAR && e.cc == nil && e.faults == nil {
 		e.ar = newARState()
 		e.ar.first = !opt.PerFlowARAllStages
-		if e.anyFamily(mg) {
+		if opt.PerFlowAREverywhere && e.anyFamily(mg) || !opt.PerFlowAREverywhere && e.arOverload(mg) > 1+arOverMin {
 			e.allHot = !opt.PerFlowARQuiet // a quiet flow's bytes would pass its path without the switches' choices (but quiet families: arflows.go)
 		} else {
-			e.ar = nil // no QP has a choice to make per flow: the pooled model as it runs by default
+			e.ar = nil // no QP has a choice to make per flow, or the choices average out: the pooled model as it runs by default
 		}
 		if len(e.rc) < len(e.net.res)*e.nc {
 			e.growState() // the shapes created bundles
