@@ -352,7 +352,7 @@ func (d *dcqcnModel) cnp(s *ccFlow, f *flowState, t units.Time) {
 }
 
 // notify is the receiver's notification point for packets of flow f that reach the receiver
-// over (lo0, at] (deliveredMarks). Marked packets among them (the log of the probability that
+// over (lo0, at] (deliveredMarks, pacedArrivals). Marked packets among them (the log of the probability that
 // none is marked: noMark) make a CNP at the first of them after the CNP interval since the
 // last CNP, drawn from the flow's random stream; the CNP returns over the path's latency on a
 // strict-priority class.
@@ -404,19 +404,29 @@ func (d *dcqcnModel) steady(fid int32) bool {
 }
 
 // deliveredMarks is the notification point for the marks on the bytes of flow f that the step
-// delivered (s.seen to f.deliv), which reached the receiver over (t0, t1], in proportion: a
-// batch's marks are spread evenly over its bytes, so the part of a batch the step delivered
-// carries its share of them (a mark probability's log is additive over packets).
+// delivered (s.seen to f.deliv), which reached the receiver over (t0, t1] (delivered).
 func (d *dcqcnModel) deliveredMarks(s *ccFlow, f *flowState, t0, t1 units.Time) {
 	d0, d1 := s.seen, f.deliv
 	if d1 <= d0 {
 		return
 	}
 	s.seen = d1
-	eps := 1e-9*f.total + 1e-6
 	at := func(x float64) units.Time { // when byte x reached the receiver
 		return t0 + units.Time(math.Round(float64(t1-t0)*min(1, (x-d0)/(d1-d0))))
 	}
+	s.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
+		lo := at(from)
+		d.notify(s, f, lk, lo, max(lo+1, at(to)))
+	})
+}
+
+// delivered hands emit the marks on the flow's bytes (d0, d1] (eps: rounding), batch by batch
+// in the order of their bytes, as the log of the probability that none of them is marked and
+// the bytes they are on, and keeps the rest. A batch's marks are spread evenly over its bytes,
+// so the part of it delivered carries its share (the log is additive over packets); a batch
+// every packet of which is marked (-Inf) is -Inf in every part. A batch partly delivered holds
+// back the batches after it (a later hop's marks on bytes that overlap it) until it is done.
+func (s *ccFlow) delivered(d0, d1, eps float64, emit func(lk, from, to float64)) {
 	n := 0
 	for ; n < len(s.batches); n++ {
 		b := &s.batches[n]
@@ -431,8 +441,7 @@ func (d *dcqcnModel) deliveredMarks(s *ccFlow, f *flowState, t0, t1 units.Time) 
 			b.logKeep -= lk
 		}
 		if lk < 0 {
-			lo := at(st)
-			d.notify(s, f, lk, lo, max(lo+1, at(hi)))
+			emit(lk, st, hi)
 		}
 		if !done {
 			b.start = hi
