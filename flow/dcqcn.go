@@ -14,9 +14,14 @@ import (
 //     its increase timer fires at its exact time, and the flow's rate is the RP's current rate;
 //   - a step's packets at a queue above Kmin are ECN-marked with RED's probability, so a flow
 //     that sent k packets through a queue marking with p carries a mark with probability
-//     1 - (1-p)^k, drawn from the flow's own random stream;
-//   - a flow paced below a packet per microsecond is marked packet by packet instead, at its
-//     pacer's times (afterStep);
+//     1 - (1-p)^k, drawn from the flow's own random stream when those bytes reach the
+//     receiver (the queues are FIFO, so the flow's bytes arrive in the order they were sent:
+//     markAt files the marks under the bytes they are on, deliveredMarks reads them as the
+//     flow's delivered bytes pass them);
+//   - a flow paced below a packet per microsecond is marked packet by packet instead: each
+//     packet, sent at its pacer's time (afterStep), crosses its path's queues one after the
+//     other, marked at each with RED's probability at the depth it finds there (join,
+//     pacedArrivals);
 //   - the notification point turns a mark, when it reaches the receiver, into a CNP at most once
 //     per CNP interval, and the CNP cuts the sender's rate when it arrives a path latency later.
 //
@@ -40,21 +45,36 @@ type ccFlow struct {
 	rp   dcqcn.RP
 	np   dcqcn.NP
 	cnps []units.Time // CNPs on their way to the sender, by arrival
-	// arrived is when the last step's packets reached the receiver; lastCNP when the receiver
-	// last sent a CNP (cnpSent: it has).
-	arrived units.Time
+	// lastCNP is when the receiver last sent a CNP (cnpSent: it has).
 	lastCNP units.Time
 	cnpSent bool
 	on      bool
 	// The pacer of a flow sending less than a packet per step (afterStep, paced): next is when
 	// it sends the flow's next packet, at the interval of pace, the rate the flow had when it
 	// sent the one before (so a cut takes effect after the packet already scheduled, as the
-	// NIC's rate limiter does: the packet backend's dcqcnCC); keep is the log of the
-	// probability that a packet joining the flow's path's queues at the step's start is not
-	// ECN-marked.
+	// NIC's rate limiter does: the packet backend's dcqcnCC); pkts are its packets on their
+	// way, in the order sent (pacedArrivals).
 	next units.Time
 	pace float64
-	keep float64
+	pkts []pacedPkt
+	// batches are the marks on their way to the receiver, in the order of the flow's bytes they
+	// are on; seen is the flow's bytes delivered by the last step's end (deliveredMarks).
+	batches []markBatch
+	seen    float64
+}
+
+// markBatch is the marks of the flow's bytes (start, end] (its injected bytes, counted from
+// the message's first): logKeep is the log of the probability that none of them is marked.
+type markBatch struct {
+	start, end, logKeep float64
+}
+
+// pacedPkt is a paced flow's packet on its way: it leaves the queue of its path's hop hop at
+// at; logKeep is the log of the probability that none of the queues it joined marked it.
+type pacedPkt struct {
+	hop     int32
+	at      units.Time
+	logKeep float64
 }
 
 func newDCQCN(e *engine) *dcqcnModel {
@@ -69,8 +89,8 @@ func (d *dcqcnModel) start(fid int32, t units.Time) {
 		d.st = append(d.st, ccFlow{})
 	}
 	s := &d.st[fid]
-	cnps := s.cnps[:0]
-	*s = ccFlow{on: true, cnps: cnps, next: t}
+	cnps, batches, pkts := s.cnps[:0], s.batches[:0], s.pkts[:0]
+	*s = ccFlow{on: true, cnps: cnps, next: t, batches: batches, pkts: pkts}
 	f := &d.e.flows[fid]
 	line := units.Rate(d.e.hostSt[f.src].rate * 8)
 	s.rp.Init(&d.p, line, t)
@@ -107,15 +127,50 @@ func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
 	// with probability k (a flow at a low rate sends rarely).
 	f := &e.flows[fid]
 	k := amt / e.ideal.maxWire
+	var lk float64 // the log of the probability that none of them is marked
 	switch {
 	case k < 1:
-		f.noMark += math.Log1p(-k * p)
+		lk = math.Log1p(-k * p)
 	case p >= 1:
-		f.noMark = math.Inf(-1)
+		lk = math.Inf(-1)
 	default:
-		f.noMark += k * q.markLog
+		lk = k * q.markLog
 	}
+	f.noMark += lk
 	e.net.res[r].marks += k * p
+	d.markAt(fid, r, f, amt, lk)
+}
+
+// markAt files the marks of amt bytes of flow f joining resource r (lk: the log of the
+// probability that none is marked) under the flow's bytes they are: the queues are FIFO, so
+// ahead of them are the flow's delivered bytes and its bytes at r and the hops after it.
+func (d *dcqcnModel) markAt(fid, r int32, f *flowState, amt, lk float64) {
+	s := &d.st[fid]
+	if s.rp.RC < d.e.ideal.maxWire/pacedInterval.Seconds()*8 {
+		return // paced: marked packet by packet (afterStep)
+	}
+	e := d.e
+	h := f.hops - 1
+	for h > 1 && e.owner[f.off+h].res != r {
+		h--
+	}
+	end := f.deliv
+	for j := h; j < f.hops; j++ {
+		end += e.owner[f.off+j].back
+	}
+	s.file(markBatch{start: end - amt, end: end, logKeep: lk})
+}
+
+// file adds b to the flow's marks under way, kept in the order of their bytes (a later hop's
+// marks are of bytes ahead of the first hop's).
+func (s *ccFlow) file(b markBatch) {
+	i := len(s.batches)
+	for i > 0 && s.batches[i-1].end > b.end {
+		i--
+	}
+	s.batches = append(s.batches, markBatch{})
+	copy(s.batches[i+1:], s.batches[i:])
+	s.batches[i] = b
 }
 
 func (d *dcqcnModel) report(c map[string]float64) {
@@ -143,7 +198,7 @@ const pacedInterval = units.Microsecond
 // flow to a fraction of a gigabit per second, hundreds of microseconds per packet) is marked
 // packet by packet, at its pacer's times, instead of with the step's share of a packet: its
 // last marked packet before a queue empties is then the one its pacer sent while the queue was
-// still deep, and its CNP comes back when that packet leaves the queue, as on the packet
+// still deep, and its CNP comes back when that packet is delivered, as on the packet
 // backend, where a stalled ring position's flows all get their last CNP as their common queue
 // empties and their increase timers fire together (docs/flow.md, "Limits": a ring's backlog
 // after a stall).
@@ -157,14 +212,6 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 		s := &d.st[fid]
 		f := &e.flows[fid]
 		rp := &s.rp
-		// The step's packets reach the receiver over (lo0, at]: after the queues ahead of them
-		// and the path's latency.
-		at := tEnd + e.queueDelay(fid) + f.lat
-		lo0 := s.arrived
-		if lo0 == 0 || lo0 >= at {
-			lo0 = at - max(1, units.Time(math.Round(float64(e.step))))
-		}
-		s.arrived = at
 		paced := rp.RC < paceAt
 		// raised moves the packet already scheduled when the rate rose from old at t (the NIC
 		// shortens the wait in proportion, as the packet backend's dcqcnCC.apply does).
@@ -203,11 +250,7 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 				feed(tp)
 				s.pace = rp.RC
 				s.next = tp + units.Time(math.Ceil(w/(rp.RC/8)*float64(units.Second)))
-				if s.keep < 0 {
-					// It reaches the receiver within the step's arrivals, in its place.
-					arr := lo0 + units.Time(math.Round(float64(at-lo0)*float64(tp-tStart)/float64(tEnd-tStart)))
-					d.packet(s, f, arr)
-				}
+				s.pkts = append(s.pkts, d.join(f, pacedPkt{hop: 1, at: tp}))
 				continue
 			}
 			if cnp && (!timer || s.cnps[k] <= rp.TimerAt) {
@@ -241,15 +284,9 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 			}
 		}
 		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
-		if !paced {
-			d.notify(s, f, lo0, at)
-		}
-		// What a paced packet of the next step finds (the fluid's bytes are marked at the
-		// depth of the step's start too: enqueued).
-		s.keep = 0
-		if rp.RC < paceAt {
-			s.keep = e.pathNoMark(f)
-		}
+		// The step's deliveries reached the receiver over (tStart, tEnd] plus the path's latency.
+		d.deliveredMarks(s, f, tStart+f.lat, tEnd+f.lat)
+		d.pacedArrivals(s, f, tEnd)
 		if !rp.AtLine() || len(s.cnps) > 0 {
 			busy = true
 		}
@@ -257,37 +294,45 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 	return busy
 }
 
-// pathNoMark is the log of the probability that a packet of flow f joining its path's queues
-// now is not ECN-marked at any of them (RED's probability at each queue's depth).
-func (e *engine) pathNoMark(f *flowState) float64 {
-	var keep float64
-	for _, r := range e.path[f.off+1 : f.off+f.hops] {
-		q := e.queue(r, f.cls)
-		switch {
-		case q.markP <= 0:
-		case q.markP >= 1:
-			return math.Inf(-1)
-		default:
-			keep += q.markLog
-		}
+// join is packet p of flow f joining the queue of its path's hop p.hop at p.at: marked with
+// RED's probability at the queue's depth, it leaves after the bytes ahead of it (the queues
+// are FIFO). A packet waiting at one hop finds the next one's queue as it is when it gets
+// there, not as it was when it was sent.
+func (d *dcqcnModel) join(f *flowState, p pacedPkt) pacedPkt {
+	e := d.e
+	r := e.path[f.off+p.hop]
+	switch q := e.queue(r, f.cls); {
+	case q.markP <= 0:
+	case q.markP >= 1:
+		p.logKeep = math.Inf(-1)
+	default:
+		p.logKeep += q.markLog
 	}
-	return keep
+	res := &e.net.res[r]
+	p.at += units.Time(res.q / res.rate * float64(units.Second))
+	return p
 }
 
-// packet is the notification point for one packet of a paced flow, reaching the receiver at
-// arr and not marked with probability exp(s.keep): a marked one makes a CNP unless the last
-// was within the CNP interval.
-func (d *dcqcnModel) packet(s *ccFlow, f *flowState, arr units.Time) {
-	e := d.e
-	if e.red.copied(f.msg) {
-		e.red.broken = true // its copies would draw their own marks
+// pacedArrivals moves flow f's paced packets on through the queues they have left by tEnd and
+// is the notification point for those that reached the receiver (a path latency after the last
+// queue).
+func (d *dcqcnModel) pacedArrivals(s *ccFlow, f *flowState, tEnd units.Time) {
+	n := 0
+	for i := range s.pkts {
+		p := s.pkts[i]
+		for p.at <= tEnd && p.hop < f.hops-1 {
+			p.hop++
+			p = d.join(f, p)
+		}
+		if p.at <= tEnd {
+			arr := p.at + f.lat
+			d.notify(s, f, p.logKeep, arr-1, arr)
+			continue
+		}
+		s.pkts[n] = p
+		n++
 	}
-	f.rng += 0x9e3779b97f4a7c15
-	u := float64(sim.Mix64(f.rng)>>11) / (1 << 53)
-	if u >= -math.Expm1(s.keep) {
-		return
-	}
-	d.cnp(s, f, arr)
+	s.pkts = s.pkts[:n]
 }
 
 // cnp is the notification point's answer to a marked packet reaching the receiver at t: a CNP,
@@ -306,14 +351,14 @@ func (d *dcqcnModel) cnp(s *ccFlow, f *flowState, t units.Time) {
 	}
 }
 
-// notify is the receiver's notification point for the step's packets of flow f. They reach the
-// receiver over (lo0, at]: after the queues ahead of them and the path's latency. Marked
-// packets among them (each marked with its queues' RED probability, f.noMark) make a CNP at
-// the first of them after the CNP interval since the last CNP, drawn from the flow's random
-// stream; the CNP returns over the path's latency on a strict-priority class.
-func (d *dcqcnModel) notify(s *ccFlow, f *flowState, lo0, at units.Time) {
+// notify is the receiver's notification point for packets of flow f that reach the receiver
+// over (lo0, at] (deliveredMarks, pacedArrivals). Marked packets among them (the log of the probability that
+// none is marked: noMark) make a CNP at the first of them after the CNP interval since the
+// last CNP, drawn from the flow's random stream; the CNP returns over the path's latency on a
+// strict-priority class.
+func (d *dcqcnModel) notify(s *ccFlow, f *flowState, noMark float64, lo0, at units.Time) {
 	e := d.e
-	if f.noMark >= 0 {
+	if noMark >= 0 {
 		return
 	}
 	if e.red.copied(f.msg) {
@@ -327,7 +372,7 @@ func (d *dcqcnModel) notify(s *ccFlow, f *flowState, lo0, at units.Time) {
 		return
 	}
 	// The marks of the part of the step's packets that arrive after lo.
-	logKeep := f.noMark * float64(at-lo) / float64(at-lo0)
+	logKeep := noMark * float64(at-lo) / float64(at-lo0)
 	f.rng += 0x9e3779b97f4a7c15
 	u := float64(sim.Mix64(f.rng)>>11) / (1 << 53)
 	if u >= -math.Expm1(logKeep) {
@@ -356,4 +401,52 @@ func (e *engine) queueDelay(fid int32) units.Time {
 func (d *dcqcnModel) steady(fid int32) bool {
 	s := &d.st[fid]
 	return s.rp.AtLine() && len(s.cnps) == 0
+}
+
+// deliveredMarks is the notification point for the marks on the bytes of flow f that the step
+// delivered (s.seen to f.deliv), which reached the receiver over (t0, t1] (delivered).
+func (d *dcqcnModel) deliveredMarks(s *ccFlow, f *flowState, t0, t1 units.Time) {
+	d0, d1 := s.seen, f.deliv
+	if d1 <= d0 {
+		return
+	}
+	s.seen = d1
+	at := func(x float64) units.Time { // when byte x reached the receiver
+		return t0 + units.Time(math.Round(float64(t1-t0)*min(1, (x-d0)/(d1-d0))))
+	}
+	s.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
+		lo := at(from)
+		d.notify(s, f, lk, lo, max(lo+1, at(to)))
+	})
+}
+
+// delivered hands emit the marks on the flow's bytes (d0, d1] (eps: rounding), batch by batch
+// in the order of their bytes, as the log of the probability that none of them is marked and
+// the bytes they are on, and keeps the rest. A batch's marks are spread evenly over its bytes,
+// so the part of it delivered carries its share (the log is additive over packets); a batch
+// every packet of which is marked (-Inf) is -Inf in every part. A batch partly delivered holds
+// back the batches after it (a later hop's marks on bytes that overlap it) until it is done.
+func (s *ccFlow) delivered(d0, d1, eps float64, emit func(lk, from, to float64)) {
+	n := 0
+	for ; n < len(s.batches); n++ {
+		b := &s.batches[n]
+		st := max(b.start, d0) // (bytes of a batch below d0 were delivered by earlier steps)
+		done := b.end <= d1+eps
+		if !done && st >= d1-eps {
+			break
+		}
+		hi, lk := min(b.end, d1), b.logKeep
+		if !done && !math.IsInf(lk, -1) {
+			lk = b.logKeep * (hi - st) / (b.end - st)
+			b.logKeep -= lk
+		}
+		if lk < 0 {
+			emit(lk, st, hi)
+		}
+		if !done {
+			b.start = hi
+			break
+		}
+	}
+	s.batches = append(s.batches[:0], s.batches[n:]...)
 }
