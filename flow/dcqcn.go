@@ -136,7 +136,6 @@ func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
 	default:
 		lk = k * q.markLog
 	}
-	f.noMark += lk
 	e.net.res[r].marks += k * p
 	d.markAt(fid, r, f, amt, lk)
 }

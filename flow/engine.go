@@ -250,13 +250,10 @@ type flowState struct {
 	// inj and out are the bytes injected and delivered in the current step; rate the injection
 	// rate of the last step (bytes/s), for the stationarity test.
 	inj, out float64
-	// noMark is the log of the probability that none of the packets of the current step was
-	// ECN-marked (0: none could be).
-	noMark float64
-	rate   float64
-	msg    int32
-	qp     int32 // the QP of the message it carries (its hash, its share of the bytes)
-	hidx   int32 // index in its host's injecting list, -1 when done injecting
+	rate     float64
+	msg      int32
+	qp       int32 // the QP of the message it carries (its hash, its share of the bytes)
+	hidx     int32 // index in its host's injecting list, -1 when done injecting
 	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
 	// it did in an earlier step); tOut when it left the last queue.
 	tInj, tOut float64
@@ -282,7 +279,7 @@ type flowState struct {
 	// flow started or was heated if that fell within the step (it sends for the rest of it), or
 	// before the step when a dependency completed within the step that just ran (it catches up).
 	from units.Time
-	_    [16]byte // to 192 bytes: the first line of every flow aligned
+	_    [24]byte // to 192 bytes: the first line of every flow aligned
 }
 
 // classState is what a step reads and writes per resource and class, together (one cache line

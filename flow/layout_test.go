@@ -17,7 +17,7 @@ func TestHotLayout(t *testing.T) {
 		size, last uintptr // the struct's size; the end of its last hot field
 	}{
 		{"resource", unsafe.Sizeof(r), unsafe.Offsetof(r.rank) + unsafe.Sizeof(r.rank)},
-		{"flowState", unsafe.Sizeof(f), unsafe.Offsetof(f.noMark) + unsafe.Sizeof(f.noMark)},
+		{"flowState", unsafe.Sizeof(f), unsafe.Offsetof(f.out) + unsafe.Sizeof(f.out)},
 		{"classState", unsafe.Sizeof(classState{}), unsafe.Sizeof(classState{})},
 		{"fifo", unsafe.Sizeof(fifo{}), unsafe.Offsetof(fifo{}.markP) + unsafe.Sizeof(fifo{}.markP)},
 	} {

@@ -81,7 +81,7 @@ func (e *engine) stepTo(tEnd units.Time) bool {
 	e.preheat()
 	for _, fid := range e.hot {
 		f := &e.flows[fid]
-		f.inj, f.out, f.noMark, f.tInj = 0, 0, 0, 0
+		f.inj, f.out, f.tInj = 0, 0, 0
 	}
 	e.inject(tau, tEnd)
 	for rank := 1; rank < len(e.act); rank++ {
