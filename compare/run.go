@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fabricsim/fabricsim/analytic"
@@ -60,6 +62,10 @@ type Options struct {
 	// (scaledSend.whole): the rule before the two sizes, the plain version they are tested
 	// against.
 	OneSizeScaledSends bool
+	// WholeProbe runs a probe of scaled-down sends to its end where a control loop acted in it
+	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
+	// plain version that stopping is tested against.
+	WholeProbe bool
 	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
@@ -378,7 +384,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	for c := range graphs {
 		sameAs[c] = -1
 		for e := 0; e < c && !full && !opt.EveryClass; e++ {
-			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && extraps[c] == nil && extraps[e] == nil &&
+			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && samePrefixes(extraps[c], extraps[e]) &&
 				slices.Equal(folds[c], folds[e]) && slices.Equal(cls[c].Instances, cls[e].Instances) {
 				sameAs[c] = e
 				break
@@ -601,10 +607,18 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					} else {
 						w := time.Now()
 						var res *result.Run
-						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions()); err == nil {
-							r.summarize(res, rng, full, pre, mw)
+						fo := opt.flowOptions()
+						// A probe that engages a control loop is discarded (unless it is the pair's
+						// smaller run): it stops there (flow.Options.StopOnControl).
+						fo.StopOnControl = probe && !opt.WholeProbe && (pair[0] != probeFloor || opt.OneSizeScaledSends)
+						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, fo); err == nil {
+							if res.Stopped {
+								probesStopped.Add(1)
+							} else {
+								r.summarize(res, rng, full, pre, mw)
+							}
 							r.Wall = time.Since(w).Seconds()
-							if probe && !settledRun(r) {
+							if probe && (res.Stopped || !settledRun(r)) {
 								if j.k == 0 && !j.skew && !j.fault {
 									mu.Lock()
 									unsettled[j.v][j.c] = true
@@ -1223,6 +1237,31 @@ func quantiles(xs []float64) (p50, p99 float64) {
 	v := append([]float64(nil), xs...)
 	sort.Float64s(v)
 	return result.Percentile(v, 50), result.Percentile(v, 99)
+}
+
+// probesStopped counts the probes stopped where a control loop acted (flow.Options.StopOnControl;
+// read by TestProbeStopMatchesWholeProbe).
+var probesStopped atomic.Int64
+
+// samePrefixes reports whether two classes' reduced groups extrapolate alike (sameAs in Run):
+// none reduced, or the same ring prefixes group by group (the same steps, positions and message
+// IDs; on the same messages, sameClassRun, the same whole rings). A scaled send is never shared:
+// at another size (sizedClass) an all-to-all and a send that compile alike at one size may not.
+func samePrefixes(a, b []groupExtrap) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == nil && b[i] == nil {
+			continue
+		}
+		x, ok1 := a[i].(*ringPrefix)
+		y, ok2 := b[i].(*ringPrefix)
+		if !ok1 || !ok2 || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameClassRun reports whether two class graphs are the same simulation: the same messages in

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -195,5 +197,52 @@ variants: [roce-default]
 	off := func(got, want float64) float64 { return math.Abs(got/want - 1) }
 	if a, b := off(two.CollP50, whole.CollP50), off(one.CollP50, whole.CollP50); a >= b {
 		t.Errorf("collective p50 %.2f %% off the whole with two sizes, %.2f %% with one", 100*a, 100*b)
+	}
+}
+
+// TestProbeStopMatchesWholeProbe: a probe of scaled-down sends stops at a control loop's first
+// act (flow.Options.StopOnControl), since its run is then discarded; the compare is the same
+// bytes as with every probe run to its end (Options.WholeProbe). The 512-GPU shape of
+// TestScaledSendMatchesWhole, where roce-default's and roce-tuned's probes engage DCQCN (they
+// stop) and roce-pfc-only's settles at 2 MiB (it runs to the end and stands for the sends); and
+// with the pair 2 and 16 MiB, whose smaller run is the probe's and is never stopped.
+func TestProbeStopMatchesWholeProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	src := `name: probe
+seed: 1
+steps: 2
+tokens: 1T
+fidelity: classes
+cluster: {servers: 64, gpus_per_server: 8, link_rate: 400Gbps, radix: 64, tiers: 3, servers_per_su: 32}
+workload: {kind: training, gpu: h100, zero: 1, seq_len: 8192, model: llama3-70b, tp: 8, pp: 8, dp: 8, micro_batch: 1, global_batch: 64}
+variants: [ib-ndr, roce-default, roce-pfc-only]
+`
+	s, err := Parse([]byte(src), "probe.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := flowRunner(t, s)
+	for _, pair := range [][2]units.Size{{}, {probeScaledSend, minScaledSend}} {
+		var out [2][]byte
+		var stopped [2]int64
+		for i, whole := range []bool{false, true} {
+			before := probesStopped.Load()
+			r := run(Options{WholeProbe: whole, ScaledSendPair: pair})
+			stopped[i] = probesStopped.Load() - before
+			r.WallSeconds = 0
+			for _, v := range r.Variants {
+				v.SimWall = 0
+			}
+			out[i], _ = json.Marshal(r)
+		}
+		if !bytes.Equal(out[0], out[1]) {
+			t.Errorf("pair %v: the compare with probes stopped differs from the one with whole probes", pair)
+		}
+		if want := pair[0] == 0; (stopped[0] > 0) != want || stopped[1] != 0 {
+			t.Errorf("pair %v: %d probes stopped (with WholeProbe %d); want some: %v", pair, stopped[0], stopped[1], want)
+		}
+		t.Logf("pair %v: %d probes stopped", pair, stopped[0])
 	}
 }
