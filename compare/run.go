@@ -66,6 +66,11 @@ type Options struct {
 	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
 	// plain version that stopping is tested against.
 	WholeProbe bool
+	// SeedCorrection runs a congested class (one whose probe engaged a control loop) on the later
+	// network seeds at the pair's larger size alone and takes the first seed's two-size
+	// correction rank by rank (scaledsend.go, twoSizeShifted): an approximation, off by default
+	// (docs/flow.md).
+	SeedCorrection bool
 	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
@@ -432,6 +437,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	for v := range unsettled {
 		unsettled[v] = make([]bool, len(graphs))
 	}
+	// seedPairs[v][c]: seed 0's two sizes of class c on variant v where they paired up, for the
+	// later seeds' correction (Options.SeedCorrection).
+	type seedPair struct{ lo, hi, e *result.Run }
+	seedPairs := make([][]*seedPair, len(variants))
+	for v := range seedPairs {
+		seedPairs[v] = make([]*seedPair, len(graphs))
+	}
 	var jobs []job
 	var later [][]job // reuseSeeds: the jobs of seeds 1, 2 ..., run after seed 0's
 	if reuseSeeds {
@@ -561,6 +573,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							sz = [2]units.Size{0, minScaledSend}
 						}
 						var lo *result.Run
+						var shared *seedPair
 						var rngLo [][2]int
 						var exLo []groupExtrap
 						gh, rh, eh, err := atSize(sz[1])
@@ -576,7 +589,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							// The smaller run only where the two pair up (twoSizeRun): not where the
 							// size cuts a collective into other messages (an all-to-all's chunks).
 							if len(gl.Msgs) == len(gh.Msgs) && slices.Equal(rl, rh) {
-								if lo = probeRes; sz[0] != probeFloor || lo == nil {
+								mu.Lock()
+								first := seedPairs[j.v][j.c]
+								mu.Unlock()
+								if opt.SeedCorrection && j.later && first != nil {
+									shared = first // the first seed's correction (twoSizeShifted)
+								} else if lo = probeRes; sz[0] != probeFloor || lo == nil {
 									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
 										return nil, err
 									}
@@ -588,8 +606,27 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						if err != nil {
 							return nil, err
 						}
+						if shared != nil {
+							res, ok := twoSizeShifted(hi, shared.lo, shared.hi, shared.e, rngLo, rng, exLo, pre, mw.bw)
+							if ok {
+								hi, pre = res, nil
+							} else { // not the first seed's messages: this seed's own smaller run
+								gl, _, _, err := atSize(sz[0])
+								if err != nil {
+									return nil, err
+								}
+								if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
+									return nil, err
+								}
+							}
+						}
 						if lo != nil {
 							if res, ok := twoSizeRun(lo, hi, rngLo, rng, exLo, pre, mw.bw); ok {
+								if opt.SeedCorrection && j.k == 0 && !j.skew && !j.fault {
+									mu.Lock()
+									seedPairs[j.v][j.c] = &seedPair{lo: lo, hi: hi, e: res}
+									mu.Unlock()
+								}
 								hi, pre = res, nil
 							}
 						}
