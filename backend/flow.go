@@ -34,6 +34,9 @@ type FlowOptions struct {
 	// ProportionalFIFO serves a partly sent queue segment in proportion to its entries rather than
 	// in its bytes' arrival order within their step (flow.Options.ProportionalFIFO).
 	ProportionalFIFO bool
+	// StopOnControl stops the run once a control loop has acted (flow.Options.StopOnControl:
+	// a probe that is discarded where one did).
+	StopOnControl bool
 }
 
 type flowBackend struct{}
@@ -66,7 +69,7 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	}
 	opt := flow.Options{Step: j.Flow.Step, Until: j.Until, Check: j.Check, MemoryLimit: j.Flow.MemoryLimit, DrawSeed: j.Flow.DrawSeed, AgeOrder: j.Flow.AgeOrder,
 		FixedStep: j.Flow.FixedStep, CoarseCreditStep: j.Flow.CoarseCreditStep, ProportionalFIFO: j.Flow.ProportionalFIFO,
-		Progress: func(now units.Time, done, total int) bool {
+		StopOnControl: j.Flow.StopOnControl, Progress: func(now units.Time, done, total int) bool {
 			if j.Progress != nil {
 				j.Progress(now, done, total)
 			}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fabricsim/fabricsim/analytic"
@@ -60,6 +62,15 @@ type Options struct {
 	// (scaledSend.whole): the rule before the two sizes, the plain version they are tested
 	// against.
 	OneSizeScaledSends bool
+	// WholeProbe runs a probe of scaled-down sends to its end where a control loop acted in it
+	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
+	// plain version that stopping is tested against.
+	WholeProbe bool
+	// SeedCorrection runs a congested class (one whose probe engaged a control loop) on the later
+	// network seeds at the pair's larger size alone and takes the first seed's two-size
+	// correction rank by rank (scaledsend.go, twoSizeShifted): an approximation, off by default
+	// (docs/flow.md).
+	SeedCorrection bool
 	// EveryClass runs every class, also one whose simulation is an earlier class's (a ring
 	// reduce-scatter and the all-gather of its size on the same groups, which send the same
 	// messages and so give the same run): the plain version that sharing is tested against.
@@ -378,7 +389,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	for c := range graphs {
 		sameAs[c] = -1
 		for e := 0; e < c && !full && !opt.EveryClass; e++ {
-			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && extraps[c] == nil && extraps[e] == nil &&
+			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && samePrefixes(extraps[c], extraps[e]) &&
 				slices.Equal(folds[c], folds[e]) && slices.Equal(cls[c].Instances, cls[e].Instances) {
 				sameAs[c] = e
 				break
@@ -425,6 +436,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	unsettled := make([][]bool, len(variants))
 	for v := range unsettled {
 		unsettled[v] = make([]bool, len(graphs))
+	}
+	// seedPairs[v][c]: seed 0's two sizes of class c on variant v where they paired up, for the
+	// later seeds' correction (Options.SeedCorrection).
+	type seedPair struct{ lo, hi, e *result.Run }
+	seedPairs := make([][]*seedPair, len(variants))
+	for v := range seedPairs {
+		seedPairs[v] = make([]*seedPair, len(graphs))
 	}
 	var jobs []job
 	var later [][]job // reuseSeeds: the jobs of seeds 1, 2 ..., run after seed 0's
@@ -555,6 +573,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							sz = [2]units.Size{0, minScaledSend}
 						}
 						var lo *result.Run
+						var shared *seedPair
 						var rngLo [][2]int
 						var exLo []groupExtrap
 						gh, rh, eh, err := atSize(sz[1])
@@ -570,7 +589,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							// The smaller run only where the two pair up (twoSizeRun): not where the
 							// size cuts a collective into other messages (an all-to-all's chunks).
 							if len(gl.Msgs) == len(gh.Msgs) && slices.Equal(rl, rh) {
-								if lo = probeRes; sz[0] != probeFloor || lo == nil {
+								mu.Lock()
+								first := seedPairs[j.v][j.c]
+								mu.Unlock()
+								if opt.SeedCorrection && j.later && first != nil {
+									shared = first // the first seed's correction (twoSizeShifted)
+								} else if lo = probeRes; sz[0] != probeFloor || lo == nil {
 									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
 										return nil, err
 									}
@@ -582,8 +606,27 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						if err != nil {
 							return nil, err
 						}
+						if shared != nil {
+							res, ok := twoSizeShifted(hi, shared.lo, shared.hi, shared.e, rngLo, rng, exLo, pre, mw.bw)
+							if ok {
+								hi, pre = res, nil
+							} else { // not the first seed's messages: this seed's own smaller run
+								gl, _, _, err := atSize(sz[0])
+								if err != nil {
+									return nil, err
+								}
+								if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
+									return nil, err
+								}
+							}
+						}
 						if lo != nil {
 							if res, ok := twoSizeRun(lo, hi, rngLo, rng, exLo, pre, mw.bw); ok {
+								if opt.SeedCorrection && j.k == 0 && !j.skew && !j.fault {
+									mu.Lock()
+									seedPairs[j.v][j.c] = &seedPair{lo: lo, hi: hi, e: res}
+									mu.Unlock()
+								}
 								hi, pre = res, nil
 							}
 						}
@@ -601,10 +644,18 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					} else {
 						w := time.Now()
 						var res *result.Run
-						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions()); err == nil {
-							r.summarize(res, rng, full, pre, mw)
+						fo := opt.flowOptions()
+						// A probe that engages a control loop is discarded (unless it is the pair's
+						// smaller run): it stops there (flow.Options.StopOnControl).
+						fo.StopOnControl = probe && !opt.WholeProbe && (pair[0] != probeFloor || opt.OneSizeScaledSends)
+						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, fo); err == nil {
+							if res.Stopped {
+								probesStopped.Add(1)
+							} else {
+								r.summarize(res, rng, full, pre, mw)
+							}
 							r.Wall = time.Since(w).Seconds()
-							if probe && !settledRun(r) {
+							if probe && (res.Stopped || !settledRun(r)) {
 								if j.k == 0 && !j.skew && !j.fault {
 									mu.Lock()
 									unsettled[j.v][j.c] = true
@@ -1231,6 +1282,31 @@ func quantiles(xs []float64) (p50, p99 float64) {
 	v := append([]float64(nil), xs...)
 	sort.Float64s(v)
 	return result.Percentile(v, 50), result.Percentile(v, 99)
+}
+
+// probesStopped counts the probes stopped where a control loop acted (flow.Options.StopOnControl;
+// read by TestProbeStopMatchesWholeProbe).
+var probesStopped atomic.Int64
+
+// samePrefixes reports whether two classes' reduced groups extrapolate alike (sameAs in Run):
+// none reduced, or the same ring prefixes group by group (the same steps, positions and message
+// IDs; on the same messages, sameClassRun, the same whole rings). A scaled send is never shared:
+// at another size (sizedClass) an all-to-all and a send that compile alike at one size may not.
+func samePrefixes(a, b []groupExtrap) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == nil && b[i] == nil {
+			continue
+		}
+		x, ok1 := a[i].(*ringPrefix)
+		y, ok2 := b[i].(*ringPrefix)
+		if !ok1 || !ok2 || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameClassRun reports whether two class graphs are the same simulation: the same messages in

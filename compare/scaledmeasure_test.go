@@ -26,7 +26,7 @@ func cpuNow() time.Duration {
 // (Options.OneSizeScaledSends), with pairs (Options.ScaledSendPair) and with every send at fixed
 // floors (Options.ScaledSendFloor; the SCALED_SIZES list: MiB, -1 whole, sends the sends whole
 // with the rings' prefixes, the reference where whole rings cost too much, 0 the default rule,
-// one the one-size rule, a:b a pair), and logs each run's step time and
+// one the one-size rule, a:b a pair, seedcorr the default rule with Options.SeedCorrection), and logs each run's step time and
 // collective percentiles against the whole run's and its CPU seconds. It asserts nothing
 // (docs/flow.md, "Scaled-down sends", has what it measured).
 func TestScaledMeasure(t *testing.T) {
@@ -59,6 +59,8 @@ func TestScaledMeasure(t *testing.T) {
 		switch lo, hi, pair := strings.Cut(f, ":"); {
 		case f == "one":
 			c.opt.OneSizeScaledSends = true
+		case f == "seedcorr": // the default rule, seeds after the first with its correction
+			c.opt.SeedCorrection = true
 		case f == "sends": // the sends whole, the rings' prefixes kept: the reference where whole rings cost too much
 			c.opt.ScaledSendFloor = 1 << 40
 		case pair:
@@ -104,6 +106,9 @@ func TestScaledMeasure(t *testing.T) {
 		for i, v := range r.Variants {
 			w := whole.Variants[i]
 			t.Logf("  %s step %+.3f %% p50 %+.3f %% p99 %+.3f %%", v.Variant.Name, 100*(v.Steps[0].StepTime/w.Steps[0].StepTime-1), 100*(v.CollP50/w.CollP50-1), 100*(v.CollP99/w.CollP99-1))
+			for k := 1; k < len(v.Steps) && k < len(w.Steps); k++ {
+				t.Logf("  %s step %d %+.3f %%", v.Variant.Name, k+1, 100*(v.Steps[k].StepTime/w.Steps[k].StepTime-1))
+			}
 		}
 	}
 }

@@ -313,3 +313,99 @@ func twoSizeRun(lo, hi *result.Run, rng1, rng2 [][2]int, ex1, ex2 []groupExtrap,
 	out.NoDraws, out.NoQueues = lo.NoDraws && hi.NoDraws, lo.NoQueues && hi.NoQueues
 	return &out, true
 }
+
+// twoSizeShifted is the whole sends' run of a later network seed from its run hi at the larger
+// size alone and the first seed's pair (lo0, hi0, and e0 = twoSizeRun(lo0, hi0)): each rank's
+// estimate in hi moved by the first seed's two-size correction at that rank (richardson of the
+// first seed's ranked estimates, less its larger run's), on the model that the transient c of
+// X(s) = X + c/s is the class's, whatever the seed's routes; the messages' start, bytes and
+// ideal FCT, and the counters, moved by the first seed's extrapolation of them (the counters at
+// least 0). Options.SeedCorrection; an approximation (docs/flow.md). False where the runs do not
+// pair up.
+func twoSizeShifted(hi, lo0, hi0, e0 *result.Run, rng1, rng2 [][2]int, ex1, ex2 []groupExtrap, bw units.Rate) (*result.Run, bool) {
+	n := len(hi.Messages)
+	if len(lo0.Messages) != n || len(hi0.Messages) != n || len(e0.Messages) != n || !slices.Equal(rng1, rng2) {
+		return nil, false
+	}
+	out := *hi
+	out.Messages = make([]result.Message, n)
+	ranked := map[[2]int][]int{}
+	var pairs [][2]int
+	F2 := 1
+	for gi, r := range rng2 {
+		f1, ok1 := sendFactor(ex1, gi)
+		f2, ok2 := sendFactor(ex2, gi)
+		if !ok1 || !ok2 || f1 < f2 || f1 == f2 && f1 > 1 {
+			return nil, false
+		}
+		F2 = max(F2, f2)
+		k := [2]int{f1, f2}
+		for i := r[0]; i < r[1]; i++ {
+			b, b0, x0, m := &hi.Messages[i], &hi0.Messages[i], &e0.Messages[i], &out.Messages[i]
+			if b.Src != b0.Src || b.Dst != b0.Dst {
+				return nil, false
+			}
+			*m = *b
+			if f2 == 1 {
+				continue
+			}
+			m.Bytes += x0.Bytes - b0.Bytes
+			m.Start += x0.Start - b0.Start
+			m.IdealFCT += x0.IdealFCT - b0.IdealFCT
+			if !b.Done() || !b0.Done() || !x0.Done() || b.Bytes == 0 || !lo0.Messages[i].Done() {
+				m.Finish = 0
+				if b.Done() && x0.Done() && b0.Done() { // a delay node
+					m.Finish = b.Finish + x0.Finish - b0.Finish
+				}
+				continue
+			}
+			if _, ok := ranked[k]; !ok {
+				pairs = append(pairs, k)
+			}
+			ranked[k] = append(ranked[k], i)
+		}
+	}
+	for _, k := range pairs {
+		f1, f2 := k[0], k[1]
+		idx := ranked[k]
+		x := func(r *result.Run, f int) []units.Time {
+			v := make([]units.Time, len(idx))
+			for j, i := range idx {
+				m := &r.Messages[i]
+				v[j] = scaledSend(f).whole(m.FCT(), fixedLatency(m, bw))
+			}
+			return v
+		}
+		x1, x2, y := x(lo0, f1), x(hi0, f2), x(hi, f2)
+		order := make([]int, len(idx)) // the messages by their one-size estimate in hi
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortStableFunc(order, func(p, q int) int { return cmp.Compare(y[p], y[q]) })
+		slices.Sort(x1)
+		slices.Sort(x2)
+		for r, j := range order {
+			m := &out.Messages[idx[j]]
+			d := richardson(float64(x1[r]), float64(x2[r]), f1, f2) - float64(x2[r])
+			m.Finish = m.Start + max(units.Time(math.Round(float64(y[j])+d)), m.IdealFCT)
+		}
+	}
+	// A count: this seed's at the larger size, scaled to the whole (F2, as twoSizeRun's line),
+	// moved by the first seed's extrapolation less its own scaled count.
+	shift := func(x, x0, e float64) float64 { return max(0, float64(F2)*(x-x0)+e) }
+	if hi.Counters != nil {
+		out.Counters = make(map[string]float64, len(hi.Counters))
+		for k, x := range hi.Counters {
+			if result.AggregationOf(k) == result.Max {
+				out.Counters[k] = x
+			} else {
+				out.Counters[k] = shift(x, hi0.Counters[k], e0.Counters[k])
+			}
+		}
+	}
+	n64 := func(x, x0, e int64) int64 { return int64(math.Round(shift(float64(x), float64(x0), float64(e)))) }
+	out.Drops, out.Timeouts, out.NAKs = n64(hi.Drops, hi0.Drops, e0.Drops), n64(hi.Timeouts, hi0.Timeouts, e0.Timeouts), n64(hi.NAKs, hi0.NAKs, e0.NAKs)
+	out.BytesRetransmitted = n64(hi.BytesRetransmitted, hi0.BytesRetransmitted, e0.BytesRetransmitted)
+	out.NoDraws, out.NoQueues = hi.NoDraws && lo0.NoDraws, hi.NoQueues && lo0.NoQueues
+	return &out, true
+}

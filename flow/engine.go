@@ -82,6 +82,14 @@ type Options struct {
 	// times (joinFill) instead of sharing the whole step's bytes among every flow present at
 	// its end, which gives a flow that joins late in the step an equal share of all of it.
 	JoinIntervals bool
+	// StopOnControl stops the run at the start of its first step after a control loop with a
+	// time of its own has acted, as far as counters that only grow show it: an ECN mark counted
+	// (where ECN or DCQCN is on), a PFC pause frame sent, or at once where packets can be lost
+	// (a lossy run draws). The result then has Stopped set and holds the run so far (unfinished
+	// messages with Finish 0). For a run that only asks whether anything acted (compare's probe
+	// of a scaled-down send, which is discarded where it did): a run that never stops is the
+	// plain run, step for step. Checked on the resources with members, after every step.
+	StopOnControl bool
 	// PerFlowARQuiet lets a PerFlowAR family whose paths hold no queue and no throttle go quiet
 	// as a whole, each member at its share of the last step (arflows.go, "Quiet families"):
 	// fewer steps, and figures that move where a run's timing is chaotic (docs/flow.md, row 12;
@@ -230,6 +238,7 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 	}
 	e.faults.restoreRouting()
 	res := e.collect()
+	res.Stopped = e.stopped
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, red, err
 }
@@ -439,6 +448,8 @@ type engine struct {
 	faults *faultState
 	// ar routes adaptive QPs per flow (unless Options.PooledAR, arflows.go; nil: pooled bundles).
 	ar *arState
+	// stopped: Options.StopOnControl stopped the run (controlActed).
+	stopped bool
 
 	stats stats
 }
@@ -688,6 +699,39 @@ func (e *engine) complete(i int32, t units.Time) {
 	}
 }
 
+// controlActed reports whether a control loop with a time of its own has acted in the run so
+// far (Options.StopOnControl), by counters that only grow and that the result reports: an ECN
+// mark on a resource with members (the ecn_marks counter where ECN is on; DCQCN's marks, which
+// draw), a PFC pause frame sent from one, or a loss model (every lossy run draws:
+// result.Run.NoDraws). A mark or frame on a resource that has no member left is not seen: the
+// run then goes on, as without the option.
+func (e *engine) controlActed() bool {
+	if e.loss != nil {
+		return true
+	}
+	_, dcqcn := e.cc.(*dcqcnModel)
+	marks := dcqcn || e.cfg.Kind == fabric.KindRoCE && e.cfg.RoCE.ECN
+	frames := e.fc.kind == bpPFC && len(e.fc.pauseFrames) > 0
+	if !marks && !frames {
+		return false
+	}
+	for rank := range e.act {
+		for _, r := range e.act[rank] {
+			if marks && e.net.res[r].marks > 0 {
+				return true
+			}
+			if frames {
+				for c := range e.nc {
+					if e.fc.pauseFrames[int(r)*e.nc+c] > 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 // run advances the fluid network from event to event: in steps of e.step while anything changes
 // (queues, throttles, congestion-control rates), in one jump while every rate is constant.
 func (e *engine) run() error {
@@ -697,6 +741,12 @@ func (e *engine) run() error {
 	}
 	noProgress := e.cfg.NoProgress
 	for e.done < e.toRun {
+		if e.opt.StopOnControl && e.controlActed() {
+			// Before a broken reduction's restart: the plain run acts in the same step (the
+			// copies move in lockstep with the representatives until then).
+			e.stopped = true
+			return nil
+		}
 		if e.red != nil && e.red.broken {
 			return errReductionBroken
 		}

@@ -79,6 +79,10 @@ type Run struct {
 	// NoQueues is set by the flow backend when no switch buffer held a byte during the run: which
 	// links met at which switch made no difference to it. Not written out.
 	NoQueues bool `json:"-"`
+	// Stopped is set by the flow backend when the run stopped at a control loop's first act
+	// (flow.Options.StopOnControl): its messages and counters are the run's so far. Not written
+	// out.
+	Stopped bool `json:"-"`
 }
 
 // Dist summarizes a distribution.
