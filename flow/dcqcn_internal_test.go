@@ -1,9 +1,14 @@
 package flow
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/traffic"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // TestDeliveredMarksConserved: the marks filed under a flow's bytes (ccFlow.file, in any order
@@ -49,5 +54,115 @@ func TestDeliveredMarksConserved(t *testing.T) {
 		if math.Abs(got-filed) > 1e-9*math.Abs(filed) {
 			t.Fatalf("trial %d: handed out %g of the filed %g", trial, got, filed)
 		}
+	}
+}
+
+// plainMarks is the plain form of ccFlow's marks under way (file: a linear scan from the end
+// and an insert; delivered: the records left moved to the slice's front), which ccFlow's
+// (a binary search, a window over a buffer) must match exactly (TestMarksMatchPlain).
+type plainMarks struct{ batches []markBatch }
+
+func (s *plainMarks) file(b markBatch) {
+	i := len(s.batches)
+	for i > 0 && s.batches[i-1].end > b.end {
+		i--
+	}
+	s.batches = append(s.batches, markBatch{})
+	copy(s.batches[i+1:], s.batches[i:])
+	s.batches[i] = b
+}
+
+func (s *plainMarks) delivered(d0, d1, eps float64, emit func(lk, from, to float64)) {
+	c := ccFlow{batches: s.batches}
+	c.delivered(d0, d1, eps, emit)
+	s.batches = append(s.batches[:0], c.batches...)
+}
+
+// TestMarksMatchPlain: ccFlow's marks under way hand out the same marks, bit for bit and in the
+// same order, as the plain form, with filing and delivery interleaved as a run does (each hop's
+// records in the order of their bytes, a later hop's behind an earlier hop's, ties included).
+func TestMarksMatchPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type out struct{ lk, from, to float64 }
+	for trial := range 300 {
+		var s ccFlow
+		var p plainMarks
+		hops := 1 + rng.IntN(4)
+		at := make([]float64, hops) // bytes that have joined each hop's queue
+		deliv := 0.0
+		for step := range 200 {
+			for h := range hops {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				amt := float64(rng.IntN(4)) * 1000 // whole kilobytes: equal ends happen
+				if h > 0 {
+					amt = min(amt, at[h-1]-at[h])
+				}
+				at[h] += amt
+				b := markBatch{start: at[h] - amt, end: at[h], logKeep: -rng.Float64()}
+				if rng.IntN(10) == 0 {
+					b.logKeep = math.Inf(-1)
+				}
+				s.file(b)
+				p.file(b)
+			}
+			d1 := deliv + rng.Float64()*(at[hops-1]-deliv)
+			if step == 199 {
+				d1 = at[hops-1]
+			}
+			var got, want []out
+			s.delivered(deliv, d1, 1e-6, func(lk, from, to float64) { got = append(got, out{lk, from, to}) })
+			p.delivered(deliv, d1, 1e-6, func(lk, from, to float64) { want = append(want, out{lk, from, to}) })
+			deliv = d1
+			if len(got) != len(want) {
+				t.Fatalf("trial %d step %d: %d marks handed out, the plain form %d", trial, step, len(got), len(want))
+			}
+			for i := range got {
+				if math.Float64bits(got[i].lk) != math.Float64bits(want[i].lk) || got[i].from != want[i].from || got[i].to != want[i].to {
+					t.Fatalf("trial %d step %d: mark %d is %v, the plain form's %v", trial, step, i, got[i], want[i])
+				}
+			}
+			if len(s.batches) != len(p.batches) {
+				t.Fatalf("trial %d step %d: %d records left, the plain form %d", trial, step, len(s.batches), len(p.batches))
+			}
+			for i := range s.batches {
+				if s.batches[i] != p.batches[i] {
+					t.Fatalf("trial %d step %d: record %d is %v, the plain form's %v", trial, step, i, s.batches[i], p.batches[i])
+				}
+			}
+		}
+	}
+}
+
+// TestPacedArrivalsMatchPlain holds pacedArrivals' skip (nothing done before the first step in
+// which one of a flow's paced packets leaves its queue) to the plain version (Options.plainPaced:
+// every packet looked at every step): the DCQCN permutation of TestHotPathUnchanged, whose
+// paced packets wait behind deep queues (4.2 M looks at a waiting packet a run before the skip,
+// 6,611 arrivals), gives the same result JSON both ways.
+func TestPacedArrivalsMatchPlain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the k = 8 DCQCN permutation twice")
+	}
+	var out [2][]byte
+	for i, plain := range []bool{false, true} {
+		g, r := fatTree(t, 8, 100*units.Gbps)
+		cfg := fabric.DefaultRoCE()
+		cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
+		flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(g, r, cfg, traffic.ToGraph(flows, len(g.Hosts)), Options{plainPaced: plain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.WallSeconds = 0
+		if out[i], err = json.Marshal(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(out[0]) != string(out[1]) {
+		t.Errorf("the result differs from the plain pacedArrivals' (%d against %d bytes)", len(out[0]), len(out[1]))
 	}
 }

@@ -106,6 +106,10 @@ type Options struct {
 	// it is read, instead of sorting short ones in place, scanning for an edge once and keeping
 	// its place: the plain version that is compared with (TestServeWinMatchesPlain).
 	plainWin bool
+	// plainPaced makes DCQCN's paced packets (dcqcn.go, pacedArrivals) be walked every step,
+	// instead of only from the first step in which one of them leaves its queue: the plain
+	// version that is compared with (TestPacedArrivalsMatchPlain).
+	plainPaced bool
 	// PerFlowAREverywhere forms families in every run with a choice to make per flow, without
 	// the spread rule (arflows.go, "The spread rule": a run whose QPs into each destination edge
 	// switch are many enough that their downlinks' loads average out keeps the pooled bundles).
