@@ -209,6 +209,27 @@ func sendFactor(ex []groupExtrap, gi int) (int, bool) {
 	return int(f), ok
 }
 
+// wholeFCTs is the one-size estimate of the whole send's completion time of each message idx of
+// r, run at 1/f of its bytes (scaledSend.whole).
+func wholeFCTs(r *result.Run, idx []int, f int, bw units.Rate) []units.Time {
+	v := make([]units.Time, len(idx))
+	for j, i := range idx {
+		m := &r.Messages[i]
+		v[j] = scaledSend(f).whole(m.FCT(), fixedLatency(m, bw))
+	}
+	return v
+}
+
+// rankOrder is the indices of x in the order of their values (stable: ties keep their order).
+func rankOrder(x []units.Time) []int {
+	order := make([]int, len(x))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(p, q int) int { return cmp.Compare(x[p], x[q]) })
+	return order
+}
+
 // twoSizeRun is the whole sends' run from a class's runs lo and hi with its sends scaled by ex1
 // and ex2 (the smaller sends in lo), groups rng in both, bw the payload rate of the messages'
 // fixed latency (fixedLatency): the completions extrapolated by rank (richardson), each
@@ -272,20 +293,8 @@ func twoSizeRun(lo, hi *result.Run, rng1, rng2 [][2]int, ex1, ex2 []groupExtrap,
 	for _, k := range pairs {
 		f1, f2 := k[0], k[1]
 		idx := ranked[k]
-		x := func(r *result.Run, f int) []units.Time {
-			v := make([]units.Time, len(idx))
-			for j, i := range idx {
-				m := &r.Messages[i]
-				v[j] = scaledSend(f).whole(m.FCT(), fixedLatency(m, bw))
-			}
-			return v
-		}
-		x1, x2 := x(lo, f1), x(hi, f2)
-		order := make([]int, len(idx)) // the messages by their one-size estimate in hi
-		for j := range order {
-			order[j] = j
-		}
-		slices.SortStableFunc(order, func(p, q int) int { return cmp.Compare(x2[p], x2[q]) })
+		x1, x2 := wholeFCTs(lo, idx, f1, bw), wholeFCTs(hi, idx, f2, bw)
+		order := rankOrder(x2) // the messages by their one-size estimate in hi
 		slices.Sort(x1)
 		for r, j := range order {
 			m := &out.Messages[idx[j]]
@@ -368,20 +377,8 @@ func twoSizeShifted(hi, lo0, hi0, e0 *result.Run, rng1, rng2 [][2]int, ex1, ex2 
 	for _, k := range pairs {
 		f1, f2 := k[0], k[1]
 		idx := ranked[k]
-		x := func(r *result.Run, f int) []units.Time {
-			v := make([]units.Time, len(idx))
-			for j, i := range idx {
-				m := &r.Messages[i]
-				v[j] = scaledSend(f).whole(m.FCT(), fixedLatency(m, bw))
-			}
-			return v
-		}
-		x1, x2, y := x(lo0, f1), x(hi0, f2), x(hi, f2)
-		order := make([]int, len(idx)) // the messages by their one-size estimate in hi
-		for j := range order {
-			order[j] = j
-		}
-		slices.SortStableFunc(order, func(p, q int) int { return cmp.Compare(y[p], y[q]) })
+		x1, x2, y := wholeFCTs(lo0, idx, f1, bw), wholeFCTs(hi0, idx, f2, bw), wholeFCTs(hi, idx, f2, bw)
+		order := rankOrder(y) // the messages by their one-size estimate in hi
 		slices.Sort(x1)
 		slices.Sort(x2)
 		for r, j := range order {
