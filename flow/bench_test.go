@@ -16,20 +16,26 @@ import (
 // BenchmarkPermutationDCQCN: a k=8 fat tree at 100 Gb/s, a random permutation of 16 MB flows on
 // RoCE with DCQCN (the sweep-small example's run).
 func BenchmarkPermutationDCQCN(b *testing.B) {
-	g, r := fatTree(b, 8, 100*units.Gbps)
-	cfg := fabric.DefaultRoCE()
-	cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
-	flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	mg := traffic.ToGraph(flows, len(g.Hosts))
+	g, r, cfg, mg := permutationDCQCN(b)
 	b.ResetTimer()
 	for range b.N {
 		if _, err := Run(g, r, cfg, mg, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// permutationDCQCN is BenchmarkPermutationDCQCN's run: a k=8 fat tree at 100 Gb/s, a random
+// permutation (seed 1) of 16 MB flows, RoCE with DCQCN and ECN between 100 and 400 KB.
+func permutationDCQCN(t testing.TB) (*topo.Graph, *topo.Routes, fabric.Config, *msggraph.Graph) {
+	g, r := fatTree(t, 8, 100*units.Gbps)
+	cfg := fabric.DefaultRoCE()
+	cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
+	flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, r, cfg, traffic.ToGraph(flows, len(g.Hosts))
 }
 
 // BenchmarkIncastTailDrop: incast-32's run (hosts 1-32 send 2 MB each to host 0 of a k=8 fat

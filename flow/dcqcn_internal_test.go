@@ -5,10 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/fabricsim/fabricsim/fabric"
-	"github.com/fabricsim/fabricsim/traffic"
-	"github.com/fabricsim/fabricsim/units"
 )
 
 // TestDeliveredMarksConserved: the marks filed under a flow's bytes (ccFlow.file, in any order
@@ -146,14 +142,8 @@ func TestPacedArrivalsMatchPlain(t *testing.T) {
 	}
 	var out [2][]byte
 	for i, plain := range []bool{false, true} {
-		g, r := fatTree(t, 8, 100*units.Gbps)
-		cfg := fabric.DefaultRoCE()
-		cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
-		flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(g, r, cfg, traffic.ToGraph(flows, len(g.Hosts)), Options{plainPaced: plain})
+		g, r, cfg, mg := permutationDCQCN(t)
+		res, err := Run(g, r, cfg, mg, Options{plainPaced: plain})
 		if err != nil {
 			t.Fatal(err)
 		}

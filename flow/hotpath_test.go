@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-
-	"github.com/fabricsim/fabricsim/fabric"
-	"github.com/fabricsim/fabricsim/traffic"
-	"github.com/fabricsim/fabricsim/units"
 )
 
 // TestHotPathUnchanged holds the congested step's speed work (the entry layout of fifo, the hand-off)
@@ -29,14 +25,8 @@ func TestHotPathUnchanged(t *testing.T) {
 		{"pipeline-2048/roce-default", "b78786b69a6842ca9fdbd11ef63ac94b1f272e1022ec175bbb8d2aa378105043", func(t *testing.T) any { return hotClass(t, false) }},
 		{"pipeline-2048/roce-pfc-only", "779fa4eba3cec5e7e4993e9b324869ee394c7881779b5bb747e422f3eb3d09ef", func(t *testing.T) any { return hotClass(t, true) }},
 		{"permutation-dcqcn", "f453e29ba051a22bf54ec80cddaf51246764a480a785232a46b3357c8104304b", func(t *testing.T) any {
-			g, r := fatTree(t, 8, 100*units.Gbps)
-			cfg := fabric.DefaultRoCE()
-			cfg.RoCE.Kmin, cfg.RoCE.Kmax = 100*units.KB, 400*units.KB
-			flows, err := traffic.PermutationFlows(len(g.Hosts), 16*units.MB, 0, traffic.NewRand(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Run(g, r, cfg, traffic.ToGraph(flows, len(g.Hosts)), Options{})
+			g, r, cfg, mg := permutationDCQCN(t)
+			res, err := Run(g, r, cfg, mg, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
