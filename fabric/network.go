@@ -164,7 +164,7 @@ func New(g *topo.Graph, r *topo.Routes, cfg Config) (*Network, error) {
 			ports[i][p] = port
 		}
 		if node.Kind == topo.Switch {
-			sw := &Switch{net: n, Node: node.ID, Name: node.Name, Ports: ports[i], salt: sim.Mix64(cfg.Seed ^ uint64(node.ID)*0x9e3779b97f4a7c15)}
+			sw := &Switch{net: n, Node: node.ID, base: n.portBase[node.ID], Name: node.Name, Ports: ports[i], salt: sim.Mix64(cfg.Seed ^ uint64(node.ID)*0x9e3779b97f4a7c15)}
 			for _, p := range sw.Ports {
 				p.sw = sw
 			}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/sim"
-	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -42,9 +41,7 @@ type pfc struct {
 	// run of every port's state per lossless class, base[prio] its start.
 	base [8]int32
 	in   []pfcIn
-	node []pfcNode // per node: the shared pool
-	// portBase is Network.portBase: a switch's port i is global port portBase[node]+i.
-	portBase []int32
+	node []pfcNode // per node: the shared pool (a switch's port i is global port Switch.base+i)
 
 	// Per port-priority (global port x 8 + priority): what only PAUSE frames and timers touch.
 	refreshAt   []units.Time
@@ -99,7 +96,6 @@ func newPFC(r *roce) (*pfc, error) {
 		dynamic: c.PFCThreshold == PFCDynamic, alpha: c.PFCAlpha,
 		xoffB: int64(c.XOFF), xonB: int64(c.XON), xonOffset: int64(c.XONOffset),
 	}
-	f.portBase = n.portBase
 	var classes int32
 	for prio := range 8 {
 		if f.lossless&(1<<prio) != 0 {
@@ -166,9 +162,15 @@ func (f *pfc) xon(nd *pfcNode) int64 {
 // state returns the per-packet state of global port g for lossless class prio.
 func (f *pfc) state(g int32, prio uint8) *pfcIn { return &f.in[f.base[prio&7]+g] }
 
+// isLossless reports whether class prio is lossless. A packet's class is below maxPrio (it
+// indexes a port's queues before it reaches a switch), so prio&15 is prio; the mask lets the
+// compiler drop the test Go's shift needs for counts beyond the word (three instructions, four
+// times a hop on the RoCE path), and classes 8..15 find no bit in the 8-bit set, as before.
+func (f *pfc) isLossless(prio uint8) bool { return uint16(f.lossless)&(1<<(prio&(maxPrio-1))) != 0 }
+
 // pausingAt reports whether we hold global port g's lossless class prio paused upstream.
 func (f *pfc) pausingAt(g int32, prio uint8) bool {
-	return f.lossless&(1<<prio) != 0 && f.state(g, prio).pausing
+	return f.isLossless(prio) && f.state(g, prio).pausing
 }
 
 // ingress is the per-packet work where a packet meets PFC at a switch's ingress (dispatch.go
@@ -179,11 +181,11 @@ func (f *pfc) pausingAt(g int32, prio uint8) bool {
 func (f *pfc) ingress(s *Switch, out *Port, pkt *Packet) int {
 	prio := pkt.Prio
 	size := int64(pkt.Size)
-	nd := &f.node[s.Node]
-	if f.lossless&(1<<prio) == 0 {
+	nd := s.pfc
+	if !f.isLossless(prio) {
 		return f.admitLossy(nd, out, pkt)
 	}
-	g := f.portBase[s.Node] + pkt.InPort
+	g := s.base + pkt.InPort
 	st := f.state(g, prio)
 	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
 		nd.used += size
@@ -225,15 +227,14 @@ func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
 // ingress port-priority is below XON: Departed, with the ingress port found from the switch's
 // first port and pkt.InPort.
 func (f *pfc) departed(s *Switch, pkt *Packet) {
-	f.release(f.portBase[s.Node]+pkt.InPort, s.Node, pkt)
+	f.release(s.base+pkt.InPort, s.pfc, pkt)
 }
 
 // release is Departed for the packet pkt that came in through global port g of node.
-func (f *pfc) release(g int32, node topo.NodeID, pkt *Packet) {
-	nd := &f.node[node]
+func (f *pfc) release(g int32, nd *pfcNode, pkt *Packet) {
 	size := int64(pkt.Size)
 	prio := pkt.Prio
-	if f.lossless&(1<<prio) == 0 {
+	if !f.isLossless(prio) {
 		nd.used -= size
 		return
 	}
@@ -253,7 +254,7 @@ func (f *pfc) release(g int32, node topo.NodeID, pkt *Packet) {
 func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
 	size := int64(pkt.Size)
 	nd := &f.node[s.Node]
-	if f.lossless&(1<<pkt.Prio) == 0 {
+	if !f.isLossless(pkt.Prio) {
 		return f.admitLossy(nd, out, pkt)
 	}
 	g := in.gidx
@@ -277,7 +278,7 @@ func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
 
 // Arrived sends XOFF when a lossless port-priority reached its threshold or entered headroom.
 func (f *pfc) Arrived(in *Port, pkt *Packet) {
-	if f.lossless&(1<<pkt.Prio) == 0 {
+	if !f.isLossless(pkt.Prio) {
 		return
 	}
 	st := f.state(in.gidx, pkt.Prio)
@@ -291,7 +292,7 @@ func (f *pfc) Arrived(in *Port, pkt *Packet) {
 
 // Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
 func (f *pfc) Departed(in *Port, pkt *Packet) {
-	f.release(in.gidx, in.Owner, pkt)
+	f.release(in.gidx, &f.node[in.Owner], pkt)
 }
 
 func (f *pfc) Blocked(*Port, *Packet) bool { return false }

@@ -117,17 +117,17 @@ type prioQueue struct {
 	bytes int64 // frame bytes queued
 }
 
-// maxPrio is the most queues a port has (InfiniBand: one per service level).
-const maxPrio = 16
+const maxPrio = 16 // the most queues a port has (InfiniBand: one per service level)
 
 // QueueBytes returns the frame bytes waiting in priority prio's queue.
 func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].bytes }
 
 // enqueue appends a packet to its priority's queue.
 func (p *Port) enqueue(pkt *Packet) {
-	p.q[pkt.Prio].push(pkt)
-	p.q[pkt.Prio].bytes += int64(pkt.Size)
-	p.qmask |= 1 << pkt.Prio
+	q := &p.q[pkt.Prio] // once: after push's stores the compiler indexed q (and checked) again
+	q.push(pkt)
+	q.bytes += int64(pkt.Size)
+	p.qmask |= 1 << (pkt.Prio & (maxPrio - 1)) // the mask: no test for shifts beyond the word (pkt.Prio < maxPrio: it indexed q)
 }
 
 // dequeue takes the packet at the head of priority prio's queue, which must not be empty.

@@ -47,9 +47,9 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	var sum uintptr
 	if f := n.pfc; f != nil {
 		// RoCE: admission reads the shared pool and, for a lossless class, the ingress state.
-		sum = uintptr(f.node[s.Node].used)
-		if f.lossless&(1<<pkt.Prio) != 0 {
-			sum += uintptr(f.state(f.portBase[s.Node]+ev.I, pkt.Prio).ing)
+		sum = uintptr(s.pfc.used)
+		if f.isLossless(pkt.Prio) {
+			sum += uintptr(f.state(s.base+ev.I, pkt.Prio).ing)
 		}
 	}
 	var out int32
@@ -78,7 +78,7 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 		// InfiniBand: the router sets the VL from the egress port's table; the ingress VL's
 		// receive buffer takes the packet's blocks, the egress VL's credits are checked.
 		vl = int(port.VLOf(pkt.SL))
-		base := n.portBase[s.Node]
+		base := s.base
 		sum += uintptr(f.ports[base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
 		sum += uintptr(s.Ports[ev.I].gidx) // the ingress port, through which the credit state is found
 		st := &f.ports[base+out]
@@ -116,8 +116,8 @@ func (p *Port) Prefetch(ev *sim.Event) uintptr {
 		}
 	} else if f := p.net.pfc; f != nil && p.sw != nil {
 		// RoCE: the departing packet's bytes leave its ingress port-priority's count.
-		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl && f.lossless&(1<<pkt.Prio) != 0 {
-			sum += uintptr(f.state(f.portBase[p.sw.Node]+pkt.InPort, pkt.Prio).ing)
+		if pkt := (*Packet)(ev.P); pkt != nil && pkt.Kind != LinkCtrl && f.isLossless(pkt.Prio) {
+			sum += uintptr(f.state(p.sw.base+pkt.InPort, pkt.Prio).ing)
 		}
 	}
 	if m := p.qmask; m != 0 {

@@ -11,12 +11,19 @@ import (
 // egress queue if the buffer (and, with a dynamic threshold, the queue's share of it) has room,
 // and tail-dropped otherwise.
 type Switch struct {
-	net   *Network
-	Node  topo.NodeID
+	net  *Network
+	Node topo.NodeID
+	// base is the gidx of the switch's port 0 (Network.portBase[Node]), so that the per-port
+	// state kept by gidx (PFC, InfiniBand credits) is found from a packet's InPort without
+	// reading the shared slice and checking the index (it fills Node's padding).
+	base  int32
 	Name  string
 	Ports []*Port
 	salt  uint64
 
+	// pfc is, on RoCE with PFC, this switch's shared pool in the PFC state (pfc.node[Node],
+	// set by SetLinkFlowControl), which every lossless packet reads at ingress and departure.
+	pfc     *pfcNode
 	bufUsed int64
 	// Counters.
 	MaxBufUsed int64
