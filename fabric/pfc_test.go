@@ -68,6 +68,13 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 			if n.pfc == nil || n.ets == nil || (n.ecn == nil) == n.cfg.RoCE.ECN {
 				t.Fatalf("%s: PFC, ETS and ECN marking are not called directly", c.name)
 			}
+			for _, sw := range n.Switches {
+				// The direct path finds the ingress state and the shared pool from the switch
+				// (Switch.base, Switch.pfc); the interface path from the ingress port.
+				if sw != nil && (sw.base != n.portBase[sw.Node] || sw.pfc != &n.pfc.node[sw.Node]) {
+					t.Fatalf("%s: switch %s keeps base %d and pool %p, want %d and %p", c.name, sw.Name, sw.base, sw.pfc, n.portBase[sw.Node], &n.pfc.node[sw.Node])
+				}
+			}
 			if !direct {
 				n.pfc, n.ets, n.ecn = nil, nil, nil // through the interfaces
 			}
