@@ -126,14 +126,14 @@ func wrr(p *Port, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
 	}
 	i0 := *idx
 	if cand != 0 {
-		// The current entry, with the weight it has left.
-		if cand&(1<<i0) != 0 && *left > 0 && wrrTry(p, t[i0].VL, i0, *left, idx, left) {
+		// The current entry, with the weight it has left (i0 < n <= 64: shifts masked, no test).
+		if cand&(1<<(uint(i0)&63)) != 0 && *left > 0 && wrrTry(p, t[i0].VL, i0, *left, idx, left) {
 			return int(t[i0].VL)
 		}
 		// The entries after it, wrapping around, each with its full weight; then the current
-		// one again.
-		after := cand &^ (1<<(i0+1) - 1)
-		before := cand & (1<<(i0+1) - 1)
+		// one again. upTo has bits 0..i0 set (the lines as before: PGO matches them).
+		upTo := ^uint64(0) >> (63 - uint(i0)&63)
+		after, before := cand&^upTo, cand&upTo
 		for _, set := range [2]uint64{after, before} {
 			for ; set != 0; set &= set - 1 {
 				j := bits.TrailingZeros64(set)
