@@ -62,6 +62,10 @@ type Options struct {
 	// (scaledSend.whole): the rule before the two sizes, the plain version they are tested
 	// against.
 	OneSizeScaledSends bool
+	// NoPauseSpread keeps a congested class's pair of sizes where the larger run's PFC pauses
+	// grew faster than the size (pausesSpread), instead of running it again at twice the sizes:
+	// the rule before, the plain version the doubling is tested against.
+	NoPauseSpread bool
 	// WholeProbe runs a probe of scaled-down sends to its end where a control loop acted in it
 	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
 	// plain version that stopping is tested against.
@@ -337,8 +341,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if pair[0] >= pair[1] {
 		return nil, fmt.Errorf("scaled-send pair %v, %v: the first size must be the smaller", pair[0], pair[1])
 	}
-	// sizedClass is class ci compiled with its sends at no less than a size of sizes, compiled
-	// once when a run first needs it.
+	// sizedClass is class ci compiled with its sends at no less than size (minScaledSend, the
+	// pair, or the pair doubled where pauses spread: pausesSpread), compiled once when a run
+	// first needs it.
 	type floorRun struct {
 		once sync.Once
 		g    *msggraph.Graph
@@ -346,10 +351,19 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		ex   []groupExtrap
 		err  error
 	}
-	sizes := []units.Size{minScaledSend, pair[0], pair[1]}
-	floors := make([][3]floorRun, len(cls))
+	var floorsMu sync.Mutex
+	floors := make([]map[units.Size]*floorRun, len(cls))
 	sizedClass := func(ci int, size units.Size) *floorRun {
-		f := &floors[ci][slices.Index(sizes, size)]
+		floorsMu.Lock()
+		if floors[ci] == nil {
+			floors[ci] = map[units.Size]*floorRun{}
+		}
+		f := floors[ci][size]
+		if f == nil {
+			f = &floorRun{}
+			floors[ci][size] = f
+		}
+		floorsMu.Unlock()
 		f.once.Do(func() { f.g, f.rng, f.ex, _, f.err = compileClass(ci, backend.Flow, size) })
 		return f
 	}
@@ -439,7 +453,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	// seedPairs[v][c]: seed 0's two sizes of class c on variant v where they paired up, for the
 	// later seeds' correction (Options.SeedCorrection).
-	type seedPair struct{ lo, hi, e *result.Run }
+	type seedPair struct {
+		lo, hi, e *result.Run
+		sz        [2]units.Size // the pair's sizes (doubled where pauses spread)
+	}
 	seedPairs := make([][]*seedPair, len(variants))
 	for v := range seedPairs {
 		seedPairs[v] = make([]*seedPair, len(graphs))
@@ -576,6 +593,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						var shared *seedPair
 						var rngLo [][2]int
 						var exLo []groupExtrap
+						var out *classRun
+						var hi, doubled *result.Run
+						var dropped uint64 // the events of the smaller runs of pairs doubled
+					pairRuns: // again at twice the sizes while the pauses spread (pausesSpread)
 						gh, rh, eh, err := atSize(sz[1])
 						if err != nil {
 							return nil, err
@@ -593,8 +614,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 								first := seedPairs[j.v][j.c]
 								mu.Unlock()
 								if opt.SeedCorrection && j.later && first != nil {
+									if sz != first.sz {
+										sz = first.sz // at the first seed's sizes
+										goto pairRuns
+									}
 									shared = first // the first seed's correction (twoSizeShifted)
-								} else if lo = probeRes; sz[0] != probeFloor || lo == nil {
+								} else if lo = probeRes; doubled != nil {
+									lo = doubled // the pair before, its larger run
+								} else if sz[0] != probeFloor || lo == nil {
 									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
 										return nil, err
 									}
@@ -602,9 +629,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							}
 						}
 						g, rng, pre = gh, rh, eh
-						out, hi, err := simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
+						out, hi, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
 						if err != nil {
 							return nil, err
+						}
+						if lo != nil && !opt.NoPauseSpread && pausesSpread(lo, hi, sz) && scaledAny(eh) {
+							sz, lo, doubled, dropped = [2]units.Size{2 * sz[0], 2 * sz[1]}, nil, hi, dropped+lo.Events
+							goto pairRuns
 						}
 						if shared != nil {
 							res, ok := twoSizeShifted(hi, shared.lo, shared.hi, shared.e, rngLo, rng, exLo, pre, mw.bw)
@@ -624,13 +655,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							if res, ok := twoSizeRun(lo, hi, rngLo, rng, exLo, pre, mw.bw); ok {
 								if opt.SeedCorrection && j.k == 0 && !j.skew && !j.fault {
 									mu.Lock()
-									seedPairs[j.v][j.c] = &seedPair{lo: lo, hi: hi, e: res}
+									seedPairs[j.v][j.c] = &seedPair{lo: lo, hi: hi, e: res, sz: sz}
 									mu.Unlock()
 								}
 								hi, pre = res, nil
 							}
 						}
 						out.summarize(hi, rng, false, pre, mw)
+						out.Events += dropped
 						out.Wall = time.Since(w).Seconds()
 						return out, nil
 					}
@@ -655,7 +687,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 								r.summarize(res, rng, full, pre, mw)
 							}
 							r.Wall = time.Since(w).Seconds()
-							if probe && (res.Stopped || !settledRun(r)) {
+							if probe && (res.Stopped || !settledRun(r, cfg.Kind)) {
 								if j.k == 0 && !j.skew && !j.fault {
 									mu.Lock()
 									unsettled[j.v][j.c] = true

@@ -26,7 +26,8 @@ func cpuNow() time.Duration {
 // (Options.OneSizeScaledSends), with pairs (Options.ScaledSendPair) and with every send at fixed
 // floors (Options.ScaledSendFloor; the SCALED_SIZES list: MiB, -1 whole, sends the sends whole
 // with the rings' prefixes, the reference where whole rings cost too much, 0 the default rule,
-// one the one-size rule, a:b a pair, seedcorr the default rule with Options.SeedCorrection), and logs each run's step time and
+// one the one-size rule, a:b a pair, seedcorr the default rule with Options.SeedCorrection, nospread
+// the default rule with Options.NoPauseSpread), and logs each run's step time and
 // collective percentiles against the whole run's and its CPU seconds. It asserts nothing
 // (docs/flow.md, "Scaled-down sends", has what it measured).
 func TestScaledMeasure(t *testing.T) {
@@ -61,6 +62,8 @@ func TestScaledMeasure(t *testing.T) {
 			c.opt.OneSizeScaledSends = true
 		case f == "seedcorr": // the default rule, seeds after the first with its correction
 			c.opt.SeedCorrection = true
+		case f == "nospread": // the default rule without doubling the pair where pauses spread
+			c.opt.NoPauseSpread = true
 		case f == "sends": // the sends whole, the rings' prefixes kept: the reference where whole rings cost too much
 			c.opt.ScaledSendFloor = 1 << 40
 		case pair:
