@@ -66,6 +66,10 @@ type Options struct {
 	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
 	// plain version that stopping is tested against.
 	WholeProbe bool
+	// NoForkSizes runs a congested class's two sizes one after the other on the flow backend,
+	// instead of forking the smaller run from the larger one where they share their first
+	// steps (forksizes.go; the same results): the plain version the fork is tested against.
+	NoForkSizes bool
 	// SeedCorrection runs a congested class (one whose probe engaged a control loop) on the later
 	// network seeds at the pair's larger size alone and takes the first seed's two-size
 	// correction rank by rank (scaledsend.go, twoSizeShifted): an approximation, off by default
@@ -573,6 +577,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							sz = [2]units.Size{0, minScaledSend}
 						}
 						var lo *result.Run
+						var loGraph *msggraph.Graph // the smaller run's class, run with the larger (simulateSizes)
 						var shared *seedPair
 						var rngLo [][2]int
 						var exLo []groupExtrap
@@ -595,16 +600,17 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 								if opt.SeedCorrection && j.later && first != nil {
 									shared = first // the first seed's correction (twoSizeShifted)
 								} else if lo = probeRes; sz[0] != probeFloor || lo == nil {
-									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
-										return nil, err
-									}
+									loGraph = gl
 								}
 							}
 						}
 						g, rng, pre = gh, rh, eh
-						out, hi, err := simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
+						out, hi, loRun, err := simulateSizes(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, opt.flowOptions(), opt.NoForkSizes)
 						if err != nil {
 							return nil, err
+						}
+						if loGraph != nil {
+							lo = loRun
 						}
 						if shared != nil {
 							res, ok := twoSizeShifted(hi, shared.lo, shared.hi, shared.e, rngLo, rng, exLo, pre, mw.bw)

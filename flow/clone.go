@@ -61,8 +61,8 @@ type cloner struct {
 	seen   map[cblockKey]*cblock
 	blocks []*cblock // outer blocks, by start, after build
 	maps   map[unsafe.Pointer]reflect.Value
-	walk   map[reflect.Type]bool // whether a type holds anything to translate
-	bytes  int64                 // allocated by the copy
+	plans  map[reflect.Type]*typePlan
+	bytes  int64 // allocated by the copy
 }
 
 type cblockKey struct {
@@ -72,29 +72,65 @@ type cblockKey struct {
 }
 
 func newCloner() *cloner {
-	return &cloner{seen: map[cblockKey]*cblock{}, maps: map[unsafe.Pointer]reflect.Value{}, walk: map[reflect.Type]bool{}}
+	return &cloner{seen: map[cblockKey]*cblock{}, maps: map[unsafe.Pointer]reflect.Value{}, plans: map[reflect.Type]*typePlan{}}
 }
 
-// needsWalk reports whether values of t hold pointers, slices, maps or interfaces to translate
-// (strings and funcs are shared as they are).
-func (c *cloner) needsWalk(t reflect.Type) bool {
-	if w, ok := c.walk[t]; ok {
-		return w
+// typePlan is where a value of type t holds what the copy must translate: its pointers, slices,
+// maps and interfaces (strings and funcs are shared as they are), at their offsets, struct
+// fields and array elements flattened, so that walking a large array of structs reads no type
+// information per element.
+type typePlan struct {
+	t    reflect.Type
+	size uintptr
+	ops  []walkOp
+}
+
+// walkOp is one word to translate: its offset, its type and kind, and for a pointer or a slice
+// the plan of what it points to (set once built: a type may reach itself).
+type walkOp struct {
+	off  uintptr
+	kind reflect.Kind
+	t    reflect.Type
+	elem *typePlan
+}
+
+// plan is t's typePlan.
+func (c *cloner) plan(t reflect.Type) *typePlan {
+	if p, ok := c.plans[t]; ok {
+		return p
 	}
-	c.walk[t] = false // a recursive type reaches itself through a pointer, caught below
-	w := false
+	p := &typePlan{t: t, size: t.Size()}
+	c.plans[t] = p
+	c.flatten(p, t, 0)
+	return p
+}
+
+func (c *cloner) flatten(p *typePlan, t reflect.Type, off uintptr) {
+	if clonerShared[t] {
+		return
+	}
 	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.UnsafePointer:
-		w = !clonerShared[t]
+	case reflect.Pointer, reflect.Slice:
+		if t.Elem().Size() == 0 {
+			return
+		}
+		op := walkOp{off: off, kind: t.Kind(), t: t}
+		op.elem = c.plan(t.Elem())
+		p.ops = append(p.ops, op)
+	case reflect.Map, reflect.Interface:
+		p.ops = append(p.ops, walkOp{off: off, kind: t.Kind(), t: t})
 	case reflect.Struct:
 		for i := range t.NumField() {
-			w = w || c.needsWalk(t.Field(i).Type)
+			f := t.Field(i)
+			c.flatten(p, f.Type, off+f.Offset)
 		}
 	case reflect.Array:
-		w = t.Len() > 0 && c.needsWalk(t.Elem())
+		for i := range t.Len() {
+			c.flatten(p, t.Elem(), off+uintptr(i)*t.Elem().Size())
+		}
+	case reflect.Chan, reflect.UnsafePointer:
+		panic(fmt.Sprintf("flow: clone: cannot copy a %v", t))
 	}
-	c.walk[t] = w
-	return w
 }
 
 // add registers n values of t at p, reporting whether they are new to the walk.
@@ -114,68 +150,59 @@ type sliceHeader struct {
 }
 
 // scan walks the value of type t at p, registering every object it reaches.
-func (c *cloner) scan(t reflect.Type, p unsafe.Pointer) {
-	if !c.needsWalk(t) {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		q := *(*unsafe.Pointer)(p)
-		if q != nil && t.Elem().Size() > 0 && c.add(q, t.Elem(), 1) {
-			c.scan(t.Elem(), q)
-		}
-	case reflect.Slice:
-		h := (*sliceHeader)(p)
-		et := t.Elem()
-		if h.cap > 0 && et.Size() > 0 && c.add(h.data, et, h.cap) && c.needsWalk(et) {
-			for i := range h.cap {
-				c.scan(et, unsafe.Add(h.data, uintptr(i)*et.Size()))
+func (c *cloner) scan(t reflect.Type, p unsafe.Pointer) { c.scanPlan(c.plan(t), p) }
+
+func (c *cloner) scanPlan(pl *typePlan, p unsafe.Pointer) {
+	for i := range pl.ops {
+		op := &pl.ops[i]
+		w := unsafe.Add(p, op.off)
+		switch op.kind {
+		case reflect.Pointer:
+			if q := *(*unsafe.Pointer)(w); q != nil && c.add(q, op.elem.t, 1) {
+				c.scanPlan(op.elem, q)
+			}
+		case reflect.Slice:
+			h := (*sliceHeader)(w)
+			if h.cap > 0 && c.add(h.data, op.elem.t, h.cap) && len(op.elem.ops) > 0 {
+				for k := range h.cap {
+					c.scanPlan(op.elem, unsafe.Add(h.data, uintptr(k)*op.elem.size))
+				}
+			}
+		case reflect.Map:
+			m := *(*unsafe.Pointer)(w)
+			if m == nil {
+				continue
+			}
+			if _, ok := c.maps[m]; ok {
+				continue
+			}
+			c.maps[m] = reflect.Value{}
+			t := op.t
+			it := reflect.NewAt(t, w).Elem().MapRange()
+			k, v := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+			for it.Next() {
+				k.SetIterKey(it)
+				v.SetIterValue(it)
+				c.scan(t.Key(), k.Addr().UnsafePointer())
+				c.scan(t.Elem(), v.Addr().UnsafePointer())
+			}
+		case reflect.Interface:
+			v := reflect.NewAt(op.t, w).Elem()
+			if v.IsNil() {
+				continue
+			}
+			d := v.Elem()
+			dt := d.Type()
+			switch {
+			case clonerShared[dt]:
+			case dt.Kind() == reflect.Pointer:
+				if q := d.UnsafePointer(); q != nil && dt.Elem().Size() > 0 && c.add(q, dt.Elem(), 1) {
+					c.scan(dt.Elem(), q)
+				}
+			case len(c.plan(dt).ops) > 0:
+				panic(fmt.Sprintf("flow: clone: interface %v holds a %v by value", op.t, dt))
 			}
 		}
-	case reflect.Map:
-		m := *(*unsafe.Pointer)(p)
-		if m == nil {
-			return
-		}
-		if _, ok := c.maps[m]; ok {
-			return
-		}
-		c.maps[m] = reflect.Value{}
-		it := reflect.NewAt(t, p).Elem().MapRange()
-		k, v := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
-		for it.Next() {
-			k.SetIterKey(it)
-			v.SetIterValue(it)
-			c.scan(t.Key(), k.Addr().UnsafePointer())
-			c.scan(t.Elem(), v.Addr().UnsafePointer())
-		}
-	case reflect.Interface:
-		v := reflect.NewAt(t, p).Elem()
-		if v.IsNil() {
-			return
-		}
-		d := v.Elem()
-		dt := d.Type()
-		switch {
-		case clonerShared[dt]:
-		case dt.Kind() == reflect.Pointer:
-			if q := d.UnsafePointer(); q != nil && dt.Elem().Size() > 0 && c.add(q, dt.Elem(), 1) {
-				c.scan(dt.Elem(), q)
-			}
-		case c.needsWalk(dt):
-			panic(fmt.Sprintf("flow: clone: interface %v holds a %v by value", t, dt))
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			c.scan(f.Type, unsafe.Add(p, f.Offset))
-		}
-	case reflect.Array:
-		for i := range t.Len() {
-			c.scan(t.Elem(), unsafe.Add(p, uintptr(i)*t.Elem().Size()))
-		}
-	case reflect.Chan, reflect.UnsafePointer:
-		panic(fmt.Sprintf("flow: clone: cannot copy a %v", t))
 	}
 }
 
@@ -229,11 +256,12 @@ func (c *cloner) build() {
 		}
 	}
 	for _, b := range c.blocks {
-		if !c.needsWalk(b.t) {
+		pl := c.plan(b.t)
+		if len(pl.ops) == 0 {
 			continue
 		}
 		for i := range b.n {
-			c.fix(b.t, unsafe.Add(b.dst, uintptr(i)*b.t.Size()))
+			c.fixPlan(pl, unsafe.Add(b.dst, uintptr(i)*pl.size))
 		}
 	}
 }
@@ -262,61 +290,54 @@ func (c *cloner) translate(p unsafe.Pointer) unsafe.Pointer {
 
 // fix points the value of type t at p (in a copy, still holding the original's pointers) into
 // the copy.
-func (c *cloner) fix(t reflect.Type, p unsafe.Pointer) {
-	if !c.needsWalk(t) {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		q := (*unsafe.Pointer)(p)
-		if *q != nil && t.Elem().Size() > 0 {
-			*q = c.translate(*q)
-		}
-	case reflect.Slice:
-		h := (*sliceHeader)(p)
-		if h.cap > 0 && t.Elem().Size() > 0 {
-			h.data = c.translate(h.data)
-		}
-	case reflect.Map:
-		v := reflect.NewAt(t, p).Elem()
-		if v.IsNil() {
-			return
-		}
-		old := v.UnsafePointer()
-		m, ok := c.maps[old]
-		if !ok || !m.IsValid() {
-			m = reflect.MakeMapWithSize(t, v.Len())
-			c.bytes += int64(v.Len()) * int64(t.Key().Size()+t.Elem().Size())
-			c.maps[old] = m
-			it := v.MapRange()
-			for it.Next() {
-				k, x := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
-				k.SetIterKey(it)
-				x.SetIterValue(it)
-				c.fix(t.Key(), k.Addr().UnsafePointer())
-				c.fix(t.Elem(), x.Addr().UnsafePointer())
-				m.SetMapIndex(k, x)
+func (c *cloner) fix(t reflect.Type, p unsafe.Pointer) { c.fixPlan(c.plan(t), p) }
+
+func (c *cloner) fixPlan(pl *typePlan, p unsafe.Pointer) {
+	for i := range pl.ops {
+		op := &pl.ops[i]
+		w := unsafe.Add(p, op.off)
+		switch op.kind {
+		case reflect.Pointer:
+			if q := (*unsafe.Pointer)(w); *q != nil {
+				*q = c.translate(*q)
 			}
-		}
-		v.Set(m)
-	case reflect.Interface:
-		v := reflect.NewAt(t, p).Elem()
-		if v.IsNil() {
-			return
-		}
-		d := v.Elem()
-		dt := d.Type()
-		if dt.Kind() == reflect.Pointer && !clonerShared[dt] && dt.Elem().Size() > 0 && !d.IsNil() {
-			v.Set(reflect.NewAt(dt.Elem(), c.translate(d.UnsafePointer())))
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			c.fix(f.Type, unsafe.Add(p, f.Offset))
-		}
-	case reflect.Array:
-		for i := range t.Len() {
-			c.fix(t.Elem(), unsafe.Add(p, uintptr(i)*t.Elem().Size()))
+		case reflect.Slice:
+			if h := (*sliceHeader)(w); h.cap > 0 {
+				h.data = c.translate(h.data)
+			}
+		case reflect.Map:
+			t := op.t
+			v := reflect.NewAt(t, w).Elem()
+			if v.IsNil() {
+				continue
+			}
+			old := v.UnsafePointer()
+			m, ok := c.maps[old]
+			if !ok || !m.IsValid() {
+				m = reflect.MakeMapWithSize(t, v.Len())
+				c.maps[old] = m
+				c.bytes += int64(v.Len()) * int64(t.Key().Size()+t.Elem().Size())
+				it := v.MapRange()
+				for it.Next() {
+					k, x := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+					k.SetIterKey(it)
+					x.SetIterValue(it)
+					c.fix(t.Key(), k.Addr().UnsafePointer())
+					c.fix(t.Elem(), x.Addr().UnsafePointer())
+					m.SetMapIndex(k, x)
+				}
+			}
+			v.Set(m)
+		case reflect.Interface:
+			v := reflect.NewAt(op.t, w).Elem()
+			if v.IsNil() {
+				continue
+			}
+			d := v.Elem()
+			dt := d.Type()
+			if dt.Kind() == reflect.Pointer && !clonerShared[dt] && dt.Elem().Size() > 0 && !d.IsNil() {
+				v.Set(reflect.NewAt(dt.Elem(), c.translate(d.UnsafePointer())))
+			}
 		}
 	}
 }

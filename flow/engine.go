@@ -478,6 +478,8 @@ type engine struct {
 	// pauseAt, when positive, makes run return errPaused at the first step boundary after that
 	// many steps and jumps (clone.go: a copy is taken there); run resumes where it left.
 	pauseAt int64
+	// twin, when set, is the smaller run of a pair that shares this run's first steps (fork.go).
+	twin *twin
 
 	stats stats
 }
@@ -782,6 +784,9 @@ func (e *engine) run() error {
 		if e.red != nil && e.red.broken {
 			return errReductionBroken
 		}
+		if e.twin != nil && e.twin.forkNow(e) {
+			return errFork
+		}
 		tNext := e.nextEvent()
 		if len(e.hot) == 0 {
 			if tNext == units.MaxTime {
@@ -1051,6 +1056,9 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	}
 	f.lat = pc.lat
 	f.t0 = t
+	if e.twin != nil {
+		e.twin.start(e, fid)
+	}
 	for h, r := range p {
 		e.join(r, fid, int32(h), off) // quiet at rate 0 until its host's round robin is shared
 	}
@@ -1192,6 +1200,9 @@ func (e *engine) leave(r, f, h, off int32) {
 // endFlow retires a flow whose bytes have all left its last queue at time tLast.
 func (e *engine) endFlow(fid int32, tLast units.Time) {
 	f := &e.flows[fid]
+	if e.twin != nil {
+		e.twin.ended(fid)
+	}
 	path := e.path[f.off : f.off+f.hops]
 	for h, r := range path {
 		e.leave(r, fid, int32(h), f.off)
