@@ -121,13 +121,18 @@ func (t *twin) sub(fid int32, x float64) {
 	}
 }
 
-// setEnd is engine.setEnd for the smaller run.
-func (t *twin) setEnd(now units.Time, fid int32, rate float64) {
+// setEnd is engine.setEnd for the smaller run; filed is whether the larger run filed its end
+// (not where it falls beyond the clock's range: then an end filed before stays, in both).
+func (t *twin) setEnd(now units.Time, fid int32, rate float64, filed bool) {
 	if int(fid) >= len(t.diff) || !t.diff[fid] {
 		return
 	}
-	t.end[fid] = -1
-	if d := math.Ceil(t.lo[fid] / rate * float64(units.Second)); d < float64(units.MaxTime-now) {
+	d := math.Ceil(t.lo[fid] / rate * float64(units.Second))
+	if (d < float64(units.MaxTime-now)) != filed {
+		t.spoiled = true // one run files an end the other does not
+		return
+	}
+	if filed {
 		t.end[fid] = now + max(units.Time(d), 1)
 	}
 }

@@ -134,8 +134,9 @@ func TestForkMatchesPlain2048(t *testing.T) {
 
 // BenchmarkForkPipelineClass runs BenchmarkPipelineClass's 2,048-GPU class at 16 and 8 MiB with
 // PFC alone (a roce-pfc-only compare's congested pair): plain, the two runs one after the other
-// (Run), and forked (RunForked: the 8 MiB run forked after 298 of its 600 steps). Clone2048 is
-// the copy at the fork alone (engine.clone after 200 steps).
+// (Run), and forked (RunForked: the 8 MiB run forked after 298 of its 600 steps); small is the
+// 8 MiB run alone, clone the copy at the fork (engine.clone after 200 steps), and setup nothing
+// (the class's graph and routes, which every one of them includes: for instruction counts).
 func BenchmarkForkPipelineClass(b *testing.B) {
 	g, mg, cfg := pipelineClass(b, 256, 3)
 	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
@@ -144,11 +145,19 @@ func BenchmarkForkPipelineClass(b *testing.B) {
 		b.Fatal(err)
 	}
 	small := halved(mg, func(int) bool { return true })
+	b.Run("setup", func(b *testing.B) {})
 	b.Run("plain", func(b *testing.B) {
 		for range b.N {
 			if _, err := Run(g, rt, cfg, mg, Options{}); err != nil {
 				b.Fatal(err)
 			}
+			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("small", func(b *testing.B) {
+		for range b.N {
 			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
 				b.Fatal(err)
 			}

@@ -143,12 +143,13 @@ func (e *engine) coolFlow(fid int32) {
 // least 1 ps ahead); none where it would fall beyond the clock's range.
 func (e *engine) setEnd(id int32, rem, rate float64) {
 	d := math.Ceil(rem / rate * float64(units.Second))
-	if d < float64(units.MaxTime-e.now) {
+	filed := d < float64(units.MaxTime-e.now)
+	if filed {
 		e.seq++
 		e.ends.set(id, e.now+max(units.Time(d), 1), e.seq)
-		if e.twin != nil {
-			e.twin.setEnd(e.now, id, rate)
-		}
+	}
+	if e.twin != nil {
+		e.twin.setEnd(e.now, id, rate, filed)
 	}
 }
 
