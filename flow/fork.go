@@ -58,6 +58,7 @@ type twin struct {
 	spoiled bool
 }
 
+// newTwin is the twin of engine e's run (set up on the larger graph) for the smaller graph.
 func newTwin(e *engine, small *msggraph.Graph) *twin {
 	t := &twin{small: small, minLo: math.Inf(1)}
 	for i := range small.Msgs {
@@ -74,6 +75,7 @@ func newTwin(e *engine, small *msggraph.Graph) *twin {
 	return t
 }
 
+// grow makes room for flow id fid.
 func (t *twin) grow(fid int32) {
 	for int(fid) >= len(t.diff) {
 		t.diff = append(t.diff, false)
