@@ -6,6 +6,7 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 
 	"github.com/fabricsim/fabricsim/flow"
+	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -47,23 +48,44 @@ func (flowBackend) Name() Name { return Flow }
 // clusters get the packet backend's adaptations (VLs spread on InfiniBand, lossless buffers on
 // the generic fabric), so both backends see the same fabric.
 func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
+	res, _, err := runFlow(ctx, j, nil)
+	return res, err
+}
+
+// RunFlowForked runs job j on the flow backend and, beside it, j with its message graph replaced
+// by small (the same messages with other sizes: a compare class's scaled-down sends at the
+// pair's smaller size), the smaller run forked from the larger one where the two share their
+// first steps (flow.RunForked; docs/flow.md, "Forking the two sizes' runs"): each result is the
+// one Run gives its job.
+func RunFlowForked(ctx context.Context, j *Job, small *msggraph.Graph) (*result.Run, *result.Run, error) {
+	if small == nil {
+		return nil, nil, errors.New("flow backend: a forked run needs its smaller graph")
+	}
+	return runFlow(ctx, j, small)
+}
+
+// runFlow is the flow backend's run of j, with small also run (RunFlowForked) where set.
+func runFlow(ctx context.Context, j *Job, small *msggraph.Graph) (*result.Run, *result.Run, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, interrupted(ctx)
+		return nil, nil, interrupted(ctx)
 	}
 	if err := flow.FaultsUnsupported(&j.Fabric); err != nil {
-		return nil, &FaultsError{Backend: Flow, Faults: len(j.Fabric.Faults.Faults), Why: err.Error()}
+		return nil, nil, &FaultsError{Backend: Flow, Faults: len(j.Fabric.Faults.Faults), Why: err.Error()}
 	}
 	cfg := j.Fabric
 	cfg.Seed = j.Seed
 	work := j.Work
 	if j.Packet.GPUCluster {
+		if small != nil {
+			small, _ = adaptToCluster(small, cfg)
+		}
 		work, cfg = adaptToCluster(work, cfg)
 	}
 	var nh flow.NextHopper
 	if cfg.Kind != fabric.KindInfiniBand { // InfiniBand routes by the subnet manager's tables
 		r, err := j.Net.Routes()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		nh = r
 	}
@@ -75,12 +97,20 @@ func (flowBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 			}
 			return ctx.Err() == nil
 		}}
-	res, err := flow.Run(j.Net.Graph, nh, cfg, work, opt)
-	if res != nil {
-		res.Scenario, res.Seed, res.Backend = j.Scenario, j.Seed, string(Flow)
+	var res, resSmall *result.Run
+	var err error
+	if small == nil {
+		res, err = flow.Run(j.Net.Graph, nh, cfg, work, opt)
+	} else {
+		res, resSmall, err = flow.RunForked(j.Net.Graph, nh, cfg, work, small, opt)
+	}
+	for _, r := range []*result.Run{res, resSmall} {
+		if r != nil {
+			r.Scenario, r.Seed, r.Backend = j.Scenario, j.Seed, string(Flow)
+		}
 	}
 	if errors.Is(err, flow.ErrStopped) {
 		err = interrupted(ctx)
 	}
-	return res, err
+	return res, resSmall, err
 }

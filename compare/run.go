@@ -70,6 +70,10 @@ type Options struct {
 	// (the run is then discarded) instead of stopping it there (flow.Options.StopOnControl): the
 	// plain version that stopping is tested against.
 	WholeProbe bool
+	// NoForkSizes runs a congested class's two sizes one after the other on the flow backend,
+	// instead of forking the smaller run from the larger one where they share their first
+	// steps (forksizes.go; the same results): the plain version the fork is tested against.
+	NoForkSizes bool
 	// SeedCorrection runs a congested class (one whose probe engaged a control loop) on the later
 	// network seeds at the pair's larger size alone and takes the first seed's two-size
 	// correction rank by rank (scaledsend.go, twoSizeShifted): an approximation, off by default
@@ -590,6 +594,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							sz = [2]units.Size{0, minScaledSend}
 						}
 						var lo *result.Run
+						var loGraph *msggraph.Graph // the smaller run's class, run with the larger (simulateSizes)
 						var shared *seedPair
 						var rngLo [][2]int
 						var exLo []groupExtrap
@@ -622,19 +627,22 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 								} else if lo = probeRes; doubled != nil {
 									lo = doubled // the pair before, its larger run
 								} else if sz[0] != probeFloor || lo == nil {
-									if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
-										return nil, err
-									}
+									loGraph = gl
 								}
 							}
 						}
 						g, rng, pre = gh, rh, eh
-						out, hi, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, opt.flowOptions())
+						var loRun *result.Run
+						out, hi, loRun, err = simulateSizes(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, opt.flowOptions(), opt.NoForkSizes)
 						if err != nil {
 							return nil, err
 						}
+						if loGraph != nil {
+							lo = loRun
+						}
 						if lo != nil && !opt.NoPauseSpread && pausesSpread(lo, hi, sz) && scaledAny(eh) {
 							sz, lo, doubled, dropped = [2]units.Size{2 * sz[0], 2 * sz[1]}, nil, hi, dropped+lo.Events
+							loGraph = nil
 							goto pairRuns
 						}
 						if shared != nil {

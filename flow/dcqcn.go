@@ -312,7 +312,7 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 		}
 		s.cnps = append(s.cnps[:0], s.cnps[k:]...)
 		// The step's deliveries reached the receiver over (tStart, tEnd] plus the path's latency.
-		d.deliveredMarks(s, f, tStart+f.lat, tEnd+f.lat)
+		d.deliveredMarks(fid, s, f, tStart+f.lat, tEnd+f.lat)
 		d.pacedArrivals(s, f, tEnd)
 		if !rp.AtLine() || len(s.cnps) > 0 {
 			busy = true
@@ -435,9 +435,9 @@ func (d *dcqcnModel) steady(fid int32) bool {
 	return s.rp.AtLine() && len(s.cnps) == 0
 }
 
-// deliveredMarks is the notification point for the marks on the bytes of flow f that the step
+// deliveredMarks is the notification point for the marks on the bytes of flow f (fid) that the step
 // delivered (s.seen to f.deliv), which reached the receiver over (t0, t1] (delivered).
-func (d *dcqcnModel) deliveredMarks(s *ccFlow, f *flowState, t0, t1 units.Time) {
+func (d *dcqcnModel) deliveredMarks(fid int32, s *ccFlow, f *flowState, t0, t1 units.Time) {
 	d0, d1 := s.seen, f.deliv
 	if d1 <= d0 {
 		return
@@ -445,6 +445,9 @@ func (d *dcqcnModel) deliveredMarks(s *ccFlow, f *flowState, t0, t1 units.Time) 
 	s.seen = d1
 	at := func(x float64) units.Time { // when byte x reached the receiver
 		return t0 + units.Time(math.Round(float64(t1-t0)*min(1, (x-d0)/(d1-d0))))
+	}
+	if d.e.twin != nil {
+		d.e.twin.marks(fid, s, d0, d1, 1e-9*f.total+1e-6)
 	}
 	s.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
 		lo := at(from)

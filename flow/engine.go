@@ -151,6 +151,10 @@ func (e *LimitError) Error() string {
 // ErrStopped is returned when Options.Progress stopped the run.
 var ErrStopped = fmt.Errorf("flow: stopped")
 
+// errPaused is run's return at engine.pauseAt: the run is at a step boundary and resumes with
+// the next call.
+var errPaused = errors.New("flow: paused")
+
 // Validate checks the options.
 func (o *Options) Validate() error {
 	if o.Step < 0 || o.Step > MaxStep {
@@ -174,6 +178,17 @@ func Run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 // plain run after a broken one).
 func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*result.Run, *reduction, error) {
 	wall := time.Now()
+	e, nh, err := setup(g, nh, cfg, mg, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.runToEnd(g, nh, cfg, mg, opt, wall)
+}
+
+// setup checks a run's inputs and makes its engine, reduced where the symmetry reduction
+// applies, with the graph's first events filed; nh is the routes it uses (LeafRoutes where none
+// were given on Ethernet).
+func setup(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options) (*engine, NextHopper, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +241,13 @@ func run(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, op
 		e.growState() // routing the copies may have created bundles
 	}
 	e.initGraph()
-	err = e.run()
+	return e, nh, nil
+}
+
+// runToEnd runs engine e, set up by run (or paused at a step boundary, engine.pauseAt, and maybe
+// cloned), to its end, and collects its result as run does.
+func (e *engine) runToEnd(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, opt Options, wall time.Time) (*result.Run, *reduction, error) {
+	err := e.run()
 	red := e.red
 	if errors.Is(err, errReductionBroken) {
 		// The copies would not have moved in lockstep: run the plain network.
@@ -454,6 +475,11 @@ type engine struct {
 	ar *arState
 	// stopped: Options.StopOnControl stopped the run (controlActed).
 	stopped bool
+	// pauseAt, when positive, makes run return errPaused at the first step boundary after that
+	// many steps and jumps (clone.go: a copy is taken there); run resumes where it left.
+	pauseAt int64
+	// twin, when set, is the smaller run of a pair that shares this run's first steps (fork.go).
+	twin *twin
 
 	stats stats
 }
@@ -745,6 +771,10 @@ func (e *engine) run() error {
 	}
 	noProgress := e.cfg.NoProgress
 	for e.done < e.toRun {
+		if e.pauseAt > 0 && e.steps+e.jumps >= e.pauseAt {
+			e.pauseAt = 0
+			return errPaused
+		}
 		if e.opt.StopOnControl && e.controlActed() {
 			// Before a broken reduction's restart: the plain run acts in the same step (the
 			// copies move in lockstep with the representatives until then).
@@ -753,6 +783,9 @@ func (e *engine) run() error {
 		}
 		if e.red != nil && e.red.broken {
 			return errReductionBroken
+		}
+		if e.twin != nil && e.twin.forkNow(e) {
+			return errFork
 		}
 		tNext := e.nextEvent()
 		if len(e.hot) == 0 {
@@ -1023,6 +1056,9 @@ func (e *engine) startFlow(msg int32, m *msggraph.Message, qp int32, payload int
 	}
 	f.lat = pc.lat
 	f.t0 = t
+	if e.twin != nil {
+		e.twin.start(e, fid)
+	}
 	for h, r := range p {
 		e.join(r, fid, int32(h), off) // quiet at rate 0 until its host's round robin is shared
 	}
@@ -1164,6 +1200,9 @@ func (e *engine) leave(r, f, h, off int32) {
 // endFlow retires a flow whose bytes have all left its last queue at time tLast.
 func (e *engine) endFlow(fid int32, tLast units.Time) {
 	f := &e.flows[fid]
+	if e.twin != nil {
+		e.twin.ended(fid)
+	}
 	path := e.path[f.off : f.off+f.hops]
 	for h, r := range path {
 		e.leave(r, fid, int32(h), f.off)

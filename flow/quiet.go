@@ -106,6 +106,9 @@ func (e *engine) materialize(fid int32) {
 	dt := (e.now - f.t0).Seconds()
 	x := min(f.rem, f.rate*dt)
 	f.rem -= x
+	if e.twin != nil {
+		e.twin.sub(fid, x)
+	}
 	f.deliv += x
 	e.stats.injected += x
 	e.stats.deliveredWire += x
@@ -140,9 +143,13 @@ func (e *engine) coolFlow(fid int32) {
 // least 1 ps ahead); none where it would fall beyond the clock's range.
 func (e *engine) setEnd(id int32, rem, rate float64) {
 	d := math.Ceil(rem / rate * float64(units.Second))
-	if d < float64(units.MaxTime-e.now) {
+	filed := d < float64(units.MaxTime-e.now)
+	if filed {
 		e.seq++
 		e.ends.set(id, e.now+max(units.Time(d), 1), e.seq)
+	}
+	if e.twin != nil {
+		e.twin.setEnd(e.now, id, rate, filed)
 	}
 }
 

@@ -190,6 +190,9 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 				split = e.joinFill(hs, tEnd, tau, wmax, capB, d)
 			}
 			if !split {
+				if e.twin != nil && e.cc == nil {
+					e.twin.order(hs, d, capB)
+				}
 				waterFill(capB, d)
 			}
 		} else {
@@ -218,6 +221,9 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 				continue
 			}
 			f.rem -= amt
+			if e.twin != nil {
+				e.twin.sub(fid, amt)
+			}
 			f.inj = amt
 			e.stats.injected += amt
 			r0 := e.path[f.off]
@@ -700,6 +706,9 @@ func (e *engine) jumpFlows(tEnd units.Time, T float64) {
 				x = f.rem
 			}
 			f.rem -= x
+			if e.twin != nil {
+				e.twin.sub(fid, x)
+			}
 			f.deliv += x
 			e.stats.injected += x
 			e.stats.deliveredWire += x

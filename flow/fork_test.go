@@ -1,0 +1,189 @@
+package flow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/fabricsim/fabricsim/fabric"
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/topo"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// halved is mg with the messages that keep(i) halved (a compare class's scaled sends at the
+// pair's smaller size).
+func halved(mg *msggraph.Graph, keep func(i int) bool) *msggraph.Graph {
+	s := &msggraph.Graph{Msgs: append([]msggraph.Message(nil), mg.Msgs...), Endpoints: mg.Endpoints}
+	for i := range s.Msgs {
+		if keep(i) {
+			s.Msgs[i].Bytes /= 2
+		}
+	}
+	return s
+}
+
+func resultJSON(t *testing.T, r *result.Run) []byte {
+	t.Helper()
+	r.WallSeconds = 0
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkFork runs big and small plain (Run) and forked (runForked) and compares the results' JSON
+// byte for byte; it returns the steps shared and the smaller run's steps.
+func checkFork(t *testing.T, name string, g *topo.Graph, nh NextHopper, cfg fabric.Config, big, small *msggraph.Graph, opt Options) (shared int64, steps float64) {
+	t.Helper()
+	wantB, err := Run(g, nh, cfg, big, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantS, err := Run(g, nh, cfg, small, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotB, gotS, shared, err := runForked(g, nh, cfg, big, small, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps = wantS.Counters["flow_steps"]
+	if !bytes.Equal(resultJSON(t, gotB), resultJSON(t, wantB)) {
+		t.Errorf("%s: the larger run differs from its plain run", name)
+	}
+	if !bytes.Equal(resultJSON(t, gotS), resultJSON(t, wantS)) {
+		t.Errorf("%s: the forked smaller run differs from its plain run (forked after %d steps of %v)", name, shared, steps)
+	}
+	t.Logf("%s: forked after %d of the smaller run's %v steps", name, shared, steps)
+	return shared, steps
+}
+
+// TestForkMatchesPlain: the smaller run forked from the larger one (RunForked) gives its plain
+// run's result JSON byte for byte, and the larger run its own, with and without the symmetry
+// reduction: incasts with PFC alone (also with every other message halved only: sizes that
+// differ next to sizes that do not, sharing NICs) and on InfiniBand, which fork and share steps
+// (asserted: the shared steps are what the fork saves); with DCQCN (incasts, rail rings of 8 and
+// 4 MiB), which do not fork (the path latency that times DCQCN's CNPs differs with the size:
+// twin.start), and on a lossy fabric (not forked).
+func TestForkMatchesPlain(t *testing.T) {
+	roce := func(dcqcn bool) fabric.Config {
+		c := fabric.DefaultRoCE()
+		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
+		return c
+	}
+	ib, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := roce(true)
+	lossy.RoCE.PFC = false
+	all := func(int) bool { return true }
+	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	for _, c := range []struct {
+		name  string
+		build func(testing.TB) (*topo.Graph, *msggraph.Graph)
+		cfg   fabric.Config
+		keep  func(int) bool
+		forks bool // the smaller run is forked, after shared steps
+	}{
+		{"incasts, RoCE PFC", incasts, roce(false), all, true},
+		{"incasts, RoCE PFC, every other message", incasts, roce(false), func(i int) bool { return i%2 == 0 }, true},
+		{"incasts, InfiniBand", incasts, ib, all, true},
+		{"incasts, RoCE DCQCN", incasts, roce(true), all, false},
+		{"incasts, RoCE DCQCN, every other message", incasts, roce(true), func(i int) bool { return i%2 == 0 }, false},
+		{"rings, RoCE DCQCN", func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railRings(t, 32, 8*units.MiB) }, roce(true), all, false},
+		{"incasts, lossy RoCE", incasts, lossy, all, false},
+	} {
+		for _, plain := range []bool{false, true} {
+			g, mg := c.build(t)
+			shared, _ := checkFork(t, c.name, g, nil, c.cfg, mg, halved(mg, c.keep), Options{NoSymmetry: plain})
+			if c.forks != (shared > 0) {
+				t.Errorf("%s (no symmetry %v): shared %d steps; want some: %v", c.name, plain, shared, c.forks)
+			}
+		}
+	}
+}
+
+// TestForkMatchesPlain2048 runs BenchmarkPipelineClass's 2,048-GPU class (stage 3's sends at 16
+// MiB, the smaller run at 8 MiB: a compare's pair) forked, with PFC alone (forked after 298 of
+// the 8 MiB run's 600 steps) and with DCQCN (not forked): both results are the plain runs'.
+func TestForkMatchesPlain2048(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the 2,048-GPU pipeline class at two sizes, twice")
+	}
+	for _, pfcOnly := range []bool{false, true} {
+		g, mg, cfg := pipelineClass(t, 256, 3)
+		if pfcOnly {
+			cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+		}
+		rt, err := topo.ComputeRoutes(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := map[bool]string{false: "pipeline 2048, DCQCN", true: "pipeline 2048, PFC alone"}[pfcOnly]
+		shared, _ := checkFork(t, name, g, rt, cfg, mg, halved(mg, func(int) bool { return true }), Options{})
+		if pfcOnly != (shared > 0) {
+			t.Errorf("%s: shared %d steps; want some: %v", name, shared, pfcOnly)
+		}
+	}
+}
+
+// BenchmarkForkPipelineClass runs BenchmarkPipelineClass's 2,048-GPU class at 16 and 8 MiB with
+// PFC alone (a roce-pfc-only compare's congested pair): plain, the two runs one after the other
+// (Run), and forked (RunForked: the 8 MiB run forked after 298 of its 600 steps); small is the
+// 8 MiB run alone, clone the copy at the fork (engine.clone after 200 steps), and setup nothing
+// (the class's graph and routes, which every one of them includes: for instruction counts).
+func BenchmarkForkPipelineClass(b *testing.B) {
+	g, mg, cfg := pipelineClass(b, 256, 3)
+	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	small := halved(mg, func(int) bool { return true })
+	b.Run("setup", func(b *testing.B) {})
+	b.Run("plain", func(b *testing.B) {
+		for range b.N {
+			if _, err := Run(g, rt, cfg, mg, Options{}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("small", func(b *testing.B) {
+		for range b.N {
+			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("forked", func(b *testing.B) {
+		for range b.N {
+			if _, _, err := RunForked(g, rt, cfg, mg, small, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("clone", func(b *testing.B) {
+		e, _, err := setup(g, rt, cfg, mg, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.pauseAt = 200
+		if err := e.run(); !errors.Is(err, errPaused) {
+			b.Fatalf("run: %v", err)
+		}
+		b.ResetTimer()
+		var n int64
+		for range b.N {
+			_, n = e.clone()
+		}
+		b.ReportMetric(float64(n)/1e6, "MB")
+	})
+}
