@@ -13,7 +13,7 @@ import (
 
 // TestPerFlowARRuleRailPlane: the spread rule (arflows.go) forms families on validation rows 17
 // and 18 (the 1,024-GPU jitter example's EP all-to-all and expert-DP reduce-scatter classes on
-// one rail plane, whose leaves' parallel uplinks differ: the mismatch factor 2), where the packet
+// one rail plane, whose leaves' parallel uplinks differ: the mismatch factor 1.25), where the packet
 // backend is 11 and 38 % slower than the pooled bundles (docs/flow.md, "The spread rule on a rail
 // plane"); and keeps the pooled bundles on the same EP all-to-all on a 96-NIC plane (8 leaves,
 // two links from each to each of 2 spines: no mismatch, the spread term 0.9 %), where the pooled
