@@ -204,6 +204,47 @@ var valCases = []valCase{
 	{name: "credit victim: 2:1 incast + innocent flow, InfiniBand EDR", small: true, victim: true, build: victim(true), packet: [4]float64{3228.7, 3228.4, 3228.7, 1609.8}, flow: [4]float64{3223.9, 3223.9, 3223.9, 1602.5}},
 	{name: "IB CC victim: 3:1 incast + innocent flow, EDR, IB CC on (ib-cc-victim)", small: true, victim: true, victimMsg: 3, build: example("ib-cc-victim.yaml"), packet: [4]float64{2096.3, 2081.3, 2096.3, 563.4}, flow: [4]float64{2136.4, 2136.4, 2136.4, 497.8}},
 	{name: "permutation, k=8 fat tree, InfiniBand AR (ib-permutation-ar)", build: example("ib-permutation-ar.yaml"), packet: [4]float64{62.8, 54.5, 62.5, 57.8}, flow: [4]float64{60.3, 50.7, 60.2, 50.3}},
+	{name: "EP all-to-all 4 MiB, 8 groups of 16 on a 128-NIC rail plane, 3:1 leaves, InfiniBand AR", small: true, build: railPlane3to1(true), packet: [4]float64{207.0, 139.0, 203.4, 94.1}, flow: [4]float64{202.8, 141.0, 202.8, 103.8}},
+	{name: "expert-DP reduce-scatter 6 MiB, 16 rings of 8 on a 128-NIC rail plane, 3:1 leaves, InfiniBand AR", small: true, known: [4]bool{2: true}, build: railPlane3to1(false), packet: [4]float64{484.8, 61.1, 164.6, 72.1}, flow: [4]float64{470.5, 63.0, 123.9, 69.7}},
+}
+
+// railPlane3to1 is one rail plane of examples/compare-jitter-moe-1024.yaml (docs/jitter.md): 128
+// NICs on 11 radix-16 leaves at 3:1 (12 NIC ports and 4 uplinks each), 3 spines, a leaf's four
+// uplinks two to one spine (which one turns with the leaf: the parallel links differ from leaf to
+// leaf); InfiniBand NDR with adaptive routing, the example's link latencies. ep: the example's EP
+// all-to-all class on the plane (8 groups of 16 consecutive NICs, 4 MiB, 2 channels: each group
+// spans two leaves); otherwise its expert-DP reduce-scatter class (16 rings of 8 NICs 16 apart,
+// one per EP group, 6 MiB in 512 KiB chunks, 2 channels: every hop crosses the spines). Neither
+// has the example's data-path latency or start offsets.
+func railPlane3to1(ep bool) func(t testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph) {
+	return func(t testing.TB) (*topo.Graph, fabric.Config, *msggraph.Graph) {
+		const nics = 128
+		g, err := topo.Clos(topo.ClosSpec{Servers: nics, NICsPerServer: 1, RailOptimized: true, Radix: 16, Oversubscription: []float64{3},
+			NIC:       topo.LinkSpec{Rate: 400 * units.Gbps, Latency: 100 * units.Nanosecond},
+			LeafSpine: topo.LinkSpec{Rate: 400 * units.Gbps, Latency: 150 * units.Nanosecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var specs []collective.Spec
+		for j := 0; j < 16; j++ {
+			var ranks []int32
+			if ep {
+				if j >= nics/16 {
+					break
+				}
+				for i := 0; i < 16; i++ {
+					ranks = append(ranks, int32(16*j+i))
+				}
+				specs = append(specs, collective.Spec{Op: collective.AllToAll, Ranks: ranks, Bytes: 4 * units.MiB, Channels: 2})
+				continue
+			}
+			for x := j; x < nics; x += 16 {
+				ranks = append(ranks, int32(x))
+			}
+			specs = append(specs, collective.Spec{Op: collective.ReduceScatter, Ranks: ranks, Bytes: 6 * units.MiB, Channels: 2, ChunkBytes: 512 * units.KiB})
+		}
+		return g, ibNDR(t, true), compile(t, nics, specs...)
+	}
 }
 
 // ringIB is ringAcrossSpines on InfiniBand with or without adaptive routing.
