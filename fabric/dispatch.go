@@ -97,6 +97,7 @@ func (n *Network) ingress(s *Switch, out *Port, pkt *Packet) int {
 			f.Admit(s, in, out, pkt)
 		}
 		f.Arrived(in, pkt)
+		pkt.Prio = out.VLOf(pkt.SL) // the egress VL, as ibRouter.Route sets it: a memoized route skips Route
 		return -1
 	}
 	var cause int
@@ -132,8 +133,7 @@ func (n *Network) fcDeparted(s *Switch, pkt *Packet) {
 	}
 }
 
-// hostArrived tells link-level flow control that pkt arrived at a host's NIC through in: an
-// InfiniBand HCA places it in memory at once and returns its credits.
+// hostArrived: pkt arrived at a host's NIC through in (an InfiniBand HCA returns its credits now).
 func (n *Network) hostArrived(in *Port, pkt *Packet) {
 	if f := n.ibfc; f != nil {
 		f.HostArrived(in, pkt)

@@ -68,7 +68,21 @@ func (r *ibRouter) Route(s *Switch, pkt *Packet, _ []int32) int32 {
 }
 
 // predict is the LFT entry: the port a static table sends pkt to, and an idle adaptive one.
-func (r *ibRouter) predict(s *Switch, pkt *Packet) int32 { return r.t.Port(s.Node, int(pkt.Dst)) }
+func (r *ibRouter) predict(s *Switch, pkt *Packet) int32 {
+	return r.memo(pkt, r.t.Port(s.Node, int(pkt.Dst)))
+}
+
+// memo keeps predict's port out in pkt.route for Switch.Handle where it is Route's choice
+// (static tables, or a packet adaptive routing does not move): Handle then does not call Route
+// and the ingress sets the egress VL instead (Network.ingress). Not where faults may change
+// the tables before the event runs (TestRouteMemoMatchesLookup).
+func (r *ibRouter) memo(pkt *Packet, out int32) int32 {
+	n := r.n
+	if (!r.adaptive || pkt.Kind != Data) && n.faults == nil && !n.noRouteMemo && n.ibfc != nil && uint32(out) < 1<<16-1 {
+		pkt.route = uint16(out + 1)
+	}
+	return out
+}
 
 // Report adds the adaptive-routing counters.
 func (r *ibRouter) Report(res *result.Run) {

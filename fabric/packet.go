@@ -82,9 +82,9 @@ type Packet struct {
 	// the switch holding it chose the egress VL.
 	InVL uint8
 	// route, when not 0, is 1 + the egress port that Switch.Prefetch found for the packet at the
-	// switch about to receive it, where the route is ECMP by flow hash (a pure function of the
-	// switch, the destination and the hash): Switch.Handle takes it rather than looking the
-	// route up a second time, and clears it.
+	// switch about to receive it, where the route is ECMP by flow hash or an LFT entry (a pure
+	// function of the switch, the destination and the hash): Switch.Handle takes it rather than
+	// looking the route up a second time, and clears it (ibRouter.memo says when on InfiniBand).
 	route uint16
 }
 

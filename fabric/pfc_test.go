@@ -96,16 +96,28 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 // TestRouteMemoMatchesLookup: Switch.Handle takes the route Switch.Prefetch found (Packet.route)
 // rather than looking it up again. With the memo and without it, a permutation with an incast
 // on a k=4 fat tree (ECMP over 2 and 4 candidates), on Ethernet and on RoCE, must send every
-// packet the same way: the same run, and the same frames on every port.
+// packet the same way: the same run, and the same frames on every port. On InfiniBand the memo
+// is the subnet manager's LFT entry (ibRouter.predict), its VL set at the ingress: static and
+// adaptive routing (whose data packets are not memoized).
 func TestRouteMemoMatchesLookup(t *testing.T) {
 	g := fatTreeK(t, 4, 100*units.Gbps, units.Microsecond)
-	for _, cfg := range []Config{DefaultEthernet(), DefaultRoCE()} {
+	ib, err := DefaultInfiniBand("edr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ibAR := ib
+	ibAR.IB.Adaptive = true
+	for _, cfg := range []Config{DefaultEthernet(), DefaultRoCE(), ib, ibAR} {
 		out := func(memo bool) (string, []int64) {
 			n := newNet(t, g, cfg)
 			n.noRouteMemo = !memo
 			mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
 			for i := 0; i < 8; i++ {
-				mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB})
+				m := msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB}
+				if cfg.Kind == KindInfiniBand {
+					m.Prio = uint8(i % 4) // SLs on VLs 0-3: the memoized route's VL must follow the SL
+				}
+				mg.Add(m)
 			}
 			run(t, n, mg)
 			res := n.lastRun

@@ -160,7 +160,7 @@ func (rt *Routes) PathBy(srcHost, dstHost int, choose func(n NodeID, hops []int3
 func (rt *Routes) DistinctPortSets() int {
 	switch {
 	case rt.tree != nil:
-		return len(rt.tree.setStart) - 1
+		return len(rt.tree.sets)
 	case rt.clus != nil:
 		return rt.clus.distinctPortSets()
 	}

@@ -42,8 +42,11 @@ type treeRoutes struct {
 	parent []int32    // per group: the parent group, -1 at the top
 	down   []uint32   // per switch, from node.down: the port set toward each child of its group
 
-	setStart []uint32 // port set i is ports[setStart[i]:setStart[i+1]]; set 0 is empty
-	ports    []int32
+	// sets[i] is port set i, a slice of ports (set 0 is empty): kept as slices, not as the
+	// offsets they were built with, so that a lookup loads the set instead of slicing ports
+	// (two offsets and their index checks) on every packet's route.
+	sets  [][]int32
+	ports []int32
 
 	// desc[descStart[g]:descStart[g+1]] lists the attachments below group g, ascending (for
 	// SameSetRank; hosts x tiers entries in all).
@@ -115,7 +118,8 @@ func inferTiers(g *Graph, atts []treeAttachment) []int32 {
 // with the given attachments, or nil and the reason when the network does not qualify (see
 // treeRoutes).
 func buildTree(g *Graph, atts []treeAttachment, tier []int32) (*treeRoutes, string) {
-	r := &treeRoutes{node: make([]treeNode, len(g.Nodes)), setStart: []uint32{0, 0}}
+	r := &treeRoutes{node: make([]treeNode, len(g.Nodes))}
+	setStart := []uint32{0, 0} // port set i is ports[setStart[i]:setStart[i+1]] until sets is built
 	T := 0
 	for i := range g.Nodes {
 		r.node[i].group = -1
@@ -236,10 +240,10 @@ func buildTree(g *Graph, atts []treeAttachment, tier []int32) (*treeRoutes, stri
 		}
 		id, ok := intern[string(kb)]
 		if !ok {
-			id = uint32(len(r.setStart) - 1)
+			id = uint32(len(setStart) - 1)
 			intern[string(kb)] = id
 			r.ports = append(r.ports, ports...)
-			r.setStart = append(r.setStart, uint32(len(r.ports)))
+			setStart = append(setStart, uint32(len(r.ports)))
 		}
 		return id
 	}
@@ -281,6 +285,10 @@ func buildTree(g *Graph, atts []treeAttachment, tier []int32) (*treeRoutes, stri
 			}
 			nd.up = set(buf)
 		}
+	}
+	r.sets = make([][]int32, len(setStart)-1)
+	for i := range r.sets {
+		r.sets[i] = r.ports[setStart[i]:setStart[i+1]:setStart[i+1]]
 	}
 	// Descendant lists, bottom up: a leaf's attachments, then each group's children merged.
 	lists := make([][]int32, nGroups)
@@ -336,7 +344,7 @@ func (r *treeRoutes) nextHops(n NodeID, a int) []int32 {
 	case r.root[a] == nd.root:
 		s = nd.up
 	}
-	return r.ports[r.setStart[s]:r.setStart[s+1]]
+	return r.sets[s]
 }
 
 // hops is the number of links from tree switch n to attachment a (to the node behind it), or
@@ -388,6 +396,6 @@ func (r *treeRoutes) sameSetRank(n NodeID, a int) int {
 
 func (r *treeRoutes) bytes() int64 {
 	return int64(len(r.node))*int64(unsafe.Sizeof(treeNode{})) + int64(len(r.att))*8 + int64(len(r.root))*4 + int64(len(r.leaf))*4 +
-		int64(len(r.parent))*4 + int64(len(r.down))*4 + int64(len(r.setStart))*4 + int64(len(r.ports))*4 +
+		int64(len(r.parent))*4 + int64(len(r.down))*4 + int64(len(r.sets))*24 + int64(len(r.ports))*4 +
 		int64(len(r.descStart))*4 + int64(len(r.desc))*4
 }
