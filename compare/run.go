@@ -830,7 +830,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							continue
 						}
 					}
-					jobs = append(jobs, job{v: v, k: k, c: c, skew: true})
+					if skewStepHook == nil || skewStepHook(k) {
+						jobs = append(jobs, job{v: v, k: k, c: c, skew: true})
+					}
 				}
 			}
 		}
@@ -1041,6 +1043,12 @@ func simulateClass(ctx context.Context, name backend.Name, net *backend.Network,
 // finishes, on the goroutine that ran it: the jitter draws' diagnostic (TestEPClassDraws) takes a
 // class's job from it to rerun it under other draw seeds. Nil in every other use.
 var classRunHook func(name backend.Name, job *backend.Job, res *result.Run)
+
+// skewStepHook, when set (by a test, before Run), keeps only the steps it returns true for among
+// a network_per_step compare's own step runs (the others stay unfinished): the slow steps'
+// diagnostic (TestSlowStepClasses) reruns steps of a 200-step scenario without the rest. Nil in
+// every other use.
+var skewStepHook func(k int) bool
 
 // summarize fills out from run res of a class graph whose groups are ranges (runClass).
 func (out *classRun) summarize(res *result.Run, ranges [][2]int, keep bool, pre []groupExtrap, mw msgWeights) {
