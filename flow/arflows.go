@@ -36,7 +36,8 @@ import (
 // have delivered it.
 //
 // First-choice families (the default; Options.PerFlowARAllStages makes every stage's choice per
-// flow, the first version). Only the first adaptive switch on the path (the source's edge switch)
+// flow, the first version; where a later stage's parallel links differ the spread rule makes every
+// switch choose per flow by next switch, arState.bySwitch, "The spread rule at later stages"). Only the first adaptive switch on the path (the source's edge switch)
 // chooses per flow: a member per switch its group's ports reach (parallel links to one switch
 // one bundle: where they go next is the same), and from that switch on the path is the pooled
 // model's (router.bundlePath: each later adaptive stage one bundle). On a
@@ -86,14 +87,18 @@ type arState struct {
 	carry  []float64 // by flow id: a quiet family member's rate, bytes/s (quiet families)
 	tau    float64
 	first  bool // per-flow choices at the first adaptive switch only, bundles after it
-	pend   []arPend
-	ports  []arPort
-	portAt []int32 // by resource and class: arSwitch's index of its port + 1, 0 outside arSwitch
-	pkts   []arPkt
-	got    []float64
-	base   []int32
-	pidx   []int32
-	nalt   []int32
+	// bySwitch: per-flow choices at every adaptive switch, a member per next switch (parallel
+	// links to one switch one bundle, as the first choice's); set by the spread rule at later
+	// stages (arLaterOverload).
+	bySwitch bool
+	pend     []arPend
+	ports    []arPort
+	portAt   []int32 // by resource and class: arSwitch's index of its port + 1, 0 outside arSwitch
+	pkts     []arPkt
+	got      []float64
+	base     []int32
+	pidx     []int32
+	nalt     []int32
 }
 
 func newARState() *arState { return &arState{shapes: map[uint64]*arShape{}} }
@@ -158,8 +163,9 @@ func (e *engine) arShapeOf(src, dst int32) *arShape {
 				}
 			}
 		}
-		if e.ar.first && len(order) > 1 {
-			// The first choice: a member per next switch, parallel links to it one bundle.
+		if (e.ar.first || e.ar.bySwitch) && len(order) > 1 {
+			// The first choice (bySwitch: every choice): a member per next switch, parallel
+			// links to it one bundle.
 			var peers []topo.NodeID
 			var chans [][]int32
 			for _, p := range order {
@@ -449,6 +455,240 @@ func (e *engine) arOverload(mg *msggraph.Graph) float64 {
 		f := e.arMismatch(l.ins, ups, l.src, l.outs, in, float64(l.n)) // parallel links that differ
 		most = max(most, max(1, rho*f*(1+arSpreadGain*s))/max(1, rho))
 	}
+	if later := e.arLaterOverload(mg, depth); later > 1+arOverMin {
+		// A later stage's parallel links differ where it is loaded: first-choice families would
+		// pool that stage (arLaterOverload), so every stage chooses per flow.
+		if e.ar != nil && e.ar.first {
+			e.ar.first, e.ar.bySwitch = false, true
+		}
+		most = max(most, later)
+	}
+	return most
+}
+
+// The spread rule at later stages. First-choice families pool every adaptive stage after the
+// source's edge switch, so the mismatch factor above is counted at the first choice only. Where
+// a later stage's parallel links differ (the shared-fabric example's three tiers: a pod's spine
+// has 2, 2, 1, 1, 1, 1 links to the six cores of its plane, which pair of cores gets two turns
+// with the pod, so a spine's bytes to another pod land half on two cores that have a quarter of
+// the links into the destination spine), the pooled stage gives the pair constraint's outcome,
+// every switch routing in concert, and the packet backend's spines balance their own ports
+// instead: on its aggressor's EP all-to-all (validation row 19) the pooled bundles are 26.9 % and
+// first-choice families 25.4 % short of the packet backend's completion, every stage per flow
+// within 2.2 % on all three figures (docs/flow.md, "The spread rule at later stages"). arLaterOverload counts the same factor at every adaptive stage after the
+// first: each QP's bytes spread from its source edge switch stage by stage, each switch over its
+// own links of the pooled path in proportion to their rates (a switch balancing its ports); at a
+// stage whose links lead to several switches, the switches Y its next stage's links end on play
+// the destination edge switch's part (ins: the next stage's links into Y, ups: the switches they
+// come from, the sources: the switches choosing among links to ups, each with the QPs' share that
+// reaches it). The estimate per Y and dependency depth is max(1, rho f) / max(1, rho), rho being
+// what the QPs through Y can send (each at its NIC's rate shared by the NIC's QPs of its depth,
+// and at most its destination NIC's share, times the share that passes Y) over Y's links'
+// rate; no spread term (the spread of shares is the first choice's, counted above). Where the
+// largest exceeds 1 + arOverMin, arOverload makes every adaptive switch choose per flow for the
+// run, a member per next switch (arState.bySwitch; with Options.PerFlowARAllStages the members
+// stay per link): the simplest sound form, decided per run as the rule itself is (row 19: the
+// same figures as every stage per link, at 24 members per QP instead of 40); a per-stage mix (per
+// flow only at the stages that mismatch) would cost less and is not built.
+// f = 1 at every later stage of a k-ary fat tree (an aggregation switch has one link to each core
+// of its group, a core one to each pod) and there is no later stage on two tiers (rows 9, 12, 17,
+// 18, the 1,024-GPU default compare), so no other run changes.
+
+// arLater is one later adaptive stage of a pair's pooled path, seen from one switch y its next
+// stage ends on: the links into y (ins), their switches (ups), and the switches choosing among
+// links to ups (src), each with the share of a QP's bytes that reaches it (w) and its links
+// (outs).
+type arLater struct {
+	y    topo.NodeID
+	ins  []int32
+	ups  []topo.NodeID
+	src  []topo.NodeID
+	w    []float64
+	outs [][]int32
+}
+
+// arLaterStages is arLater for every later adaptive stage of the pooled path from host src to
+// host dst (nil where there is none).
+func (e *engine) arLaterStages(src, dst int32) []arLater {
+	p, err := e.rt.path(src, dst, 0, 0, nil)
+	if err != nil || len(p) < 4 {
+		return nil
+	}
+	res := e.net.res
+	var stages [][]int32 // the switch-to-switch stages' links
+	for _, r := range p[1 : len(p)-1] {
+		if res[r].pair {
+			continue
+		}
+		if res[r].links > 1 {
+			stages = append(stages, res[r].chans)
+		} else {
+			stages = append(stages, []int32{r})
+		}
+	}
+	multi := func(cs []int32) bool { // links to several switches
+		for _, c := range cs {
+			if res[c].to != res[cs[0]].to {
+				return true
+			}
+		}
+		return false
+	}
+	var out []arLater
+	dist := map[topo.NodeID]float64{res[p[0]].to: 1} // a QP's share by switch
+	var nodes []topo.NodeID                          // dist's keys in order of arrival
+	nodes = append(nodes, res[p[0]].to)
+	chose := false
+	for i, cs := range stages {
+		if chose && multi(cs) && i+1 < len(stages) {
+			var ys []topo.NodeID
+			for _, c := range stages[i+1] {
+				if !slices.Contains(ys, res[c].to) {
+					ys = append(ys, res[c].to)
+				}
+			}
+			for _, y := range ys {
+				l := arLater{y: y}
+				for _, c := range stages[i+1] {
+					if res[c].to == y {
+						l.ins = append(l.ins, c)
+						if !slices.Contains(l.ups, res[c].from) {
+							l.ups = append(l.ups, res[c].from)
+						}
+					}
+				}
+				for _, x := range nodes {
+					var mine []int32
+					reach := false
+					for _, c := range cs {
+						if res[c].from == x {
+							mine = append(mine, c)
+							reach = reach || slices.Contains(l.ups, res[c].to)
+						}
+					}
+					if reach && dist[x] > 0 {
+						l.src, l.w, l.outs = append(l.src, x), append(l.w, dist[x]), append(l.outs, mine)
+					}
+				}
+				if len(l.ups) > 1 && len(l.src) > 0 {
+					out = append(out, l)
+				}
+			}
+		}
+		chose = chose || multi(cs)
+		next := map[topo.NodeID]float64{}
+		var nn []topo.NodeID
+		for _, x := range nodes {
+			var tot float64
+			for _, c := range cs {
+				if res[c].from == x {
+					tot += res[c].rate
+				}
+			}
+			for _, c := range cs {
+				if res[c].from == x && tot > 0 {
+					if _, ok := next[res[c].to]; !ok {
+						nn = append(nn, res[c].to)
+					}
+					next[res[c].to] += dist[x] * res[c].rate / tot
+				}
+			}
+		}
+		dist, nodes = next, nn
+	}
+	return out
+}
+
+// arLaterOverload is the spread rule's estimate at later adaptive stages (above): the largest
+// max(1, rho f) / max(1, rho) over the switches y of every pair's later stages and dependency
+// depths (1 where there is none). depth is arOverload's, by message.
+func (e *engine) arLaterOverload(mg *msggraph.Graph, depth []int32) float64 {
+	type load struct {
+		n, want float64
+		ins     []int32
+		ups     []topo.NodeID
+		src     []topo.NodeID
+		w       []float64
+		outs    [][]int32
+	}
+	pk := func(a topo.NodeID, depth int32) uint64 { return uint64(a)<<32 | uint64(uint32(depth)) }
+	res := e.net.res
+	pairs := map[uint64][]arLater{} // by source and destination edge switch
+	nicOut := map[uint64]float64{}  // by host and depth: QPs it sends
+	nicIn := map[uint64]float64{}   // by host and depth: QPs it receives
+	for i := range mg.Msgs {
+		m := &mg.Msgs[i]
+		if m.Src == m.Dst || m.Bytes <= 0 {
+			continue
+		}
+		nq, _ := e.qpSplit(m)
+		nicOut[pk(topo.NodeID(m.Src), depth[i])] += float64(nq)
+		nicIn[pk(topo.NodeID(m.Dst), depth[i])] += float64(nq)
+	}
+	loads := map[uint64]*load{}
+	var keys []uint64
+	for i := range mg.Msgs {
+		m := &mg.Msgs[i]
+		if m.Src == m.Dst || m.Bytes <= 0 {
+			continue
+		}
+		first, last := e.net.channel(e.g.Hosts[m.Src], 0), e.net.channel(e.g.Hosts[m.Dst], 0)
+		pair := uint64(res[first].to)<<32 | uint64(uint32(res[last].to))
+		st, ok := pairs[pair]
+		if !ok {
+			st = e.arLaterStages(m.Src, m.Dst)
+			pairs[pair] = st
+			res = e.net.res // (the paths may add bundles)
+		}
+		if len(st) == 0 {
+			continue
+		}
+		nq, _ := e.qpSplit(m)
+		q := float64(nq)
+		want := min(q*res[first].rate/nicOut[pk(topo.NodeID(m.Src), depth[i])], q*res[last].rate/nicIn[pk(topo.NodeID(m.Dst), depth[i])])
+		for _, s := range st {
+			k := pk(s.y, depth[i])
+			l := loads[k]
+			if l == nil {
+				l = &load{ins: s.ins, ups: s.ups}
+				loads[k] = l
+				keys = append(keys, k)
+			}
+			for _, r := range s.ins {
+				if !slices.Contains(l.ins, r) {
+					l.ins = append(slices.Clip(l.ins), r)
+					if !slices.Contains(l.ups, res[r].from) {
+						l.ups = append(slices.Clip(l.ups), res[r].from)
+					}
+				}
+			}
+			var through float64
+			for j, x := range s.src {
+				through += s.w[j]
+				if u := slices.Index(l.src, x); u >= 0 {
+					l.w[u] += q * s.w[j]
+				} else {
+					l.src, l.w, l.outs = append(l.src, x), append(l.w, q*s.w[j]), append(l.outs, s.outs[j])
+				}
+			}
+			l.n += q * through
+			l.want += want * through
+		}
+	}
+	most := 1.0
+	for _, k := range keys {
+		l := loads[k]
+		var in float64
+		for _, r := range l.ins {
+			in += res[r].rate
+		}
+		if in <= 0 || l.n <= 0 {
+			continue
+		}
+		rho := l.want / in
+		f := e.arMismatchW(l.ins, l.ups, l.w, l.outs, in, l.n)
+		most = max(most, max(1, rho*f)/max(1, rho))
+	}
 	return most
 }
 
@@ -469,6 +709,16 @@ func (e *engine) arOverload(mg *msggraph.Graph) float64 {
 // layer in another pod) counts at the links' shares. The factor is a decision, as the rest of the
 // rule: it does not predict the shortfall (back-pressure moves part of that share).
 func (e *engine) arMismatch(ins []int32, ups []topo.NodeID, src []arKey, outs [][]int32, in, n float64) float64 {
+	w := make([]float64, len(src))
+	for j, x := range src {
+		w[j] = float64(x.depth)
+	}
+	return e.arMismatchW(ins, ups, w, outs, in, n)
+}
+
+// arMismatchW is arMismatch with the sources' QPs as weights w (arLaterOverload: a QP's share
+// reaching a later stage's switch).
+func (e *engine) arMismatchW(ins []int32, ups []topo.NodeID, w []float64, outs [][]int32, in, n float64) float64 {
 	res := e.net.res
 	capUp := make([]float64, len(ups)) // by switch of ups: its links' rate into the edge switch
 	for _, r := range ins {
@@ -476,7 +726,7 @@ func (e *engine) arMismatch(ins []int32, ups []topo.NodeID, src []arKey, outs []
 	}
 	load := make([]float64, len(ups)) // QPs by switch of ups
 	by := make([]float64, len(ups))
-	for j, x := range src {
+	for j, x := range w {
 		clear(by)
 		var tot float64
 		for _, c := range outs[j] {
@@ -487,9 +737,9 @@ func (e *engine) arMismatch(ins []int32, ups []topo.NodeID, src []arKey, outs []
 		}
 		for u := range ups {
 			if tot > 0 {
-				load[u] += float64(x.depth) * by[u] / tot
+				load[u] += x * by[u] / tot
 			} else {
-				load[u] += float64(x.depth) * capUp[u] / in
+				load[u] += x * capUp[u] / in
 			}
 		}
 	}
