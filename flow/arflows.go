@@ -809,7 +809,7 @@ func (e *engine) startFamily(msg int32, m *msggraph.Message, qp int32, payload i
 			rng: uint64(msg)<<20 ^ uint64(qp) ^ e.drawSeed()*0x9e3779b97f4a7c15, hidx: -1}
 		if k == 0 {
 			f.total, f.rem = wire, wire
-			lat = e.latency(p, payload, wire)
+			lat = e.latency(p, payload)
 		}
 		f.lat = lat // the paths are alike in length and rates
 		f.from, f.t0 = t, t

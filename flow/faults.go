@@ -596,7 +596,7 @@ func (fs *faultState) move(fid int32, p []int32, hops int32) {
 	m := &e.mg.Msgs[f.msg]
 	_, per := e.qpSplit(m)
 	payload := min(per, int64(m.Bytes)-int64(f.qp)*per)
-	f.lat = e.latency(e.path[off:off+hops], payload, f.total)
+	f.lat = e.latency(e.path[off:off+hops], payload)
 	for h := int32(0); h < hops; h++ {
 		e.join(e.path[off+h], fid, h, off)
 	}

@@ -38,8 +38,8 @@ var errFork = errors.New("flow: the twin runs part here")
 
 // twin is the smaller run's state where it differs from the larger one's: per flow of the larger
 // run (index its flow id), whether the flow's size differs, and if so the smaller run's wire
-// bytes, path latency (read only as it ends where there is no congestion control), bytes left to
-// inject and projected quiet end.
+// bytes, path latency (the first packet's: the larger run's, but where the smaller QP is a
+// single short packet), bytes left to inject and projected quiet end.
 type twin struct {
 	small *msggraph.Graph
 	diff  []bool
@@ -104,11 +104,12 @@ func (t *twin) start(e *engine, fid int32) {
 		return
 	}
 	w := e.wireBytes(payload)
-	lat := e.latency(e.path[f.off:f.off+f.hops], payload, w)
+	lat := e.latency(e.path[f.off:f.off+f.hops], payload)
 	if lat != f.lat && e.cc != nil {
-		// The path latency (the ideal FCT less the bytes' serialization, rounded packet by
-		// packet) differs with the size, and congestion control times its notifications with it
-		// from the first step (DCQCN's CNPs, IB CC's BECNs): the runs part at once.
+		// The path latency is the first packet's (engine.latency), the same at both sizes unless
+		// the smaller QP is a single packet shorter than an MTU; congestion control times its
+		// notifications with it from the first step (DCQCN's CNPs, IB CC's BECNs): the runs
+		// would part at once.
 		t.spoiled = true
 		return
 	}

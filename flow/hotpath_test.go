@@ -13,7 +13,9 @@ import (
 // hashes the plain version (the engine before the windows moved into the queue entries, commit
 // 246185b) gave. A change that is meant to alter results re-records them: run with -v, where each
 // run logs its hash (the two DCQCN runs' were re-recorded when CNPs came to be sent as the marked
-// bytes are delivered: flow/dcqcn.go, deliveredMarks).
+// bytes are delivered: flow/dcqcn.go, deliveredMarks; the two pipeline runs' when the path
+// latency became the first packet's, engine.latency: roce-default's end -1.8 %, every FCT moved,
+// roce-pfc-only's FCTs by at most 1.1 ns).
 func TestHotPathUnchanged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the 2,048-GPU pipeline class twice")
@@ -22,8 +24,8 @@ func TestHotPathUnchanged(t *testing.T) {
 		name, want string
 		run        func(t *testing.T) any
 	}{
-		{"pipeline-2048/roce-default", "b78786b69a6842ca9fdbd11ef63ac94b1f272e1022ec175bbb8d2aa378105043", func(t *testing.T) any { return hotClass(t, false) }},
-		{"pipeline-2048/roce-pfc-only", "779fa4eba3cec5e7e4993e9b324869ee394c7881779b5bb747e422f3eb3d09ef", func(t *testing.T) any { return hotClass(t, true) }},
+		{"pipeline-2048/roce-default", "40a4b64648e7095d9beab404e1f9d67e570eb698921d6313091f4cd48c7fb3d6", func(t *testing.T) any { return hotClass(t, false) }},
+		{"pipeline-2048/roce-pfc-only", "0a8100cbc96c2c493fd7f588a433efd0310c6dd54db9c4fc465c093562ed0f25", func(t *testing.T) any { return hotClass(t, true) }},
 		{"permutation-dcqcn", "f453e29ba051a22bf54ec80cddaf51246764a480a785232a46b3357c8104304b", func(t *testing.T) any {
 			g, r, cfg, mg := permutationDCQCN(t)
 			res, err := Run(g, r, cfg, mg, Options{})
