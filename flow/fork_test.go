@@ -147,27 +147,10 @@ func BenchmarkForkPipelineClass(b *testing.B) {
 		b.Fatal(err)
 	}
 	small := halved(mg, func(int) bool { return true })
-	b.Run("setup", func(b *testing.B) {})
-	b.Run("plain", func(b *testing.B) {
-		for range b.N {
-			if _, err := Run(g, rt, cfg, mg, Options{}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	benchPair(b, g, rt, cfg, mg, small)
 	b.Run("small", func(b *testing.B) {
 		for range b.N {
 			if _, err := Run(g, rt, cfg, small, Options{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("forked", func(b *testing.B) {
-		for range b.N {
-			if _, _, err := RunForked(g, rt, cfg, mg, small, Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -200,6 +183,13 @@ func BenchmarkForkPipelineClassDCQCN(b *testing.B) {
 		b.Fatal(err)
 	}
 	small := halved(mg, func(int) bool { return true })
+	benchPair(b, g, rt, cfg, mg, small)
+}
+
+// benchPair runs a fork benchmark's common sub-benchmarks: setup (nothing: the graph and routes
+// every one of them includes), plain (the larger run, then the smaller one) and forked
+// (RunForked).
+func benchPair(b *testing.B, g *topo.Graph, rt *topo.Routes, cfg fabric.Config, mg *msggraph.Graph, small *msggraph.Graph) {
 	b.Run("setup", func(b *testing.B) {})
 	b.Run("plain", func(b *testing.B) {
 		for range b.N {
