@@ -11,7 +11,6 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
-	"github.com/fabricsim/fabricsim/units"
 )
 
 // runCloned runs mg as run does, but pauses at the first step boundary after pause steps and
@@ -68,17 +67,7 @@ func runCloned(t *testing.T, g *topo.Graph, nh NextHopper, cfg fabric.Config, mg
 // first, so a copy that shared mutable state with it (a slice, a map, a pointer into the
 // engine) would see the original's later state and differ.
 func TestCloneMatchesPlain(t *testing.T) {
-	roce := func(dcqcn bool) fabric.Config {
-		c := fabric.DefaultRoCE()
-		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
-		return c
-	}
-	ib, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rings := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railRings(t, 32, 8*units.MiB) }
-	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	roce, ib, rings, incasts := railFixtures(t)
 	for _, c := range []struct {
 		name  string
 		build func(testing.TB) (*topo.Graph, *msggraph.Graph)

@@ -8,7 +8,6 @@ import (
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
-	"github.com/fabricsim/fabricsim/units"
 )
 
 // TestStopOnControl: a run with Options.StopOnControl stops where a control loop acted, and
@@ -18,17 +17,7 @@ import (
 // The uncongested rings, and InfiniBand (credit stalls are not watched), run to the end: the
 // same result JSON as without the option.
 func TestStopOnControl(t *testing.T) {
-	roce := func(dcqcn bool) fabric.Config {
-		c := fabric.DefaultRoCE()
-		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
-		return c
-	}
-	ib, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rings := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railRings(t, 32, 8*units.MiB) }
-	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	roce, ib, rings, incasts := railFixtures(t)
 	for _, c := range []struct {
 		name    string
 		build   func(testing.TB) (*topo.Graph, *msggraph.Graph)

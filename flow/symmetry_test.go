@@ -55,17 +55,7 @@ func railIncasts(t testing.TB, servers int) (*topo.Graph, *msggraph.Graph) {
 // 2,016 messages, its incast 3): on InfiniBand's forwarding tables seven rails are copies of the
 // first; on RoCE, ECMP makes one rail's routes share links in another pattern (two classes).
 func TestSymmetryMatchesPlain(t *testing.T) {
-	roce := func(dcqcn bool) fabric.Config {
-		c := fabric.DefaultRoCE()
-		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
-		return c
-	}
-	ib, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rings := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railRings(t, 32, 8*units.MiB) }
-	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	roce, ib, rings, incasts := railFixtures(t)
 	for _, c := range []struct {
 		name   string
 		build  func(testing.TB) (*topo.Graph, *msggraph.Graph)
@@ -104,4 +94,22 @@ func TestSymmetryMatchesPlain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// railFixtures is the rail tests' shared set-up (TestSymmetryMatchesPlain, TestStopOnControl,
+// TestCloneMatchesPlain): a RoCE config with DCQCN and ECN on or both off, InfiniBand NDR, and
+// builders of 32 servers' rail rings of 8 MiB and rail incasts.
+func railFixtures(t *testing.T) (roce func(dcqcn bool) fabric.Config, ib fabric.Config, rings, incasts func(testing.TB) (*topo.Graph, *msggraph.Graph)) {
+	roce = func(dcqcn bool) fabric.Config {
+		c := fabric.DefaultRoCE()
+		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
+		return c
+	}
+	ib, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rings = func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railRings(t, 32, 8*units.MiB) }
+	incasts = func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	return roce, ib, rings, incasts
 }
