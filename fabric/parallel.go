@@ -63,6 +63,10 @@ type ParallelInfo struct {
 	// Spun and Slept count the waits of the hand-offs between windows (sim.Group.Waits) that
 	// ended while spinning and that slept: machine-dependent, like ExchangeTime.
 	Spun, Slept uint64
+	// Busy and Waited are, per partition, the wall time of its jobs (windows and exchanges)
+	// and of its worker's waits for the next one (partition 0's: the coordinator's, for the
+	// other workers to finish; sim.Group.Times): machine-dependent, like ExchangeTime.
+	Busy, Waited []time.Duration
 }
 
 // Parallel returns how the last Run was split.
@@ -73,6 +77,7 @@ func (n *Network) Parallel() ParallelInfo {
 		g := n.par.g
 		i.Windows, i.HandedOver = g.Windows, g.HandedOver
 		i.Spun, i.Slept = g.Waits()
+		i.Busy, i.Waited = g.Times()
 		i.Deferred = g.Deferred
 		for _, c := range n.par.nets {
 			if f := c.ibfc; f != nil {

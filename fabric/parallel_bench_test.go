@@ -64,6 +64,7 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 	b.ReportAllocs()
 	var windows, handed, events, credits, slept, deferred uint64
 	var balance, exchange float64
+	busy, waited := make([]float64, threads), make([]float64, threads)
 	for i := 0; i < b.N; i++ {
 		n, err := New(g, r, cfg)
 		if err != nil {
@@ -87,6 +88,16 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 		exchange += info.ExchangeTime.Seconds()
 		slept += info.Slept
 		deferred += info.Deferred
+		for p := range info.Busy {
+			busy[p] += info.Busy[p].Seconds()
+			waited[p] += info.Waited[p].Seconds()
+		}
+	}
+	for p := range busy {
+		b.ReportMetric(busy[p]*1e3/float64(b.N), fmt.Sprintf("busy%d-ms", p))
+		if threads > 1 {
+			b.ReportMetric(waited[p]*1e3/float64(b.N), fmt.Sprintf("waited%d-ms", p))
+		}
 	}
 	b.ReportMetric(balance/float64(b.N), "balance")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")

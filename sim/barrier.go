@@ -7,21 +7,28 @@ import (
 	"time"
 )
 
-// The Group's hand-offs between the coordinator and the workers (two a window when the owner
-// exchanges state between windows: the window, then the exchange) wait by spinning before
+// The Group's hand-offs between the coordinator and the workers (one a window, or two when the
+// owner's exchange between windows cannot run with the next window) wait by spinning before
 // they sleep. A goroutine blocked on a channel parks its thread (a futex sleep) when it has
 // nothing else to run, and the next hand-off then waits for the kernel to wake a thread on the
-// idle core, tens of microseconds, twice a window, where an InfiniBand window at k=16 holds
-// about 0.8 ms of work a partition (docs/architecture.md, "The parallel engine"). A waiter
-// that spins sees the other side's atomic write within a cache-line transfer.
+// idle core; worse, the goroutine that wakes may be resumed on the other core, or the idle core
+// may have run something else meanwhile, so the partition's next window starts with cold
+// caches. On two idle cores a k=16 InfiniBand window took 0.8 ms of work a partition after a
+// sleeping hand-off and 0.48 ms after a spinning one (docs/architecture.md, "Sleeping
+// hand-offs"). A waiter that spins sees the other side's atomic write within a cache-line
+// transfer and keeps its core.
 //
 // A waiter spins only when there are at least as many Ps (GOMAXPROCS) as partitions, so that
-// it never holds the P the goroutine it waits for needs, and for at most its spin budget: twice
-// the last budget (up to SpinWait) after a wait that the spin caught, half of it after one it
-// did not (the other side's thread was descheduled, on a loaded machine, or the window was
-// uneven), so that on a machine with more runnable threads than cores the waiting soon sleeps
-// almost at once, as a channel's would. The results do not depend on any of this, only the
-// waiting does.
+// it never holds the P the goroutine it waits for needs, and for at most its spin budget. The
+// budget follows the waits: after a wait that outlasted the budget and slept, it becomes twice
+// that wait when the wait was within SpinWait (a spin that long would have caught it: the
+// windows are uneven by more than the budget), and half the budget when it was longer (the
+// other side's thread was descheduled, as on a machine with more runnable threads than cores,
+// where the waiting then soon sleeps almost at once, as a channel's would). A wait the spin
+// catches leaves the budget as it is. (It used to double after a caught wait and halve after
+// any other; on idle cores, once a few uneven windows had halved it below the typical wait,
+// every wait slept and the budget never grew back.) The results do not depend on any of this,
+// only the waiting does.
 
 // SpinWait is the longest a Group's waiter spins before it sleeps; 0 sleeps at once. The
 // environment variable FABRICSIM_SPIN (a Go duration, "0" or "100us") sets it at start, for
@@ -32,11 +39,10 @@ func spinDefault() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("FABRICSIM_SPIN")); err == nil && d >= 0 {
 		return d
 	}
-	return 100 * time.Microsecond
+	return 2 * time.Millisecond
 }
 
-// minSpin is the least budget a waiter keeps after waits the spin did not catch, so that it
-// notices when they start being caught again.
+// minSpin is the least budget a waiter keeps after waits longer than SpinWait.
 const minSpin = 2 * time.Microsecond
 
 // waiter is one goroutine's place to wait: sleeping is set while it may be blocked on wake.
@@ -45,8 +51,10 @@ type waiter struct {
 	wake     chan struct{} // a token: buffered, one
 	max      time.Duration // the spin budget when spinning pays (0: never spin)
 	spin     time.Duration // the current budget
-	// spun and slept count the waits that the spin caught and those that slept.
+	// spun and slept count the waits that the spin caught and those that slept; waited sums
+	// the wall time of every wait that did not find its count already reached.
 	spun, slept uint64
+	waited      time.Duration
 	_           [64]byte // keep other goroutines' words off its line
 }
 
@@ -64,21 +72,38 @@ func (w *waiter) await(c *atomic.Uint64, target uint64) {
 	if c.Load() >= target {
 		return
 	}
+	start := time.Now()
 	if w.spin > 0 {
-		start := time.Now()
 		for i := 1; ; i++ {
 			if c.Load() >= target {
 				w.spun++
-				w.spin = min(2*w.spin, w.max)
+				w.waited += time.Since(start)
 				return
 			}
 			if i&127 == 0 && time.Since(start) > w.spin {
 				break
 			}
 		}
-		w.spin = max(w.spin/2, minSpin)
 	}
 	w.slept++
+	w.sleep(c, target)
+	d := time.Since(start)
+	w.waited += d
+	if w.max > 0 {
+		w.spin = w.budget(d)
+	}
+}
+
+// budget is the spin budget after a wait of d that slept.
+func (w *waiter) budget(d time.Duration) time.Duration {
+	if d <= w.max {
+		return min(2*d, w.max)
+	}
+	return max(w.spin/2, minSpin)
+}
+
+// sleep blocks until c reaches at least target.
+func (w *waiter) sleep(c *atomic.Uint64, target uint64) {
 	for {
 		// Announce the sleep, then look again: a signaller writes its counter, then reads
 		// sleeping (both sequentially consistent), so one of the two sees the other's write.

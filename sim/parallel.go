@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
@@ -90,7 +91,8 @@ type partition struct {
 	// panicked holds what a worker's window panicked with.
 	panicked any
 	seen     uint64 // events run before the window
-
+	// busy sums the wall time of the jobs it ran (Group.Times).
+	busy time.Duration
 }
 
 // runs reports whether p (nil: not a partition) runs entity ent's events.
@@ -110,6 +112,8 @@ type job struct {
 
 // run runs job j on partition p.
 func (p *partition) run(j job) {
+	start := time.Now()
+	defer func() { p.busy += time.Since(start) }()
 	if j.exchange {
 		p.g.Exchange(int(p.id), j.exBound, j.exParity)
 		if j.window && p.next < j.from {
@@ -175,6 +179,25 @@ func (g *Group) Waits() (spun, slept uint64) {
 		}
 	}
 	return spun, slept
+}
+
+// Times returns, per partition, the wall time of the jobs it ran (windows and exchanges) and
+// the wall time its worker waited for the next one (partition 0's: the coordinator's, for the
+// other workers to finish; barrier.go): machine-dependent, for measuring where the threads'
+// time goes.
+func (g *Group) Times() (busy, waited []time.Duration) {
+	for i, p := range g.parts {
+		w := p.w
+		if i == 0 {
+			w = g.coord
+		}
+		var d time.Duration
+		if w != nil {
+			d = w.waited
+		}
+		busy, waited = append(busy, p.busy), append(waited, d)
+	}
+	return busy, waited
 }
 
 // Partitions returns the number of partitions.

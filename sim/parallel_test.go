@@ -324,3 +324,44 @@ func TestGroupDeferredExchange(t *testing.T) {
 		}
 	}
 }
+
+// TestSpinBudgetFollowsWaits checks the spin budget's rule (barrier.go) on a run of waits: a
+// wait that slept but lay within SpinWait sets the budget to twice itself (capped at SpinWait),
+// one longer than SpinWait halves it (down to minSpin), one the spin caught leaves it. The
+// sequence is an idle machine's (waits of 200 us, uneven windows), a descheduled worker's
+// (10 ms) and the idle machine again: the budget must come back to catch the 200 us waits,
+// which the rule it replaced (halve after every wait that slept) never did once below them.
+func TestSpinBudgetFollowsWaits(t *testing.T) {
+	us := time.Microsecond
+	w := &waiter{max: 2000 * us, spin: 2000 * us}
+	for _, c := range []struct {
+		slept   bool
+		d, want time.Duration
+	}{
+		{false, 200 * us, 2000 * us},  // caught: unchanged
+		{true, 10000 * us, 1000 * us}, // descheduled: halved
+		{true, 10000 * us, 500 * us},
+		{true, 10000 * us, 250 * us},
+		{true, 300 * us, 600 * us},   // slept, within SpinWait: twice the wait
+		{true, 1500 * us, 2000 * us}, // twice the wait, capped
+		{true, 2001 * us, 1000 * us}, // just over SpinWait: halved
+		{true, 5000000 * us, 500 * us},
+		{true, 5000000 * us, 250 * us},
+		{true, 5000000 * us, 125 * us},
+		{true, 5000000 * us, 62500 * time.Nanosecond},
+		{true, 5000000 * us, 31250 * time.Nanosecond},
+		{true, 5000000 * us, 15625 * time.Nanosecond},
+		{true, 5000000 * us, 7812 * time.Nanosecond},
+		{true, 5000000 * us, 3906 * time.Nanosecond},
+		{true, 5000000 * us, minSpin},
+		{true, 5000000 * us, minSpin}, // never below minSpin
+		{true, 200 * us, 400 * us},    // idle again: back above the 200 us waits at once
+	} {
+		if c.slept {
+			w.spin = w.budget(c.d)
+		}
+		if w.spin != c.want {
+			t.Fatalf("after a wait of %v (slept %v): budget %v, want %v", c.d, c.slept, w.spin, c.want)
+		}
+	}
+}
