@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/fabricsim/fabricsim/units"
 )
@@ -363,5 +364,14 @@ func TestSpinBudgetFollowsWaits(t *testing.T) {
 		if w.spin != c.want {
 			t.Fatalf("after a wait of %v (slept %v): budget %v, want %v", c.d, c.slept, w.spin, c.want)
 		}
+	}
+}
+
+// TestPartitionLayout checks that a partition is a whole number of 64-byte lines, so that
+// partitions allocated one after another share none (each worker writes its own per handed
+// event and per window).
+func TestPartitionLayout(t *testing.T) {
+	if s := unsafe.Sizeof(partition{}); s%64 != 0 {
+		t.Errorf("partition is %d bytes, want a multiple of 64", s)
 	}
 }
