@@ -10,7 +10,9 @@
 #
 # Usage: scripts/parallel-pairs.sh [PAIRS]        (from the repository root; PAIRS default 4)
 # Environment: WORK (work directory, default a new one under /tmp), BIN (a fabricsim binary to
-# use instead of building one).
+# use instead of building one), TWIN=1 (after each pair, two one-thread runs at once: each
+# should take about one thread's CPU alone, which says the two cores do not slow each other,
+# so that two threads' extra CPU is the engine's; docs/architecture.md, "Sleeping hand-offs").
 # Needs: go, awk, cmp, /usr/bin/time (GNU time).
 set -euo pipefail
 
@@ -39,6 +41,16 @@ for f in examples/permutation-k16.yaml "$WORK/roce-dcqcn-permutation-k16.yaml" e
 			echo "$wall" >"$WORK/wall$t"
 			echo "  threads $t: $wall s wall, $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}') s CPU"
 		done
+		if [ "${TWIN:-0}" = 1 ]; then
+			for x in a b; do
+				/usr/bin/time -f "%e %U %S" -o "$WORK/time-$x" "$BIN" run "$f" --threads 1 --quiet --out "$WORK/$name-$x" >/dev/null &
+			done
+			wait
+			for x in a b; do
+				read -r wall user sys <"$WORK/time-$x"
+				echo "  twin $x (one thread, both at once): $wall s wall, $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.2f", u+s}') s CPU"
+			done
+		fi
 		for o in summary.json flows.csv ports.csv; do
 			cmp -s "$WORK/$name-t1/$o" "$WORK/$name-t2/$o" || { echo "  $o differs between 1 and 2 threads" >&2; exit 1; }
 		done
