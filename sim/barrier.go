@@ -13,9 +13,9 @@ import (
 // nothing else to run, and the next hand-off then waits for the kernel to wake a thread on the
 // idle core; worse, the goroutine that wakes may be resumed on the other core, or the idle core
 // may have run something else meanwhile, so the partition's next window starts with cold
-// caches. On two idle cores a k=16 InfiniBand window took 0.8 ms of work a partition after a
-// sleeping hand-off and 0.48 ms after a spinning one (docs/architecture.md, "Sleeping
-// hand-offs"). A waiter that spins sees the other side's atomic write within a cache-line
+// caches. With two cores to itself, a k=16 InfiniBand window took 0.81 ms of work a partition
+// after a sleeping hand-off and 0.48 ms after a spinning one (medians; docs/architecture.md,
+// "Sleeping hand-offs"). A waiter that spins sees the other side's atomic write within a cache-line
 // transfer and keeps its core.
 //
 // A waiter spins only when there are at least as many Ps (GOMAXPROCS) as partitions, so that
