@@ -275,11 +275,16 @@ func (p *partition) window(bound Time, parity int) {
 	if t != units.MaxTime {
 		p.s.q.rewind(t)
 		for _, src := range p.g.parts {
+			// The entries keep their references until overwritten, as the queue's slab slots
+			// do (queue.release): handlers are long-lived and packets pooled. Clearing them here
+			// wrote every line of the sender's outbox from the other core, and the sender's next
+			// window then took each line back: that store was 91-94 % of window's own samples
+			// on the k=16 Ethernet run with two threads (docs/architecture.md, "Sleeping
+			// hand-offs").
 			l := src.out[prev][p.id]
 			for k := range l {
 				e := &l[k]
 				p.s.q.push(e.at, e.ord, e.ent, e.h, e.op, e.i, e.p)
-				*e = handed{}
 			}
 			src.out[prev][p.id] = l[:0]
 		}
