@@ -1,0 +1,185 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fabricsim/fabricsim/backend"
+	"github.com/fabricsim/fabricsim/result"
+	"github.com/fabricsim/fabricsim/units"
+)
+
+// classRuns records every class run of a compare through classRunHook: by backend and class key
+// (the first message's tag up to its group), each run's message completions, in the order they
+// ran (a class's runs are one job's: a flow probe, then its sizes).
+type classRuns struct {
+	mu   sync.Mutex
+	runs map[string][][]units.Time
+}
+
+func (c *classRuns) hook(name backend.Name, job *backend.Job, res *result.Run) {
+	key := string(name) + " " + strings.Fields(job.Work.Msgs[0].Tag)[0]
+	fin := make([]units.Time, len(res.Messages))
+	for i, m := range res.Messages {
+		fin[i] = m.Finish
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs[key] = append(c.runs[key], fin)
+}
+
+// runRecorded runs src with opt and records its class runs.
+func runRecorded(t *testing.T, src string, opt Options) (*Result, map[string][][]units.Time) {
+	t.Helper()
+	rec := &classRuns{runs: map[string][][]units.Time{}}
+	classRunHook = rec.hook
+	defer func() { classRunHook = nil }()
+	return run(t, src, opt), rec.runs
+}
+
+// TestAutoClassBackends: backend auto running a compare on the flow backend in class fidelity
+// (the compare's budget 1 ms) runs each class whose packet estimate for one run is within the
+// class budget on the packet backend (classPlan). The 24-GPU MoE step at 3:1 on InfiniBand with
+// adaptive routing has an EP all-to-all class and DP classes of other sizes; a class budget
+// between the smallest class estimate and the largest puts some on each backend. A class run on
+// the packet backend is the packet backend's run of that class, exactly: the same message
+// completions as `--backend packet`'s run of it (the same job: the class's whole graph, the
+// step's seeds); a class over the budget is the flow backend's run, the same completions as
+// `--backend flow`'s. Every class of the compare ran, once, on the backend the plan names,
+// and compare.json and the table say how many on each.
+func TestAutoClassBackends(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(moe, 3.0, "ib-ndr"), "steps: 1", "steps: 1\nfidelity: classes", 1)
+	_, pkt := runRecorded(t, src, Options{Backend: backend.Packet})
+	_, flw := runRecorded(t, src, Options{Backend: backend.Flow})
+	// Every class on flow first: the estimates, and the same runs as --backend flow.
+	all, allRuns := runRecorded(t, src, Options{AutoBudget: time.Millisecond, ClassBudget: time.Nanosecond})
+	var est []float64
+	for _, c := range all.Fidelity.Classes {
+		if c.Backend != backend.Flow || c.PacketSeconds <= 0 {
+			t.Fatalf("class budget 1ns: class %s on %q, estimate %g s; want flow and a positive estimate", c.Key, c.Backend, c.PacketSeconds)
+		}
+		est = append(est, c.PacketSeconds)
+	}
+	slices.Sort(est)
+	if len(est) < 2 || est[0] == est[len(est)-1] {
+		t.Fatalf("class estimates %v: want at least two classes of different sizes", est)
+	}
+	for k, fin := range allRuns {
+		if !sameRuns(fin, flw[k]) {
+			t.Errorf("class budget 1ns: run %s differs from --backend flow's", k)
+		}
+	}
+	// Every class on flow: compare.json counts them, the table keeps its lines.
+	var allTable bytes.Buffer
+	if err := all.WriteTable(&allTable); err != nil {
+		t.Fatal(err)
+	}
+	if n := all.Variants[0].ClassBackends; n[backend.Flow] != len(est) || n[backend.Packet] != 0 || strings.Contains(allTable.String(), "classes (all variants)") {
+		t.Errorf("class budget 1ns: class backends %v, want %d on flow; the table:\n%s", n, len(est), allTable.String())
+	}
+	budget := time.Duration((est[0] + est[len(est)-1]) / 2 * 1e9)
+	mixed, runs := runRecorded(t, src, Options{AutoBudget: time.Millisecond, ClassBudget: budget})
+	if mixed.Backend != backend.Flow {
+		t.Fatalf("compare ran on %s, want flow (budget 1 ms)", mixed.Backend)
+	}
+	want := map[backend.Name]int{}
+	compared := map[backend.Name]int{} // classes whose runs were compared
+	for _, c := range mixed.Fidelity.Classes {
+		name := backend.Flow
+		if c.PacketSeconds <= budget.Seconds() {
+			name = backend.Packet
+		}
+		want[name]++
+		if c.Backend != name {
+			t.Errorf("class %s: estimate %.3g s, budget %v: ran on %s, want %s", c.Key, c.PacketSeconds, budget, c.Backend, name)
+		}
+		ref := map[backend.Name]map[string][][]units.Time{backend.Packet: pkt, backend.Flow: flw}[name]
+		k := string(name) + " " + c.Key
+		got, ok := runs[k]
+		if !ok {
+			// A class sharing an earlier class's run (sameAs: a reduce-scatter and the
+			// all-gather of its size) has no run of its own.
+			continue
+		}
+		compared[name]++
+		if !sameRuns(got, ref[k]) {
+			t.Errorf("class %s on %s: message completions differ from --backend %s's run of the class", c.Key, name, name)
+		}
+	}
+	if want[backend.Packet] == 0 || want[backend.Flow] == 0 {
+		t.Fatalf("budget %v between the estimates %v put %v classes on each backend; want some on each", budget, est, want)
+	}
+	if compared[backend.Packet] == 0 || compared[backend.Flow] == 0 {
+		t.Errorf("compared %v classes' runs with the named backends'; want some on each", compared)
+	}
+	v := mixed.Variants[0]
+	if v.Backend != backend.Flow || v.ClassBackends[backend.Packet] != want[backend.Packet] || v.ClassBackends[backend.Flow] != want[backend.Flow] {
+		t.Errorf("variant backend %s, class backends %v; want flow and %v", v.Backend, v.ClassBackends, want)
+	}
+	for k := range runs {
+		name, key, _ := strings.Cut(k, " ")
+		for _, c := range mixed.Fidelity.Classes {
+			if c.Key == key && string(c.Backend) != name {
+				t.Errorf("run %s: the plan runs the class on %s", k, c.Backend)
+			}
+		}
+	}
+	var table, js bytes.Buffer
+	if err := mixed.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := mixed.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("classes (all variants) %d class", want[backend.Packet])
+	if !strings.Contains(table.String(), line) || !strings.Contains(table.String(), "within the "+backend.SecondsString(budget)+" class budget") {
+		t.Errorf("table lacks %q and the budget %v:\n%s", line, budget, table.String())
+	}
+	for _, f := range []string{`"class_backends"`, `"class_backend_reason"`, `"packet_s_estimate"`} {
+		if !strings.Contains(js.String(), f) {
+			t.Errorf("compare.json lacks %s", f)
+		}
+	}
+	// The same bytes with one worker and four.
+	var one, four bytes.Buffer
+	for _, w := range []struct {
+		n   int
+		out *bytes.Buffer
+	}{{1, &one}, {4, &four}} {
+		r := run(t, src, Options{AutoBudget: time.Millisecond, ClassBudget: budget, Workers: w.n})
+		if err := r.WriteJSON(w.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(one.Bytes(), four.Bytes()) || !bytes.Equal(one.Bytes(), js.Bytes()) {
+		t.Errorf("compare.json differs between 1, 4 and GOMAXPROCS workers")
+	}
+	// Named backends keep their runs: no class plan.
+	for _, name := range []backend.Name{backend.Flow, backend.Packet} {
+		r := run(t, src, Options{Backend: name, ClassBudget: time.Hour})
+		if r.Variants[0].ClassBackends != nil || r.Fidelity.Classes[0].Backend != "" {
+			t.Errorf("--backend %s: class backends %v, class 0 %q; want none", name, r.Variants[0].ClassBackends, r.Fidelity.Classes[0].Backend)
+		}
+	}
+	s, err := Parse([]byte(src), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), s, Options{ClassBudget: -time.Second})
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "--class-budget -1s: want a positive duration") {
+		t.Errorf("negative class budget: %v", err)
+	}
+}
+
+// sameRuns reports whether two lists of runs have the same message completions.
+func sameRuns(a, b [][]units.Time) bool {
+	return slices.EqualFunc(a, b, func(x, y []units.Time) bool { return slices.Equal(x, y) })
+}
