@@ -103,13 +103,12 @@ func (s *Scenario) jobClasses() bool {
 
 // DefaultClassBudget is the most estimated packet-backend time (one core) of one run of a class
 // that auto, in a compare it runs on the flow backend, gives the packet backend instead
-// (classPlan; docs/compare.md, "Backend auto, class by class"). 5 s: at 1,024 GPUs the packet
-// backend runs a class of that estimate in a few seconds, about what the flow backend's per-flow
-// adaptive-routing model takes on the classes where its pooled model is wrong (the 1,024-GPU
-// jitter example's EP all-to-all, 4.6 s estimated: packet 2.6 s, flow 2.2 s; docs/flow.md,
-// "Classes on the packet backend under auto"), while the 1,024-GPU examples' ring classes
-// (6.9-47 s estimated) stay on the flow backend, whose ring prefixes cost a fraction of that.
-// A judgment between those figures, not a fit.
+// (classPlan; docs/compare.md, "Backend auto, class by class"). 5 s: it takes the 1,024-GPU
+// jitter example's EP all-to-all (4.6 s estimated), a class on which the flow backend's accurate
+// adaptive-routing model costs more than the packet backend (docs/flow.md, rows 17-19, and
+// "Classes on the packet backend under auto": that compare's CPU 104 -> 25 s), and leaves the
+// 1,024-GPU examples' ring classes (6.9-47 s estimated) to the flow backend, whose ring prefixes
+// cost a fraction of that. A judgment between those figures, not a fit.
 const DefaultClassBudget = 5 * time.Second
 
 // classPlan is auto's choice class by class where it runs a compare on the flow backend in class

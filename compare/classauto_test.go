@@ -183,3 +183,34 @@ func TestAutoClassBackends(t *testing.T) {
 func sameRuns(a, b [][]units.Time) bool {
 	return slices.EqualFunc(a, b, func(x, y []units.Time) bool { return slices.Equal(x, y) })
 }
+
+// TestClassPlanRule: classPlan's rule on estimates of the 1,024-GPU jitter example's classes
+// (its EP all-to-all 11.4 M packet events at 2.5 M a second, 4.56 s; a ring class 8.13 s): within
+// the budget (equal included) packet, above it flow, 0 the default 5 s; the reason gives the
+// counts, both sides' estimates and the budget.
+func TestClassPlanRule(t *testing.T) {
+	ep := backend.Estimate{PacketHops: 11.4e6 / backend.EventsPerPacketHop, Seconds: 4.56}
+	ring := backend.Estimate{PacketHops: 20.3e6 / backend.EventsPerPacketHop, Seconds: 8.13}
+	for _, c := range []struct {
+		budget time.Duration
+		want   []bool
+	}{
+		{0, []bool{true, false}},
+		{4560 * time.Millisecond, []bool{true, false}},
+		{4559 * time.Millisecond, []bool{false, false}},
+		{10 * time.Second, []bool{true, true}},
+	} {
+		p := newClassPlan([]backend.Estimate{ep, ring}, []string{"ep", "ring"}, c.budget)
+		if !slices.Equal(p.packet, c.want) {
+			t.Errorf("budget %v: packet %v, want %v", c.budget, p.packet, c.want)
+		}
+	}
+	p := newClassPlan([]backend.Estimate{ep, ring}, []string{"ep", "ring"}, 0)
+	want := "1 class on packet (estimated 11.4 M packet events, about 4.6 s a run), 1 class on flow (estimated 20.3 M packet events, about 8.1 s a run): packet where one run's estimate (the largest over the variants) is within the 5 s class budget"
+	if got := p.reason(); got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+	if n := p.counts(); n[backend.Packet] != 1 || n[backend.Flow] != 1 || p.backendOf(0, backend.Flow) != backend.Packet || p.backendOf(1, backend.Flow) != backend.Flow {
+		t.Errorf("counts %v, backends %s %s", n, p.backendOf(0, backend.Flow), p.backendOf(1, backend.Flow))
+	}
+}
