@@ -214,3 +214,41 @@ func TestClassPlanRule(t *testing.T) {
 		t.Errorf("counts %v, backends %s %s", n, p.backendOf(0, backend.Flow), p.backendOf(1, backend.Flow))
 	}
 }
+
+// TestAutoClassSameInEveryVariant: the plan decides each class on the largest estimate over the
+// variants, so a class runs on one backend in all of them. With a second InfiniBand variant at
+// a 1,024-byte MTU (four times the packets of ib-ndr's 4,096: estimates four times larger), a
+// budget between a class's ib-ndr estimate and its 1 KiB one runs that class on the flow
+// backend in both variants, where ib-ndr alone would run it on the packet backend.
+func TestAutoClassSameInEveryVariant(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(moe, 3.0, "ib-ndr, {name: ib-mtu1k, base: ib-ndr, fabric: {mtu: 1024}}"), "steps: 1", "steps: 1\nfidelity: classes", 1)
+	opt := Options{AutoBudget: time.Millisecond, ClassBudget: time.Nanosecond, Variants: []string{"ib-ndr"}}
+	alone := run(t, src, opt)
+	opt.Variants = nil
+	both := run(t, src, opt)
+	c := 0 // the class to move: the smallest on ib-ndr
+	for i, ci := range alone.Fidelity.Classes {
+		if ci.PacketSeconds < alone.Fidelity.Classes[c].PacketSeconds {
+			c = i
+		}
+	}
+	lo, hi := alone.Fidelity.Classes[c].PacketSeconds, both.Fidelity.Classes[c].PacketSeconds
+	if hi < 3*lo {
+		t.Fatalf("class %s: estimate %.3g s on ib-ndr, %.3g s the largest over both variants; want the 1 KiB MTU's about 4x", alone.Fidelity.Classes[c].Key, lo, hi)
+	}
+	opt.ClassBudget = time.Duration((lo + hi) / 2 * 1e9)
+	opt.Variants = []string{"ib-ndr"}
+	a, aRuns := runRecorded(t, src, opt)
+	opt.Variants = nil
+	b, bRuns := runRecorded(t, src, opt)
+	key := a.Fidelity.Classes[c].Key
+	if a.Fidelity.Classes[c].Backend != backend.Packet || len(aRuns["packet "+key]) != 1 {
+		t.Errorf("ib-ndr alone, budget %v: class %s on %s with %d packet runs; want 1 packet run", opt.ClassBudget, key, a.Fidelity.Classes[c].Backend, len(aRuns["packet "+key]))
+	}
+	if b.Fidelity.Classes[c].Backend != backend.Flow || len(bRuns["packet "+key]) != 0 || len(bRuns["flow "+key]) < 2 {
+		t.Errorf("both variants, budget %v: class %s on %s, %d packet and %d flow runs; want flow runs in both variants and no packet run", opt.ClassBudget, key, b.Fidelity.Classes[c].Backend, len(bRuns["packet "+key]), len(bRuns["flow "+key]))
+	}
+	if v0, v1 := b.Variants[0], b.Variants[1]; v0.ClassBackendReason != v1.ClassBackendReason || v0.ClassBackends[backend.Packet] != v1.ClassBackends[backend.Packet] {
+		t.Errorf("variants' class backends differ: %v %q, %v %q", v0.ClassBackends, v0.ClassBackendReason, v1.ClassBackends, v1.ClassBackendReason)
+	}
+}
