@@ -150,6 +150,16 @@ func Choose(e Estimate, budget time.Duration) (Choice, error) {
 	return Choice{Flow, fmt.Sprintf("flow: %s, above the %s budget", what, seconds(budget))}, nil
 }
 
+// SecondsString prints a budget as Choose's reasons do, for other reasons to match (compare's
+// choice class by class).
+func SecondsString(d time.Duration) string { return seconds(d) }
+
+// EventsString prints an event count as Choose's reasons do.
+func EventsString(x float64) string { return events(x) }
+
+// ApproxString prints an estimated time as Choose's reasons do.
+func ApproxString(d time.Duration) string { return approx(d) }
+
 // seconds prints a budget: whole seconds as "60 s", anything else as Go writes it ("1.5s", "200ms").
 func seconds(d time.Duration) string {
 	if d%time.Second == 0 {

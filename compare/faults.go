@@ -648,8 +648,8 @@ func sortedKeys[V any](m map[int]V) []int {
 }
 
 // classFaultStep is variant v's faulted step k in class fidelity (classFaultInput), its rounds
-// run on backend name with the step's network seed; their events and time go to vr.
-func (s *Scenario) classFaultStep(ctx context.Context, name backend.Name, p *training.Plan, cls []*class, opClass, opGroup []int,
+// run with the step's network seed, class c's on backend name(c); their events and time go to vr.
+func (s *Scenario) classFaultStep(ctx context.Context, name func(c int) backend.Name, p *training.Plan, cls []*class, opClass, opGroup []int,
 	fp *faultPlans, net *backend.Network, v *Variant, k, nseeds int, clean stepInput, vr *VariantResult) (stepInput, error) {
 	cfg := v.Fabric
 	plan, idx := fp.planFor(net, k, &cfg)
@@ -673,7 +673,7 @@ func (s *Scenario) classFaultStep(ctx context.Context, name backend.Name, p *tra
 			rc.Faults = plan
 			rc.Faults.AfterEndOK = true // a round's collectives may all end before a later fault
 		}
-		r, err := runClass(ctx, name, net, rc, s.Seed+uint64(k%nseeds)*7919, s.drawSeed(k), skewedClass(g, ranges[c], off), ranges[c], false, nil, msgWeights{}, backend.FlowOptions{})
+		r, err := runClass(ctx, name(c), net, rc, s.Seed+uint64(k%nseeds)*7919, s.drawSeed(k), skewedClass(g, ranges[c], off), ranges[c], false, nil, msgWeights{}, backend.FlowOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("variant %s, step %d, %s with its faults: %w", v.Name, k+1, cls[c].Key, err)
 		}

@@ -73,6 +73,13 @@ type ClassInfo struct {
 	RanksPerGroup  int    `json:"ranks_per_group"`
 	Bytes          int64  `json:"bytes"`
 	InstancesTotal int    `json:"collectives_per_step"`
+	// Backend is the backend that ran the class in every variant where --backend auto ran the
+	// compare on the flow backend in class fidelity (auto.go, classPlan); PacketEvents and
+	// PacketSeconds are the packet backend's estimate of one run of the class it decided on
+	// (backend.EstimateJob, the largest over the variants). Empty otherwise.
+	Backend       backend.Name `json:"backend,omitempty"`
+	PacketEvents  float64      `json:"packet_events_estimate,omitempty"`
+	PacketSeconds float64      `json:"packet_s_estimate,omitempty"`
 }
 
 // StepResult is one simulated step.
@@ -93,7 +100,14 @@ type VariantResult struct {
 	// auto, "packet: --backend" when named).
 	Backend       backend.Name `json:"backend"`
 	BackendReason string       `json:"backend_reason"`
-	Steps         []StepResult `json:"steps"`
+	// ClassBackends counts the network classes each backend ran where --backend auto ran the
+	// compare on the flow backend in class fidelity: a class whose packet estimate for one run is
+	// within Options.ClassBudget runs on the packet backend (auto.go, classPlan);
+	// ClassBackendReason says so with the budget and the estimates. Empty otherwise. Events then
+	// adds the packet runs' events to the flow runs' steps.
+	ClassBackends      map[backend.Name]int `json:"class_backends,omitempty"`
+	ClassBackendReason string               `json:"class_backend_reason,omitempty"`
+	Steps              []StepResult         `json:"steps"`
 	// StepsFinished is the number of simulated steps in Steps; Unfinished says it is below
 	// the scenario's steps because the run was interrupted (then every figure below is over
 	// the finished steps only, and all zero when none finished).

@@ -31,6 +31,10 @@ type Options struct {
 	// AutoBudget is backend auto's budget of packet-backend time for the whole compare
 	// (0: backend.DefaultAutoBudget; negative is an error).
 	AutoBudget time.Duration
+	// ClassBudget is backend auto's budget of packet-backend time for one run of one class, where
+	// it runs the compare on the flow backend in class fidelity: a class within it runs on the
+	// packet backend (auto.go, classPlan; 0: DefaultClassBudget; negative is an error).
+	ClassBudget time.Duration
 	// Variants keeps only the named variants, in the scenario's order.
 	Variants []string
 	// Progress, when set, is called with jobs done and total: once before the first
@@ -193,6 +197,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if opt.AutoBudget < 0 {
 		return nil, &Error{File: s.File, Msg: fmt.Sprintf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", opt.AutoBudget)}
 	}
+	if opt.ClassBudget < 0 {
+		return nil, &Error{File: s.File, Msg: fmt.Sprintf("--class-budget %v: want a positive duration (e.g. 5s, 30s)", opt.ClassBudget)}
+	}
 	if opt.Fidelity != "" {
 		if _, err := ParseFidelity(string(opt.Fidelity)); err != nil {
 			return nil, fmt.Errorf("fidelity %v", err)
@@ -322,10 +329,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if probeFloor <= 0 {
 		probeFloor = probeScaledSend
 	}
-	compileClasses := func(backendName backend.Name) error {
+	// compileClasses compiles every class for the backend, but those keep says to keep as they are.
+	compileClasses := func(backendName backend.Name, keep func(ci int) bool) error {
 		for ci := range cls {
 			if full {
 				break
+			}
+			if keep != nil && keep(ci) {
+				continue
 			}
 			var err error
 			graphs[ci], ranges[ci], extraps[ci], folds[ci], err = compileClass(ci, backendName, probeFloor)
@@ -371,7 +382,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		f.once.Do(func() { f.g, f.rng, f.ex, _, f.err = compileClass(ci, backend.Flow, size) })
 		return f
 	}
-	if err := compileClasses(backendName); err != nil {
+	if err := compileClasses(backendName, nil); err != nil {
 		return nil, err
 	}
 
@@ -390,16 +401,26 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	runOf := func(k int) int { return k % nruns }
 
-	choice, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
+	choice, est, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
 	if err != nil {
 		return nil, err
 	}
+	// Auto on the flow backend in class fidelity: the classes within the class budget run on the
+	// packet backend, as compiled for it above (classPlan); nil where every class runs on the
+	// compare's backend.
+	var perClass *classPlan
 	if backendName == backend.Auto && choice.Backend == backend.Flow && !full {
-		if err := compileClasses(backend.Flow); err != nil { // the flow backend's reduced classes
+		keys := make([]string, len(cls))
+		for c := range cls {
+			keys[c] = cls[c].Key
+		}
+		perClass = newClassPlan(est, keys, opt.ClassBudget)
+		if err := compileClasses(backend.Flow, func(ci int) bool { return perClass.packet[ci] }); err != nil { // the flow backend's reduced classes
 			return nil, err
 		}
 	}
 	backendName = choice.Backend
+	backendOf := func(c int) backend.Name { return perClass.backendOf(c, backendName) }
 	// A class whose simulation is another's (a ring reduce-scatter and the all-gather of the same
 	// size on the same groups send the same messages) runs once: sameAs[c] is that earlier
 	// class, or -1.
@@ -407,7 +428,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	for c := range graphs {
 		sameAs[c] = -1
 		for e := 0; e < c && !full && !opt.EveryClass; e++ {
-			if sameAs[e] < 0 && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && samePrefixes(extraps[c], extraps[e]) &&
+			if sameAs[e] < 0 && backendOf(c) == backendOf(e) && sameClassRun(graphs[c], graphs[e], ranges[c], ranges[e]) && samePrefixes(extraps[c], extraps[e]) &&
 				slices.Equal(folds[c], folds[e]) && slices.Equal(cls[c].Instances, cls[e].Instances) {
 				sameAs[c] = e
 				break
@@ -546,6 +567,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					}
 					v := variants[j.v]
 					g := graphs[j.c]
+					classBackend := backendOf(j.c) // the class's (classPlan), else the compare's
 					if full {
 						g = noisyStep(g, plan, opDone, s.drawNoise(plan, j.k))
 					}
@@ -633,7 +655,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						}
 						g, rng, pre = gh, rh, eh
 						var loRun *result.Run
-						out, hi, loRun, err = simulateSizes(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, opt.flowOptions(), opt.NoForkSizes)
+						out, hi, loRun, err = simulateSizes(ctx, classBackend, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, opt.flowOptions(), opt.NoForkSizes)
 						if err != nil {
 							return nil, err
 						}
@@ -654,7 +676,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 								if err != nil {
 									return nil, err
 								}
-								if _, lo, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
+								if _, lo, err = simulateClass(ctx, classBackend, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), gl, opt.flowOptions()); err != nil {
 									return nil, err
 								}
 							}
@@ -688,7 +710,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						// A probe that engages a control loop is discarded (unless it is the pair's
 						// smaller run): it stops there (flow.Options.StopOnControl).
 						fo.StopOnControl = probe && !opt.WholeProbe && (pair[0] != probeFloor || opt.OneSizeScaledSends)
-						if r, res, err = simulateClass(ctx, backendName, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, fo); err == nil {
+						if r, res, err = simulateClass(ctx, classBackend, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, fo); err == nil {
 							if res.Stopped {
 								probesStopped.Add(1)
 							} else {
@@ -860,8 +882,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	res := &Result{Scenario: s, Backend: backendName, Plan: summarizePlan(plan, s), Interrupted: done < total}
 	res.Fidelity = s.fidelity(backendName, plan, cls, variants, full, packets)
 	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep, backendName)...)
+	if perClass != nil {
+		perClass.annotate(&res.Fidelity)
+	}
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
+		if perClass != nil {
+			vr.ClassBackends, vr.ClassBackendReason = perClass.counts(), perClass.reason()
+		}
 		var finished []int // steps whose simulations all finished (all of them unless interrupted)
 		for k := 0; k < s.Steps; k++ {
 			_, needF := fplans.step(k)
@@ -886,7 +914,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 					clean = skewed[vi][k]
 				}
 				cleanIn := s.classInput(plan, cls, opClass, opGroup, clean, nz)
-				fin, err := s.classFaultStep(ctx, backendName, plan, cls, opClass, opGroup, fplans, vnet[vi], v, k, nseeds, cleanIn, vr)
+				fin, err := s.classFaultStep(ctx, backendOf, plan, cls, opClass, opGroup, fplans, vnet[vi], v, k, nseeds, cleanIn, vr)
 				var qe *fabric.QPRetryError
 				if errors.As(err, &qe) {
 					failedF[vi][k], fin, err = qe.Error(), cleanIn, nil

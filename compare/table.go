@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/fabricsim/fabricsim/backend"
 )
 
 // Columns of the terminal table, in order, with what each means (the README and
@@ -59,6 +61,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "  %-14s %s\n", v.Variant.Name+":", v.Verdict)
 	}
 	r.writeBackendReasons(w)
+	r.writeClassBackends(w)
 	if err := r.writeJitter(w); err != nil { // jitter.go
 		return err
 	}
@@ -146,5 +149,30 @@ func (r *Result) writeBackendReasons(w io.Writer) {
 	}
 	for _, v := range r.Variants {
 		fmt.Fprintf(w, "  backend of %-14s %s\n", v.Variant.Name+":", v.BackendReason)
+	}
+}
+
+// writeClassBackends prints, where backend auto ran the flow backend in class fidelity and some
+// class on the packet backend, how many classes ran on each backend and why (classPlan): one
+// line when every variant's is the same (a compare decides each class once), else one per
+// variant. Where every class ran on the flow backend the line under the table says it all, and
+// compare.json has the counts and the estimates.
+func (r *Result) writeClassBackends(w io.Writer) {
+	same, any := true, false
+	for _, v := range r.Variants {
+		same = same && v.ClassBackendReason == r.Variants[0].ClassBackendReason
+		any = any || v.ClassBackends[backend.Packet] > 0
+	}
+	if !any {
+		return
+	}
+	if same {
+		fmt.Fprintf(w, "  classes (all variants) %s\n", r.Variants[0].ClassBackendReason)
+		return
+	}
+	for _, v := range r.Variants {
+		if v.ClassBackends[backend.Packet] > 0 {
+			fmt.Fprintf(w, "  classes of %-14s %s\n", v.Variant.Name+":", v.ClassBackendReason)
+		}
 	}
 }

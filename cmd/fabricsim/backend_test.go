@@ -94,6 +94,11 @@ traffic: {kind: incast, senders: 6, size: 1MB}
 			t.Errorf("%v: exit %d, %q; want exit 2 naming --auto-budget", args, code, out)
 		}
 	}
+	for _, b := range []string{"0s", "-5s"} {
+		if code, out := run(t, "compare", "--class-budget", b, "--out", ""); code != exitUsage || !strings.Contains(out, "--class-budget") || !strings.Contains(out, "want a positive duration") {
+			t.Errorf("compare --class-budget %s: exit %d, %q; want exit 2 naming --class-budget", b, code, out)
+		}
+	}
 	code, out := run(t, "nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "1M", "-g", "8", "--nodes", "2", "--fabric", "roce", "--backend", "analytic")
 	if want := "! the analytic backend leaves out PFC, ECN marking, DCQCN congestion control: its times do not show them"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("nccl-tests --backend analytic --fabric roce: exit %d, want %q in\n%s", code, want, out)

@@ -26,6 +26,7 @@ type compareFlags struct {
 	variants string
 	backend  string
 	budget   time.Duration
+	class    time.Duration
 	steps    int
 	seed     uint64
 	prices   string
@@ -36,7 +37,7 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	var f compareFlags
 	c := &cobra.Command{
-		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend auto|packet|flow|analytic] [--auto-budget DURATION] [--fidelity auto|full|classes]",
+		Use:   "compare [SCENARIO.yaml] [--out DIR] [--variants a,b] [--backend auto|packet|flow|analytic] [--auto-budget DURATION] [--class-budget DURATION] [--fidelity auto|full|classes]",
 		Short: "Run one training workload on InfiniBand and RoCEv2 variants, with cost, in one report",
 		Long: `Compare simulates one training step of a transformer workload on a GPU cluster for every
 fabric variant of the scenario (by default InfiniBand NDR, RoCEv2 with vendor-default DCQCN and
@@ -47,7 +48,9 @@ stalls, network cost, cost per GPU, and the time and cost to train the scenario'
 With no argument it runs the built-in ` + DefaultCompare + ` (Mixtral-8x7B on 1,024 H100s,
 five variants). --backend auto, the default, runs the packet backend where its estimated time
 for the whole compare (one core) is within --auto-budget and the flow backend beyond it; the
-table's backend column and the line under it say which ran and why. It writes
+table's backend column and the line under it say which ran and why. Where auto runs the flow
+backend class by class, a class whose estimated packet time for one run is within
+--class-budget runs on the packet backend, in every variant, and a line says how many. It writes
 DIR/compare.json (every number and the scenario) and DIR/report.html (self-contained charts).
 See docs/compare.md for the scenario format and what is simulated at packet level.
 
@@ -63,6 +66,7 @@ marks the rest unfinished, and exits with status 130.`,
 	c.Flags().StringVar(&f.variants, "variants", "", "run only these variants, comma-separated (e.g. ib-ndr,roce-tuned)")
 	c.Flags().StringVar(&f.backend, "backend", "", "network backend: auto, packet, flow or analytic (default: the scenario's, auto: packet within --auto-budget, else flow)")
 	c.Flags().DurationVar(&f.budget, "auto-budget", backend.DefaultAutoBudget, "--backend auto runs the packet backend when its estimated time for the whole compare (one core) is within this, else flow")
+	c.Flags().DurationVar(&f.class, "class-budget", compare.DefaultClassBudget, "where --backend auto runs the flow backend class by class, a class whose estimated packet time for one run (one core) is within this runs on the packet backend")
 	c.Flags().IntVar(&f.steps, "steps", 0, "simulated steps, 1..1000 (default: the scenario's)")
 	c.Flags().Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (step k runs with seed + 7919 k)")
 	c.Flags().StringVar(&f.prices, "prices", "", "price catalogue merged over the built-in one (format: docs/cost.md); overrides the scenario's cost.catalogue")
@@ -97,6 +101,10 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 		return usageErr(fmt.Errorf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", f.budget))
 	}
 	opt.AutoBudget = f.budget
+	if f.class <= 0 {
+		return usageErr(fmt.Errorf("--class-budget %v: want a positive duration (e.g. 5s, 30s)", f.class))
+	}
+	opt.ClassBudget = f.class
 	if c.Flags().Changed("steps") {
 		if f.steps < 1 || f.steps > compare.MaxSteps {
 			return usageErr(fmt.Errorf("--steps %d: valid: 1..%d", f.steps, compare.MaxSteps))
