@@ -39,8 +39,9 @@ type Options struct {
 	// Check verifies invariants while running: bytes conserved, no backlog negative, lossless
 	// classes never drop, buffers within their size.
 	Check bool
-	// Progress, when set, is called every few thousand steps with messages done and total;
-	// returning false stops the run (the results so far are returned with ErrStopped).
+	// Progress, when set, is called every progressEvery steps (4,096 for up to 1,024 messages,
+	// fewer for larger graphs) with messages done and total; returning false stops the run
+	// (the results so far are returned with ErrStopped).
 	Progress func(now units.Time, done, total int) bool
 	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
 	// *LimitError; 0 means DefaultMemoryLimit.
@@ -106,6 +107,9 @@ type Options struct {
 	// it is read, instead of sorting short ones in place, scanning for an edge once and keeping
 	// its place: the plain version that is compared with (TestServeWinMatchesPlain).
 	plainWin bool
+	// progressSteps, when positive, replaces progressEvery's interval between two calls of
+	// Progress (tests: a stop seen on a small graph).
+	progressSteps int64
 	// plainPaced makes DCQCN's paced packets (dcqcn.go, pacedArrivals) be walked every step,
 	// instead of only from the first step in which one of them leaves its queue: the plain
 	// version that is compared with (TestPacedArrivalsMatchPlain).
@@ -846,7 +850,7 @@ func (e *engine) run() error {
 			return err
 		}
 		if p := e.opt.Progress; p != nil && e.steps+e.jumps >= e.progressAt {
-			e.progressAt = e.steps + e.jumps + 4096
+			e.progressAt = e.steps + e.jumps + progressEvery(len(e.mg.Msgs), e.opt.progressSteps)
 			if !p(e.now, e.done+(len(e.mg.Msgs)-e.toRun)*e.done/max(1, e.toRun), len(e.mg.Msgs)) {
 				return ErrStopped
 			}
@@ -1460,4 +1464,18 @@ func (e *engine) paths(src, dst int32, hash uint32, qp int32) (*cachedPath, erro
 	c := &cachedPath{key: k, p: p, hops: hops, payload: -1}
 	e.pathCache[hk] = c
 	return c, nil
+}
+
+// progressEvery is how many steps pass between two calls of Options.Progress for a graph of msgs
+// messages: 4,096 up to 1,024 messages, then fewer in proportion (a step costs about in
+// proportion to the messages under way), at least 64. The callback is how a run sees an
+// interrupt: at 4,096 steps the 131,072-GPU step's forked pipeline-class runs (32,768 sends)
+// went on for more than 90 s after a SIGINT (the compare then stopped by SIGQUIT); at this rate
+// they look about every 128 steps, while a small run is not slowed by the calls. steps, when
+// positive, is the interval instead (Options.progressSteps).
+func progressEvery(msgs int, steps int64) int64 {
+	if steps > 0 {
+		return steps
+	}
+	return max(64, 4096*1024/int64(max(1024, msgs)))
 }
