@@ -134,6 +134,9 @@ type ibCredits struct {
 	// packetFC sends every update as a packet (the lossy-link path) even on clean links; for
 	// tests comparing the two paths.
 	packetFC bool
+	// plain checks credits at a switch's dequeue as before ibCheck: Blocked for every VL the
+	// arbiter tries, Sent synchronizing the state again; for TestIBCheckMatchesBlocked.
+	plain bool
 	// out holds, per window parity and destination partition, the updates of deferFC ports
 	// sent during the window, in the order they were sent (exchangeFC delivers them; the
 	// exchange after a window may run while the next window fills the other parity's);
@@ -223,36 +226,54 @@ func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 	st := f.state(out)
 	now := max(f.n.sim.Now(), out.freeAt) // a packet chosen now starts after the inline updates
 	f.sync(st, now)
-	vl := pkt.Prio
-	need := ibBlocks(pkt.Size)
-	if st.v[vl].limit-st.v[vl].fctbs >= need {
+	if st.fits(pkt) {
 		return false
 	}
+	f.stall(st, pkt, now)
+	return true
+}
+
+// fits reports whether the peer has advertised the blocks of pkt on its VL (the state
+// synchronized).
+func (st *ibPort) fits(pkt *Packet) bool {
+	return st.v[pkt.Prio].limit-st.v[pkt.Prio].fctbs >= ibBlocks(pkt.Size)
+}
+
+// stall notes that pkt cannot start on port st at now (a call: most checks find credits).
+func (f *ibCredits) stall(st *ibPort, pkt *Packet, now units.Time) {
+	vl := pkt.Prio
 	if st.v[vl].stallNeed == 0 {
 		st.v[vl].stallFrom = now
 		st.stalls |= 1 << vl
 	}
-	st.v[vl].stallNeed = need
+	st.v[vl].stallNeed = ibBlocks(pkt.Size)
 	if st.arrN > 0 {
 		f.wake(st) // restart the port when an update that lets it send arrives
 	}
-	return true
 }
 
-// Sent consumes the packet's credits.
+// Sent consumes the packet's credits. Its check at this instant (Blocked, or the arbiter's
+// ibCheck) synchronized the port's state, so nothing due is left to apply; with plain it
+// synchronizes again, as it did before ibCheck.
 func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	st := f.state(out)
-	now := max(f.n.sim.Now(), out.freeAt)
-	f.sync(st, now)
+	if f.plain {
+		f.sync(st, max(f.n.sim.Now(), out.freeAt))
+	}
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
 	if f.check && st.v[vl].limit-st.v[vl].fctbs < need {
-		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
+		f.overdrawn(out, st, vl, need)
 	}
 	st.v[vl].fctbs += need
 	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
-		f.endStall(st, int(vl), now)
+		f.endStall(st, int(vl), max(f.n.sim.Now(), out.freeAt))
 	}
+}
+
+// overdrawn reports a packet of need blocks sent on VL vl of port out without the credits.
+func (f *ibCredits) overdrawn(out *Port, st *ibPort, vl uint8, need int64) {
+	f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
 }
 
 // endStall ends VL vl's credit stall at time at: its time joins the VL's total (and the run's
@@ -277,7 +298,10 @@ func (f *ibCredits) sync(st *ibPort, now units.Time) {
 }
 
 // apply is sync's loop: each update raises the limit as Control would have at its arrival,
-// and ends the VL's stall at that time if the waiting packet now fits.
+// and ends the VL's stall at that time if the waiting packet now fits. Out of line, so that
+// sync, its guard, is inlined where the credit state is read (with PGO it was inlined in sync).
+//
+//go:noinline
 func (f *ibCredits) apply(st *ibPort, now units.Time) {
 	mask := int32(len(st.arr) - 1)
 	for st.arrN > 0 {
