@@ -208,10 +208,18 @@ func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[p.gidx] }
 // inVL is the VL pkt used on the link into port st (the upstream port's SL2VL table's VL for
 // it, which the packet carries as InVL once a switch has it; on an HCA, its Prio).
 func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 {
-	if f.check && pkt.InVL != st.up.VLOf(pkt.SL) {
-		f.n.violation(f.name(st.port), fmt.Sprintf("packet arrived on VL%d, the upstream SL2VL table says VL%d", pkt.InVL, st.up.VLOf(pkt.SL)))
+	if f.check {
+		f.checkInVL(st, pkt)
 	}
 	return pkt.InVL
+}
+
+// checkInVL reports pkt's VL if the upstream port's SL2VL table does not give it (--check). Out
+// of line: inVL, on the per-hop path, stays small enough to be inlined.
+func (f *ibCredits) checkInVL(st *ibPort, pkt *Packet) {
+	if pkt.InVL != st.up.VLOf(pkt.SL) {
+		f.n.violation(f.name(st.port), fmt.Sprintf("packet arrived on VL%d, the upstream SL2VL table says VL%d", pkt.InVL, st.up.VLOf(pkt.SL)))
+	}
 }
 
 // Credits returns the blocks port p may still send on vl.
