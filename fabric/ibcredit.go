@@ -322,7 +322,7 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 			st.v[vl].limit = lim
 		}
 		if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
-			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
+			f.overWindow(st, int(vl))
 		}
 		if st.stalls&(1<<uint(vl)) == 0 {
 			// Not waiting: nothing more to do (the stall arrays are not read on this path).
@@ -540,9 +540,20 @@ func (f *ibCredits) Departed(in *Port, pkt *Packet) {
 	vl := f.inVL(st, pkt)
 	st.v[vl].used -= ibBlocks(pkt.Size)
 	if f.check && st.v[vl].used < 0 {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.v[vl].used))
+		f.negative(st, vl)
 	}
 	f.sendFC(in, st, vl)
+}
+
+// negative reports VL vl's receive buffer of port st below zero (--check; out of line, as the
+// other reports on the per-hop path: their formatting made the callers spill registers).
+func (f *ibCredits) negative(st *ibPort, vl uint8) {
+	f.n.violation(f.name(st.port), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.v[vl].used))
+}
+
+// overWindow reports VL vl of port st holding more credits than the window (--check).
+func (f *ibCredits) overWindow(st *ibPort, vl int) {
+	f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
 }
 
 // HostArrived: an HCA places an arriving packet in memory at once, so its blocks return
@@ -617,7 +628,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		st.v[vl].limit = lim
 	}
 	if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
+		f.overWindow(st, int(vl))
 	}
 	// ABR := FCTBS: blocks the peer sent that never arrived (corrupted) count as received.
 	if lost := (int64(pkt.CtrlWord(1)) - st.v[vl].abr) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
