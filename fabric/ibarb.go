@@ -144,12 +144,11 @@ func wrr(p *Port, c *ibCheck, t []VLWeight, at *[16]uint64, idx *int, left *int6
 	for m := ready; m != 0; m &= m - 1 {
 		cand |= at[bits.TrailingZeros16(m)]
 	}
-	upTo := ^uint64(0) >> (63 - uint(i0)&63) // bits 0..i0 (i0 < n <= 64: no test for the shift)
-	for _, set := range [2]uint64{cand &^ upTo, cand & upTo} {
-		for ; set != 0; set &= set - 1 {
-			if j := bits.TrailingZeros64(set); wrrTry(p, c, t[j].VL, j, int64(t[j].Weight)*IBBlock, idx, left) {
-				return int(t[j].VL)
-			}
+	// Rotated right by i0+1, the set has the entries after i0 from bit 0 up, then those up to i0
+	// (i0 < n <= 64: entry j is bit (j-i0-1) mod 64; the bits from n to 63 are empty).
+	for r := bits.RotateLeft64(cand, -(i0 + 1)); r != 0; r &= r - 1 {
+		if j := (bits.TrailingZeros64(r) + i0 + 1) & 63; wrrTry(p, c, t[j].VL, j, int64(t[j].Weight)*IBBlock, idx, left) {
+			return int(t[j].VL)
 		}
 	}
 	if *idx = i0 + 1; *idx == n {
