@@ -455,8 +455,8 @@ func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time 
 // same for every partitioning. It reads the other partitions' outboxes for d only and writes
 // only d's ports and queue. Every wake-up it schedules lies at or after the arrival of an update
 // of the window (exchangeFrom): a port that waits with nothing on the wire, not yet woken, was
-// last blocked at a check (ibCredits.Blocked and wake) that found no earlier update letting it
-// send, and a deferFC port's updates come only from here.
+// last blocked at a check (ibCredits.stall, from Blocked or ibCheck, and wake) that found no
+// earlier update letting it send, and a deferFC port's updates come only from here.
 func (n *Network) exchangeFC(d int, bound units.Time, w int) {
 	par := n.par
 	df := par.nets[d].ibfc
