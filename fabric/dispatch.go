@@ -167,10 +167,10 @@ func (n *Network) fcSent(out *Port, pkt *Packet) {
 	}
 }
 
-// dequeue takes from port p's queues, which hold a packet, the one it sends next: the
-// scheduler's pick (strict priority, highest class first, when none is installed) among the
-// classes that may start; a dequeue marker sees it at a switch; link-level flow control is
-// told it is sent. nil if none may start.
+// dequeue takes from p's queues the packet it sends next: the scheduler's pick among the classes
+// that may start (nil if none may). Kept out of line for PGO (docs/architecture.md, issue 21).
+//
+//go:noinline
 func (n *Network) dequeue(p *Port) *Packet {
 	prio := -1
 	if a := n.ibArb; a != nil {

@@ -1,6 +1,10 @@
 package fabric
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/fabricsim/fabricsim/units"
+)
 
 // VL arbitration (IBA vol. 1 §7.6.9): each port serves its VLs from two weighted round-robin
 // tables. An entry {VL, weight} may send packets while its weight, in 64-byte units, is not used
@@ -57,7 +61,13 @@ func (a *ibArbiter) Pick(p *Port) int {
 	if p.qmask == 0 { // most calls find every VL empty (an HCA's ACK queues, an idle port)
 		return -1
 	}
-	st := &a.fc.ports[p.gidx].arb
+	// The port's credit state, synchronized once for every VL tried (ibCheck).
+	c := ibCheck{st: &a.fc.ports[p.gidx]}
+	if f := a.fc; !f.plain {
+		c.f, c.now = f, max(p.net.sim.Now(), p.freeAt) // a packet chosen now starts at now
+		f.sync(c.st, c.now)
+	}
+	st := &c.st.arb
 	if a.hasHigh {
 		lowWaiting := false
 		if a.limit >= 0 {
@@ -72,7 +82,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 			}
 		}
 		if a.limit < 0 || !lowWaiting || st.hiBytes < a.limit || (a.limit == 0 && st.hiBytes == 0) {
-			if vl := wrr(p, a.high, a.highAt, &st.hiIdx, &st.hiLeft); vl >= 0 {
+			if vl := wrr(p, &c, a.high, a.highAt, &st.hiIdx, &st.hiLeft); vl >= 0 {
 				if lowWaiting {
 					st.hiBytes += int64(p.q[vl].peek().Size)
 				}
@@ -80,12 +90,12 @@ func (a *ibArbiter) Pick(p *Port) int {
 			}
 		}
 	}
-	if vl := wrr(p, a.low, a.lowAt, &st.loIdx, &st.loLeft); vl >= 0 {
+	if vl := wrr(p, &c, a.low, a.lowAt, &st.loIdx, &st.loLeft); vl >= 0 {
 		st.hiBytes = 0
 		return vl
 	}
 	if a.hasHigh { // the high table was held back but the low one had nothing after all
-		return wrr(p, a.high, a.highAt, &st.hiIdx, &st.hiLeft)
+		return wrr(p, &c, a.high, a.highAt, &st.hiIdx, &st.hiLeft)
 	}
 	return -1
 }
@@ -112,7 +122,7 @@ func entriesByVL(t []VLWeight) *[16]uint64 {
 // paused, and link-level flow control lets that packet start. With at (entriesByVL) only the
 // entries of VLs with a packet are visited, in the same order and with the same flow-control
 // queries as the entry-by-entry scan (wrrScan, which TestWRRMatchesScan compares it with).
-func wrr(p *Port, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
+func wrr(p *Port, c *ibCheck, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
 	n := len(t)
 	if n == 0 {
 		return -1
@@ -120,27 +130,25 @@ func wrr(p *Port, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
 	if at == nil {
 		return wrrScan(p, t, idx, left)
 	}
+	// The current entry with the weight it has left, if its VL has a packet queued and not paused
+	// (its bit of cand, which the common case then never builds); then the entries after it, each
+	// with its full weight, and the current one again. (wrrTry's calls: on PGO's profile's lines.)
+	i0 := *idx
+	cur := t[i0]
+	ready := p.qmask &^ uint16(p.Paused)
+	if *left > 0 && cur.Weight > 0 && ready&(1<<(cur.VL&15)) != 0 &&
+		wrrTry(p, c, cur.VL, i0, *left, idx, left) {
+		return int(cur.VL)
+	}
 	var cand uint64
-	for m := p.qmask &^ uint16(p.Paused); m != 0; m &= m - 1 {
+	for m := ready; m != 0; m &= m - 1 {
 		cand |= at[bits.TrailingZeros16(m)]
 	}
-	i0 := *idx
-	if cand != 0 {
-		// The current entry, with the weight it has left (i0 < n <= 64: shifts masked, no test).
-		if cand&(1<<(uint(i0)&63)) != 0 && *left > 0 && wrrTry(p, t[i0].VL, i0, *left, idx, left) {
-			return int(t[i0].VL)
-		}
-		// The entries after it, wrapping around, each with its full weight; then the current
-		// one again. upTo has bits 0..i0 set (the lines as before: PGO matches them).
-		upTo := ^uint64(0) >> (63 - uint(i0)&63)
-		after, before := cand&^upTo, cand&upTo
-		for _, set := range [2]uint64{after, before} {
-			for ; set != 0; set &= set - 1 {
-				j := bits.TrailingZeros64(set)
-				if wrrTry(p, t[j].VL, j, int64(t[j].Weight)*IBBlock, idx, left) {
-					return int(t[j].VL)
-				}
-			}
+	// Rotated right by i0+1, the set has the entries after i0 from bit 0 up, then those up to i0
+	// (i0 < n <= 64: entry j is bit (j-i0-1) mod 64; the bits from n to 63 are empty).
+	for r := bits.RotateLeft64(cand, -(i0 + 1)); r != 0; r &= r - 1 {
+		if j := (bits.TrailingZeros64(r) + i0 + 1) & 63; wrrTry(p, c, t[j].VL, j, int64(t[j].Weight)*IBBlock, idx, left) {
+			return int(t[j].VL)
 		}
 	}
 	if *idx = i0 + 1; *idx == n {
@@ -152,12 +160,35 @@ func wrr(p *Port, t []VLWeight, at *[16]uint64, idx *int, left *int64) int {
 
 // wrrTry serves entry j (VL vl, weight l left) if link-level flow control lets the VL's head
 // packet start.
-func wrrTry(p *Port, vl uint8, j int, l int64, idx *int, left *int64) bool {
+func wrrTry(p *Port, c *ibCheck, vl uint8, j int, l int64, idx *int, left *int64) bool {
 	head := p.q[vl].peek()
-	if p.net.blocked(p, head) {
+	if !c.fits(head) && c.blocked(p, head) {
 		return false
 	}
 	*idx, *left = j, l-int64(head.Size)
+	return true
+}
+
+// ibCheck is one arbitration's credit check at one port: the port's credit state st,
+// synchronized once at now, the instant a packet chosen now would start (ibArbiter.Pick), then
+// asked about each VL the arbiter tries, where Network.blocked's ibCredits.Blocked would find
+// and synchronize the state again for each. f nil asks Network.blocked: the plain path
+// (ibCredits.plain, TestIBCheckMatchesBlocked) and other flow control (TestWRRMatchesScan).
+type ibCheck struct {
+	f   *ibCredits
+	st  *ibPort
+	now units.Time
+}
+
+// fits reports whether pkt may start (false with f nil: ask blocked).
+func (c *ibCheck) fits(pkt *Packet) bool { return c.f != nil && c.st.fits(pkt) }
+
+// blocked is Network.blocked(p, pkt) for a packet fits turned down: with f, a credit stall.
+func (c *ibCheck) blocked(p *Port, pkt *Packet) bool {
+	if c.f == nil {
+		return p.net.blocked(p, pkt)
+	}
+	c.f.stall(c.st, pkt, c.now)
 	return true
 }
 

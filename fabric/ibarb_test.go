@@ -1,9 +1,13 @@
 package fabric
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/units"
 )
 
 // blockRecorder is a LinkFlowControl that blocks the VLs in its mask and records every query.
@@ -45,7 +49,7 @@ func TestWRRMatchesScan(t *testing.T) {
 		left0 := int64(rng.IntN(5000)) - 200
 
 		idxA, leftA := idx0, left0
-		gotA := wrr(p, tab, entriesByVL(tab), &idxA, &leftA)
+		gotA := wrr(p, &ibCheck{}, tab, entriesByVL(tab), &idxA, &leftA)
 		askedA := slices.Clone(fc.asked)
 		fc.asked = fc.asked[:0]
 		idxB, leftB := idx0, left0
@@ -53,6 +57,54 @@ func TestWRRMatchesScan(t *testing.T) {
 		if gotA != gotB || idxA != idxB || leftA != leftB || !slices.Equal(askedA, fc.asked) {
 			t.Fatalf("trial %d: wrr = VL %d (entry %d, left %d, asked %v); scan = VL %d (entry %d, left %d, asked %v)",
 				trial, gotA, idxA, leftA, askedA, gotB, idxB, leftB, fc.asked)
+		}
+	}
+}
+
+// TestIBCheckMatchesBlocked runs InfiniBand fabrics with the arbitration's credit check
+// (ibCheck: the port's credit state synchronized once per pick, Sent without a second sync)
+// and with the plain path (Blocked for every VL tried, Sent synchronizing again): the same run,
+// the same frames and busy time per port. The cases stall on credits (small VL buffers, an
+// incast on four SLs), one with a high-priority table and VL_HIGH_LIMIT (the low table's
+// Eligible queries), one with adaptive routing.
+func TestIBCheckMatchesBlocked(t *testing.T) {
+	g := fatTreeK(t, 4, 100*units.Gbps, units.Microsecond)
+	base := ibConfig(t, "edr")
+	base.IB.VLBuffer = 8 * units.KiB
+	high := base
+	high.IB.ArbHigh = []VLWeight{{VL: 1, Weight: 2}, {VL: 3, Weight: 1}}
+	high.IB.HighLimit = 1
+	ar := base
+	ar.IB.Adaptive = true
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{"small buffers", base}, {"high table", high}, {"adaptive", ar}} {
+		out := func(plain bool) (string, []int64, float64) {
+			n := newNet(t, g, c.cfg)
+			n.ibfc.plain = plain
+			mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
+			for i := 0; i < 8; i++ {
+				mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB, Prio: uint8(i % 4)})
+			}
+			run(t, n, mg)
+			res := n.lastRun
+			var tx []int64
+			for g := range n.ports {
+				tx = append(tx, n.ports[g].TxPackets, int64(n.ports[g].BusyTime))
+			}
+			return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters), tx, res.Counters["ib_credit_stall_ns"]
+		}
+		a, atx, stall := out(false)
+		b, btx, _ := out(true)
+		if stall == 0 {
+			t.Errorf("%s: no credit stall: the case does not exercise the stall path", c.name)
+		}
+		if a != b {
+			t.Errorf("%s: the run differs with the arbitration's credit check:\n%s\n%s", c.name, a, b)
+		}
+		if !slices.Equal(atx, btx) {
+			t.Errorf("%s: frames or busy time per port differ with the arbitration's credit check", c.name)
 		}
 	}
 }

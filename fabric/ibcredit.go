@@ -134,6 +134,9 @@ type ibCredits struct {
 	// packetFC sends every update as a packet (the lossy-link path) even on clean links; for
 	// tests comparing the two paths.
 	packetFC bool
+	// plain checks credits at a switch's dequeue as before ibCheck: Blocked for every VL the
+	// arbiter tries, Sent synchronizing the state again; for TestIBCheckMatchesBlocked.
+	plain bool
 	// out holds, per window parity and destination partition, the updates of deferFC ports
 	// sent during the window, in the order they were sent (exchangeFC delivers them; the
 	// exchange after a window may run while the next window fills the other parity's);
@@ -205,10 +208,18 @@ func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[p.gidx] }
 // inVL is the VL pkt used on the link into port st (the upstream port's SL2VL table's VL for
 // it, which the packet carries as InVL once a switch has it; on an HCA, its Prio).
 func (f *ibCredits) inVL(st *ibPort, pkt *Packet) uint8 {
-	if f.check && pkt.InVL != st.up.VLOf(pkt.SL) {
-		f.n.violation(f.name(st.port), fmt.Sprintf("packet arrived on VL%d, the upstream SL2VL table says VL%d", pkt.InVL, st.up.VLOf(pkt.SL)))
+	if f.check {
+		f.checkInVL(st, pkt)
 	}
 	return pkt.InVL
+}
+
+// checkInVL reports pkt's VL if the upstream port's SL2VL table does not give it (--check). Out
+// of line: inVL, on the per-hop path, stays small enough to be inlined.
+func (f *ibCredits) checkInVL(st *ibPort, pkt *Packet) {
+	if pkt.InVL != st.up.VLOf(pkt.SL) {
+		f.n.violation(f.name(st.port), fmt.Sprintf("packet arrived on VL%d, the upstream SL2VL table says VL%d", pkt.InVL, st.up.VLOf(pkt.SL)))
+	}
 }
 
 // Credits returns the blocks port p may still send on vl.
@@ -223,36 +234,54 @@ func (f *ibCredits) Blocked(out *Port, pkt *Packet) bool {
 	st := f.state(out)
 	now := max(f.n.sim.Now(), out.freeAt) // a packet chosen now starts after the inline updates
 	f.sync(st, now)
-	vl := pkt.Prio
-	need := ibBlocks(pkt.Size)
-	if st.v[vl].limit-st.v[vl].fctbs >= need {
+	if st.fits(pkt) {
 		return false
 	}
+	f.stall(st, pkt, now)
+	return true
+}
+
+// fits reports whether the peer has advertised the blocks of pkt on its VL (the state
+// synchronized).
+func (st *ibPort) fits(pkt *Packet) bool {
+	return st.v[pkt.Prio].limit-st.v[pkt.Prio].fctbs >= ibBlocks(pkt.Size)
+}
+
+// stall notes that pkt cannot start on port st at now (a call: most checks find credits).
+func (f *ibCredits) stall(st *ibPort, pkt *Packet, now units.Time) {
+	vl := pkt.Prio
 	if st.v[vl].stallNeed == 0 {
 		st.v[vl].stallFrom = now
 		st.stalls |= 1 << vl
 	}
-	st.v[vl].stallNeed = need
+	st.v[vl].stallNeed = ibBlocks(pkt.Size)
 	if st.arrN > 0 {
 		f.wake(st) // restart the port when an update that lets it send arrives
 	}
-	return true
 }
 
-// Sent consumes the packet's credits.
+// Sent consumes the packet's credits. Its check at this instant (Blocked, or the arbiter's
+// ibCheck) synchronized the port's state, so nothing due is left to apply; with plain it
+// synchronizes again, as it did before ibCheck.
 func (f *ibCredits) Sent(out *Port, pkt *Packet) {
 	st := f.state(out)
-	now := max(f.n.sim.Now(), out.freeAt)
-	f.sync(st, now)
+	if f.plain {
+		f.sync(st, max(f.n.sim.Now(), out.freeAt))
+	}
 	vl := pkt.Prio
 	need := ibBlocks(pkt.Size)
 	if f.check && st.v[vl].limit-st.v[vl].fctbs < need {
-		f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
+		f.overdrawn(out, st, vl, need)
 	}
 	st.v[vl].fctbs += need
 	if st.stalls&(1<<vl) != 0 { // sending again on this VL ends its stall
-		f.endStall(st, int(vl), now)
+		f.endStall(st, int(vl), max(f.n.sim.Now(), out.freeAt))
 	}
+}
+
+// overdrawn reports a packet of need blocks sent on VL vl of port out without the credits.
+func (f *ibCredits) overdrawn(out *Port, st *ibPort, vl uint8, need int64) {
+	f.n.violation(f.name(out), fmt.Sprintf("VL%d sent a %d-block packet with %d credits", vl, need, st.v[vl].limit-st.v[vl].fctbs))
 }
 
 // endStall ends VL vl's credit stall at time at: its time joins the VL's total (and the run's
@@ -277,7 +306,10 @@ func (f *ibCredits) sync(st *ibPort, now units.Time) {
 }
 
 // apply is sync's loop: each update raises the limit as Control would have at its arrival,
-// and ends the VL's stall at that time if the waiting packet now fits.
+// and ends the VL's stall at that time if the waiting packet now fits. Out of line, so that
+// sync, its guard, is inlined where the credit state is read (with PGO it was inlined in sync).
+//
+//go:noinline
 func (f *ibCredits) apply(st *ibPort, now units.Time) {
 	mask := int32(len(st.arr) - 1)
 	for st.arrN > 0 {
@@ -290,7 +322,7 @@ func (f *ibCredits) apply(st *ibPort, now units.Time) {
 			st.v[vl].limit = lim
 		}
 		if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
-			f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
+			f.overWindow(st, int(vl))
 		}
 		if st.stalls&(1<<uint(vl)) == 0 {
 			// Not waiting: nothing more to do (the stall arrays are not read on this path).
@@ -423,8 +455,8 @@ func (f *ibCredits) flushDeferred(p *Port, st *ibPort, t units.Time) units.Time 
 // same for every partitioning. It reads the other partitions' outboxes for d only and writes
 // only d's ports and queue. Every wake-up it schedules lies at or after the arrival of an update
 // of the window (exchangeFrom): a port that waits with nothing on the wire, not yet woken, was
-// last blocked at a check (ibCredits.Blocked and wake) that found no earlier update letting it
-// send, and a deferFC port's updates come only from here.
+// last blocked at a check (ibCredits.stall, from Blocked or ibCheck, and wake) that found no
+// earlier update letting it send, and a deferFC port's updates come only from here.
 func (n *Network) exchangeFC(d int, bound units.Time, w int) {
 	par := n.par
 	df := par.nets[d].ibfc
@@ -508,9 +540,20 @@ func (f *ibCredits) Departed(in *Port, pkt *Packet) {
 	vl := f.inVL(st, pkt)
 	st.v[vl].used -= ibBlocks(pkt.Size)
 	if f.check && st.v[vl].used < 0 {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.v[vl].used))
+		f.negative(st, vl)
 	}
 	f.sendFC(in, st, vl)
+}
+
+// negative reports VL vl's receive buffer of port st below zero (--check; out of line, as the
+// other reports on the per-hop path: their formatting made the callers spill registers).
+func (f *ibCredits) negative(st *ibPort, vl uint8) {
+	f.n.violation(f.name(st.port), fmt.Sprintf("VL%d receive buffer went negative (%d blocks)", vl, st.v[vl].used))
+}
+
+// overWindow reports VL vl of port st holding more credits than the window (--check).
+func (f *ibCredits) overWindow(st *ibPort, vl int) {
+	f.n.violation(f.name(st.port), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
 }
 
 // HostArrived: an HCA places an arriving packet in memory at once, so its blocks return
@@ -585,7 +628,7 @@ func (f *ibCredits) Control(in *Port, pkt *Packet) {
 		st.v[vl].limit = lim
 	}
 	if f.check && st.v[vl].limit-st.v[vl].fctbs > IBMaxCreditWindow {
-		f.n.violation(f.name(in), fmt.Sprintf("VL%d holds %d credits, above the %d-block window", vl, st.v[vl].limit-st.v[vl].fctbs, IBMaxCreditWindow))
+		f.overWindow(st, int(vl))
 	}
 	// ABR := FCTBS: blocks the peer sent that never arrived (corrupted) count as received.
 	if lost := (int64(pkt.CtrlWord(1)) - st.v[vl].abr) & 0xfff; lost != 0 && lost < IBMaxCreditWindow {
