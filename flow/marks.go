@@ -13,10 +13,11 @@ import "math"
 // hop so far, which only grow), so a record is appended to its hop's list, where in one list it
 // went in front of the records of the bytes upstream of its hop and every one of them was
 // moved (BenchmarkPipelineClass's 2,048-GPU DCQCN class: 37.6 of a flow's 220.5 records on
-// average, lines its other flows' steps had evicted; docs/flow.md, "A flow's marks by hop").
-// A record whose end rounding puts below its list's last is placed by a scan
-// from the list's end, and records of equal ends in two lists are read in the order they were
-// filed (seq), so the merged order is the one list's whatever list a record is filed in.
+// average, lines its other flows' steps had evicted; docs/flow.md, "A flow's marks by hop, the
+// quiet pass and the empty queues' ECN"). A record whose end rounding puts below its list's
+// last is placed by a scan from the list's end, and records of equal ends in two lists are read
+// in the order they were filed (seq), so the merged order is the one list's whatever list a
+// record is filed in.
 type markQueue struct {
 	hops []markList // by the hop of the flow's path the marks were made at
 	seq  uint64     // records filed so far
