@@ -4,7 +4,8 @@ import "fmt"
 
 // check verifies the fluid network's invariants after a step (Options.Check): no backlog or
 // ingress counter negative, every flow's bytes conserved (injected = queued + delivered), switch
-// buffers within their size, lossless classes never above their bound by more than the headroom.
+// buffers within their size, lossless classes never above their bound by more than the headroom,
+// the count of quiet members the resources' (engine.quietMembers).
 func (e *engine) check() error {
 	const tol = 1e-6
 	for fid := range e.flows {
@@ -45,6 +46,13 @@ func (e *engine) check() error {
 		if x := e.rc[i].ing; x < -1e-3 {
 			return fmt.Errorf("invariant violated at %v: ingress counter of %s went negative (%g B)", e.now, e.net.name(int32(i/e.nc)), x)
 		}
+	}
+	quiet := 0
+	for r := range e.net.res {
+		quiet += int(e.net.res[r].quietN)
+	}
+	if quiet != e.quietMembers {
+		return fmt.Errorf("invariant violated at %v: the resources count %d quiet members, the engine %d", e.now, quiet, e.quietMembers)
 	}
 	for i := range e.net.bufs {
 		b := &e.net.bufs[i]

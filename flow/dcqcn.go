@@ -60,22 +60,10 @@ type ccFlow struct {
 	// pktsAt is the earliest time one of pkts leaves its queue: pacedArrivals has nothing to do
 	// before it (a paced flow's packets wait behind deep queues for many steps).
 	pktsAt units.Time
-	// batches are the marks on their way to the receiver, in the order of the flow's bytes they
+	// marks are the marks on their way to the receiver, in the order of the flow's bytes they
 	// are on; seen is the flow's bytes delivered by the last step's end (deliveredMarks).
-	// batches is a window of buf: delivered drops the records it is done with from the window's
-	// front without moving the rest, and file moves the window to buf's front (or grows buf) only
-	// when it reaches buf's end (a queue: each record is moved O(1) times on average, where
-	// moving the records left on every step cost about 10 % of BenchmarkPermutationDCQCN's
-	// instructions; TestMarksMatchPlain).
-	batches []markBatch
-	buf     []markBatch
-	seen    float64
-}
-
-// markBatch is the marks of the flow's bytes (start, end] (its injected bytes, counted from
-// the message's first): logKeep is the log of the probability that none of them is marked.
-type markBatch struct {
-	start, end, logKeep float64
+	marks markQueue
+	seen  float64
 }
 
 // pacedPkt is a paced flow's packet on its way: it leaves the queue of its path's hop hop at
@@ -98,8 +86,9 @@ func (d *dcqcnModel) start(fid int32, t units.Time) {
 		d.st = append(d.st, ccFlow{})
 	}
 	s := &d.st[fid]
-	cnps, buf, pkts := s.cnps[:0], s.buf[:0], s.pkts[:0]
-	*s = ccFlow{on: true, cnps: cnps, next: t, batches: buf, buf: buf, pkts: pkts}
+	cnps, marks, pkts := s.cnps[:0], s.marks, s.pkts[:0]
+	marks.reset()
+	*s = ccFlow{on: true, cnps: cnps, next: t, marks: marks, pkts: pkts}
 	f := &d.e.flows[fid]
 	line := units.Rate(d.e.hostSt[f.src].rate * 8)
 	s.rp.Init(&d.p, line, t)
@@ -166,34 +155,7 @@ func (d *dcqcnModel) markAt(fid, r int32, f *flowState, amt, lk float64) {
 	for j := h; j < f.hops; j++ {
 		end += e.owner[f.off+j].back
 	}
-	s.file(markBatch{start: end - amt, end: end, logKeep: lk})
-}
-
-// file adds b to the flow's marks under way, kept in the order of their bytes (a later hop's
-// marks are of bytes ahead of the first hop's).
-func (s *ccFlow) file(b markBatch) {
-	if n := len(s.batches); n == cap(s.batches) { // at buf's end
-		if cap(s.buf) > 0 && 2*n <= cap(s.buf) {
-			s.batches = s.buf[:copy(s.buf[:n], s.batches)]
-		} else {
-			s.buf = make([]markBatch, 0, 2*n+8)
-			s.batches = append(s.buf, s.batches...)
-		}
-	}
-	// i: the first record whose end is beyond b's (the records are in the order of their ends);
-	// a binary search, the records of the bytes in the queues upstream of b's hop being many.
-	lo, i := 0, len(s.batches)
-	for lo < i {
-		m := int(uint(lo+i) >> 1)
-		if s.batches[m].end > b.end {
-			i = m
-		} else {
-			lo = m + 1
-		}
-	}
-	s.batches = append(s.batches, markBatch{})
-	copy(s.batches[i+1:], s.batches[i:])
-	s.batches[i] = b
+	s.marks.file(h, markBatch{start: end - amt, end: end, logKeep: lk})
 }
 
 func (d *dcqcnModel) report(c map[string]float64) {
@@ -449,42 +411,8 @@ func (d *dcqcnModel) deliveredMarks(fid int32, s *ccFlow, f *flowState, t0, t1 u
 	if d.e.twin != nil {
 		d.e.twin.marks(fid, s, d0, d1, 1e-9*f.total+1e-6)
 	}
-	s.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
+	s.marks.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
 		lo := at(from)
 		d.notify(s, f, lk, lo, max(lo+1, at(to)))
 	})
-}
-
-// delivered hands emit the marks on the flow's bytes (d0, d1] (eps: rounding), batch by batch
-// in the order of their bytes, as the log of the probability that none of them is marked and
-// the bytes they are on, and keeps the rest. A batch's marks are spread evenly over its bytes,
-// so the part of it delivered carries its share (the log is additive over packets); a batch
-// every packet of which is marked (-Inf) is -Inf in every part. A batch partly delivered holds
-// back the batches after it (a later hop's marks on bytes that overlap it) until it is done.
-func (s *ccFlow) delivered(d0, d1, eps float64, emit func(lk, from, to float64)) {
-	n := 0
-	for ; n < len(s.batches); n++ {
-		b := &s.batches[n]
-		st := max(b.start, d0) // (bytes of a batch below d0 were delivered by earlier steps)
-		done := b.end <= d1+eps
-		if !done && st >= d1-eps {
-			break
-		}
-		hi, lk := min(b.end, d1), b.logKeep
-		if !done && !math.IsInf(lk, -1) {
-			lk = b.logKeep * (hi - st) / (b.end - st)
-			b.logKeep -= lk
-		}
-		if lk < 0 {
-			emit(lk, st, hi)
-		}
-		if !done {
-			b.start = hi
-			break
-		}
-	}
-	s.batches = s.batches[n:]
-	if len(s.batches) == 0 {
-		s.batches = s.buf[:0]
-	}
 }

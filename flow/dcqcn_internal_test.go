@@ -1,21 +1,23 @@
 package flow
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
-// TestDeliveredMarksConserved: the marks filed under a flow's bytes (ccFlow.file, in any order
-// of their ranges, overlapping as a later hop's do) all come out of ccFlow.delivered once the
+// TestDeliveredMarksConserved: the marks filed under a flow's bytes (markQueue.file, in any order
+// of their ranges and hops, overlapping as a later hop's do) all come out of markQueue.delivered once the
 // bytes are delivered, whatever the steps' deliveries: the sum of the logs handed out equals
 // the sum filed (conservation), each within the bytes delivered that step and none before its
 // batch's bytes start to arrive.
 func TestDeliveredMarksConserved(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
-		var s ccFlow
+		var s markQueue
 		var filed float64
 		type rec struct{ start, end float64 }
 		var recs []rec
@@ -23,14 +25,12 @@ func TestDeliveredMarksConserved(t *testing.T) {
 			end := rng.Float64() * 1e6
 			amt := min(end, 1+rng.Float64()*5e4)
 			lk := -rng.Float64() * 3
-			s.file(markBatch{start: end - amt, end: end, logKeep: lk})
+			s.file(int32(rng.IntN(4)), markBatch{start: end - amt, end: end, logKeep: lk})
 			filed += lk
 			recs = append(recs, rec{end - amt, end})
 		}
-		for i := 1; i < len(s.batches); i++ {
-			if s.batches[i].end < s.batches[i-1].end {
-				t.Fatalf("trial %d: batches out of order: %v", trial, s.batches)
-			}
+		if recs := s.records(); !slices.IsSortedFunc(recs, func(a, b markBatch) int { return cmp.Compare(a.end, b.end) }) {
+			t.Fatalf("trial %d: records out of order: %v", trial, recs)
 		}
 		var got float64
 		d0 := 0.0
@@ -44,8 +44,8 @@ func TestDeliveredMarksConserved(t *testing.T) {
 			})
 			d0 = d1
 		}
-		if len(s.batches) != 0 {
-			t.Fatalf("trial %d: %d batches left after every byte was delivered", trial, len(s.batches))
+		if s.len() != 0 {
+			t.Fatalf("trial %d: %d records left after every byte was delivered", trial, s.len())
 		}
 		if math.Abs(got-filed) > 1e-9*math.Abs(filed) {
 			t.Fatalf("trial %d: handed out %g of the filed %g", trial, got, filed)
@@ -53,9 +53,10 @@ func TestDeliveredMarksConserved(t *testing.T) {
 	}
 }
 
-// plainMarks is the plain form of ccFlow's marks under way (file: a linear scan from the end
-// and an insert; delivered: the records left moved to the slice's front), which ccFlow's
-// (a binary search, a window over a buffer) must match exactly (TestMarksMatchPlain).
+// plainMarks is the plain form of a flow's marks under way (file: one list, a linear scan from
+// the end and an insert; delivered: the records done with dropped from the slice's front), which
+// markQueue (a list per hop, merged when read; each a window over a buffer) must match exactly
+// (TestMarksMatchPlain).
 type plainMarks struct{ batches []markBatch }
 
 func (s *plainMarks) file(b markBatch) {
@@ -69,19 +70,51 @@ func (s *plainMarks) file(b markBatch) {
 }
 
 func (s *plainMarks) delivered(d0, d1, eps float64, emit func(lk, from, to float64)) {
-	c := ccFlow{batches: s.batches}
-	c.delivered(d0, d1, eps, emit)
-	s.batches = append(s.batches[:0], c.batches...)
+	n := 0
+	for ; n < len(s.batches); n++ {
+		b := &s.batches[n]
+		st := max(b.start, d0)
+		done := b.end <= d1+eps
+		if !done && st >= d1-eps {
+			break
+		}
+		hi, lk := min(b.end, d1), b.logKeep
+		if !done && !math.IsInf(lk, -1) {
+			lk = b.logKeep * (hi - st) / (b.end - st)
+			b.logKeep -= lk
+		}
+		if lk < 0 {
+			emit(lk, st, hi)
+		}
+		if !done {
+			b.start = hi
+			break
+		}
+	}
+	s.batches = s.batches[n:]
 }
 
-// TestMarksMatchPlain: ccFlow's marks under way hand out the same marks, bit for bit and in the
-// same order, as the plain form, with filing and delivery interleaved as a run does (each hop's
-// records in the order of their bytes, a later hop's behind an earlier hop's, ties included).
+// records is the queue's records in the order delivered reads them.
+func (m *markQueue) records() []markBatch {
+	var out []markBatch
+	m.each(func(b *markBatch) bool {
+		out = append(out, *b)
+		return true
+	})
+	return out
+}
+
+// TestMarksMatchPlain: a flow's marks under way (markQueue) hand out the same marks, bit for bit
+// and in the same order, as the plain form, with filing and delivery interleaved as a run does
+// (each hop's records in the order of their bytes, a later hop's behind an earlier hop's, ties
+// included), and hold the same records in the same order. In every other trial the records are
+// filed under a hop drawn at random instead of their own, so that a hop's list also gets ends
+// below its last (as rounding may give), and equal ends meet in lists of other hops.
 func TestMarksMatchPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	type out struct{ lk, from, to float64 }
 	for trial := range 300 {
-		var s ccFlow
+		var s markQueue
 		var p plainMarks
 		hops := 1 + rng.IntN(4)
 		at := make([]float64, hops) // bytes that have joined each hop's queue
@@ -100,7 +133,11 @@ func TestMarksMatchPlain(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					b.logKeep = math.Inf(-1)
 				}
-				s.file(b)
+				hop := int32(h)
+				if trial%2 == 1 {
+					hop = int32(rng.IntN(hops))
+				}
+				s.file(hop, b)
 				p.file(b)
 			}
 			d1 := deliv + rng.Float64()*(at[hops-1]-deliv)
@@ -119,12 +156,13 @@ func TestMarksMatchPlain(t *testing.T) {
 					t.Fatalf("trial %d step %d: mark %d is %v, the plain form's %v", trial, step, i, got[i], want[i])
 				}
 			}
-			if len(s.batches) != len(p.batches) {
-				t.Fatalf("trial %d step %d: %d records left, the plain form %d", trial, step, len(s.batches), len(p.batches))
+			recs := s.records()
+			if len(recs) != len(p.batches) {
+				t.Fatalf("trial %d step %d: %d records left, the plain form %d", trial, step, len(recs), len(p.batches))
 			}
-			for i := range s.batches {
-				if s.batches[i] != p.batches[i] {
-					t.Fatalf("trial %d step %d: record %d is %v, the plain form's %v", trial, step, i, s.batches[i], p.batches[i])
+			for i, r := range recs {
+				if q := p.batches[i]; r.start != q.start || r.end != q.end || math.Float64bits(r.logKeep) != math.Float64bits(q.logKeep) {
+					t.Fatalf("trial %d step %d: record %d is %v, the plain form's %v", trial, step, i, r, q)
 				}
 			}
 		}

@@ -39,9 +39,14 @@ type fifo struct {
 type window struct{ t0, t1 float64 }
 
 // setLeft records what the queue holds after its link has sent, and the marking probability
-// of ecn at that depth.
-func (q *fifo) setLeft(ecn *ecnThresholds) {
+// of ecn at that depth; emptyUnmarked says that ecn gives 0 for an empty queue (network), which
+// is then not read.
+func (q *fifo) setLeft(ecn *ecnThresholds, emptyUnmarked bool) {
 	q.left = q.bytes
+	if q.left <= 0 && emptyUnmarked {
+		q.markP = 0 // (ecn.prob's 0 at or below Kmin)
+		return
+	}
 	q.markP = ecn.prob(q.left)
 	if q.markP > 0 && q.markP < 1 {
 		q.markLog = math.Log1p(-q.markP)

@@ -69,3 +69,28 @@ func TestEdgeMatchesBinarySearch(t *testing.T) {
 		}
 	}
 }
+
+// TestSetLeftEmptyMatchesPlain: fifo.setLeft's shortcut for a queue its link emptied (the
+// thresholds not read where no resource's ECN marks an empty queue, network.emptyUnmarked) gives
+// the marking probability and its log that reading them gives, for thresholds with Kmin at 0
+// and above, marking on and off, and an empty queue's depths (0, -0, rounding residues below);
+// and marksEmpty, which keeps the shortcut off, holds for every Kmin below 0 (or NaN) where an
+// empty queue would be marked.
+func TestSetLeftEmptyMatchesPlain(t *testing.T) {
+	for _, th := range []ecnThresholds{{0, 0, 0}, {0, 1e5, 0.2}, {150e3, 1500e3, 0.2}, {150e3, 1500e3, 1}, {0, 0, 1}, {-1, 1e5, 0.2}, {math.NaN(), 1e5, 0.2}, {-1, 1e5, 0}} {
+		for _, depth := range []float64{0, math.Copysign(0, -1), -1e-9, -1, 5e4} {
+			for _, before := range []float64{0, 0.1, 1} { // the last step's probability
+				plain := fifo{bytes: depth, markP: before, markLog: math.Log1p(-min(before, 0.5))}
+				fast := plain
+				plain.setLeft(&th, false)
+				fast.setLeft(&th, !th.marksEmpty())
+				if math.Float64bits(plain.markP) != math.Float64bits(fast.markP) || math.Float64bits(plain.markLog) != math.Float64bits(fast.markLog) || plain.left != fast.left {
+					t.Errorf("thresholds %v, depth %g: markP %g, log %g with the shortcut; %g, %g read", th, depth, fast.markP, fast.markLog, plain.markP, plain.markLog)
+				}
+			}
+		}
+		if th.prob(0) > 0 && !th.marksEmpty() {
+			t.Errorf("thresholds %v mark an empty queue (p %g), but marksEmpty says not", th, th.prob(0))
+		}
+	}
+}

@@ -148,7 +148,7 @@ func (t *twin) ended(fid int32) {
 	}
 }
 
-// marks checks DCQCN's delivery of flow fid's marks (ccFlow.delivered over (d0, d1] with the
+// marks checks DCQCN's delivery of flow fid's marks (markQueue.delivered over (d0, d1] with the
 // tolerance eps(total), which reads the size): every batch's decisions must be the same with
 // the smaller run's tolerance.
 func (t *twin) marks(fid int32, s *ccFlow, d0, d1, eps float64) {
@@ -156,19 +156,16 @@ func (t *twin) marks(fid int32, s *ccFlow, d0, d1, eps float64) {
 		return
 	}
 	epsS := 1e-9*t.total[fid] + 1e-6
-	for n := range s.batches {
-		b := &s.batches[n]
+	s.marks.each(func(b *markBatch) bool {
 		st := max(b.start, d0)
 		done, doneS := b.end <= d1+eps, b.end <= d1+epsS
 		stop, stopS := !done && st >= d1-eps, !doneS && st >= d1-epsS
 		if done != doneS || stop != stopS {
 			t.spoiled = true
-			return
+			return false
 		}
-		if !done {
-			return
-		}
-	}
+		return done
+	})
 }
 
 // forkNow reports whether the twin runs could part in the step about to be taken from e.now

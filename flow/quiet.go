@@ -75,6 +75,7 @@ func (e *engine) heatPath(fid int32) {
 	for _, r := range e.path[f.off : f.off+f.hops] {
 		res := &e.net.res[r]
 		res.quietN--
+		e.quietMembers--
 		res.quietLoad -= load
 		if res.quietN == 0 {
 			res.quietLoad = 0
@@ -160,6 +161,7 @@ func (e *engine) coolPath(fid int32) {
 	for _, r := range e.path[f.off : f.off+f.hops] {
 		res := &e.net.res[r]
 		res.quietN++
+		e.quietMembers++
 		res.quietLoad += load
 		e.hotLeave(r)
 	}
@@ -214,7 +216,7 @@ func (e *engine) coolable(fid int32, tau float64) bool {
 // settle runs after a step: queues that formed heat the quiet flows crossing them; hosts whose
 // flows are all steady cool.
 func (e *engine) settle(tau float64) {
-	for rank := range e.act {
+	for rank := 0; rank < len(e.act) && e.quietMembers > 0; rank++ {
 		for _, r := range e.act[rank] {
 			res := &e.net.res[r]
 			if res.quietN > 0 && (res.q > 0 || e.fc.throttled(r)) {
@@ -252,7 +254,7 @@ func (e *engine) settle(tau float64) {
 // that starts is counted at its NIC's rate). Without it a new flow would wait a step behind quiet
 // flows that keep their whole rate.
 func (e *engine) preheat() {
-	for rank := range e.act {
+	for rank := 0; rank < len(e.act) && e.quietMembers > 0; rank++ {
 		for k := 0; k < len(e.act[rank]); k++ {
 			r := e.act[rank][k]
 			res := &e.net.res[r]

@@ -541,7 +541,7 @@ func (e *engine) serve(r int32, tau float64) {
 		}
 		served += fq.serve(lim[c], e, &serveAt{r: r, c: int32(c), before: served, tau: tau, rate: rate})
 		// What the queue holds after its link has sent (serving r enqueues only downstream).
-		fq.setLeft(&res.ecn)
+		fq.setLeft(&res.ecn, e.net.emptyUnmarked)
 	}
 	e.served(res, old, q-served, budget, tau)
 }
@@ -563,7 +563,7 @@ func (e *engine) serveOne(r int32, res *resource, tau float64) {
 	var served float64
 	if lim := min(budget, e.rc[r].allow, e.fc.window(r, 0)*tau); lim > 0 {
 		served = fq.serve(lim, e, &serveAt{r: r, tau: tau, rate: budget / tau})
-		fq.setLeft(&res.ecn)
+		fq.setLeft(&res.ecn, e.net.emptyUnmarked)
 	}
 	e.served(res, old, q-served, budget, tau)
 }
