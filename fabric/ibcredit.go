@@ -137,6 +137,9 @@ type ibCredits struct {
 	// plain checks credits at a switch's dequeue as before ibCheck: Blocked for every VL the
 	// arbiter tries, Sent synchronizing the state again; for TestIBCheckMatchesBlocked.
 	plain bool
+	// queueFC sends every inline update through the port's queue and flushFC, as before
+	// sendOne; for TestSendOneMatchesQueue.
+	queueFC bool
 	// out holds, per window parity and destination partition, the updates of deferFC ports
 	// sent during the window, in the order they were sent (exchangeFC delivers them; the
 	// exchange after a window may run while the next window fills the other parity's);
@@ -534,12 +537,26 @@ func (f *ibCredits) Arrived(in *Port, pkt *Packet) {
 	}
 }
 
-// Departed frees the blocks and returns the credits upstream.
+// Departed frees the blocks and returns the credits upstream. With --check it is
+// departedChecked: on this path, with no report to call, nothing is live across a call and no
+// register is spilled.
 func (f *ibCredits) Departed(in *Port, pkt *Packet) {
+	if f.check {
+		f.departedChecked(in, pkt)
+		return
+	}
+	st, vl := f.state(in), pkt.InVL // (sendFC's call stays 7 lines down, where the profile has it)
+	st.v[vl].used -= ibBlocks(pkt.Size)
+	f.sendFC(in, st, vl)
+}
+
+// departedChecked is Departed with the --check reports (the packet's VL, the buffer not below
+// zero).
+func (f *ibCredits) departedChecked(in *Port, pkt *Packet) {
 	st := f.state(in)
 	vl := f.inVL(st, pkt)
 	st.v[vl].used -= ibBlocks(pkt.Size)
-	if f.check && st.v[vl].used < 0 {
+	if st.v[vl].used < 0 {
 		f.negative(st, vl)
 	}
 	f.sendFC(in, st, vl)
@@ -576,6 +593,10 @@ func (st *ibPort) fccl(vl uint8) int64 {
 // a busy one at the end of its packet.
 func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	if p.flags&(portLossy|portTapped) == 0 && !f.packetFC { // clean and not captured
+		if p.inlineFC == 0 && !p.busy && !st.deferFC && !f.queueFC {
+			f.sendOne(p, st, vl) // an idle port with nothing queued: this update alone, now
+			return
+		}
 		st.v[vl].fcVal = st.fccl(vl)
 		if p.inlineFC&(1<<vl) == 0 {
 			p.inlineFC |= 1 << vl
@@ -604,6 +625,33 @@ func (f *ibCredits) sendFC(p *Port, st *ibPort, vl uint8) {
 	st.pending[vl] = pk
 	f.fcSent++
 	p.SendCtrl(pk)
+}
+
+// sendOne is sendFC's inline update on an idle port of an undeferred link with no other update
+// queued: what queueing it and flushFC would do for one update, without the queue (fcOrder,
+// fcVal, inlineFC) or flushFC's loop. queueFC turns it off (TestSendOneMatchesQueue).
+func (f *ibCredits) sendOne(p *Port, st *ibPort, vl uint8) {
+	t := max(f.n.sim.Now(), p.freeAt) + st.fcSer
+	up := st.peer
+	up.push(t+p.delay, vl, st.fccl(vl))
+	p.freeAt = t
+	f.fcSent++
+	p.TxPackets++
+	p.TxBytes += st.fcWire
+	p.BusyTime += st.fcSer
+	f.n.packetHops++
+	if up.stalls != 0 && up.wakeAt == 0 && !up.port.busy {
+		f.restart(up)
+	}
+}
+
+// restart: port st waits for credits with nothing on the wire; an update has just been sent to
+// it: apply what is due and schedule its wake-up, as flushFC does (out of line: rare).
+func (f *ibCredits) restart(st *ibPort) {
+	f.sync(st, f.n.sim.Now())
+	if st.stalls != 0 {
+		f.wake(st)
+	}
 }
 
 // ctrlQueued reports whether pkt is still waiting in the port's link-control queue.
