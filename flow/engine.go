@@ -114,6 +114,10 @@ type Options struct {
 	// instead of only from the first step in which one of them leaves its queue: the plain
 	// version that is compared with (TestPacedArrivalsMatchPlain).
 	plainPaced bool
+	// reduceAll keeps every symmetry reduction that finds copies, however few (reduction.worthwhile
+	// drops one that would save under minReducedShare of the messages): the plain version that is
+	// compared with (TestFewCopiesNotReduced).
+	reduceAll bool
 	// PerFlowAREverywhere forms families in every run with a choice to make per flow, without
 	// the spread rule (arflows.go, "The spread rule": a run whose QPs into each destination edge
 	// switch are many enough that their downlinks' loads average out keeps the pooled bundles).
@@ -237,9 +241,15 @@ func setup(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Graph, 
 		}
 	}
 	if !opt.NoSymmetry && e.faults == nil && e.ar == nil { // faults break the copies' independence
+		nres := len(e.net.res)
 		red, err := e.reduce()
 		if err != nil {
 			return nil, nil, err
+		}
+		if red != nil && !opt.reduceAll && !red.worthwhile(len(mg.Msgs)) && len(e.net.res) == nres {
+			// Routing the copies made no bundle: the engine is as a plain run's would be (its
+			// route cache aside, which only memoizes).
+			red = nil
 		}
 		e.red = red
 		e.growState() // routing the copies may have created bundles

@@ -113,3 +113,42 @@ func railFixtures(t *testing.T) (roce func(dcqcn bool) fabric.Config, ib fabric.
 	incasts = func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
 	return roce, ib, rings, incasts
 }
+
+// A reduction that would leave under minReducedShare of the messages unrun is not made, and the
+// run is the plain run byte for byte: the rail incasts of TestSymmetryMatchesPlain (18 of their 24
+// messages copies on RoCE) with 2,000 further 4 KiB messages between two other GPUs of rail 1
+// (servers 5 and 6, apart from the incasts), which are no copies: 18 copies among 2,024 messages
+// (0.89 %). With reduceAll (the plain version) the 18 copies are found and reduced (and the
+// reduction breaks as the incasts' does), and the result is again the plain run's.
+func TestFewCopiesNotReduced(t *testing.T) {
+	roce, _, _, incasts := railFixtures(t)
+	g, mg := incasts(t)
+	for range 2000 {
+		mg.Add(msggraph.Message{Src: 5*8 + 1, Dst: 6*8 + 1, Bytes: 4 * units.KiB, Tag: "filler"})
+	}
+	cfg := roce(false)
+	plain, _, err := run(g, nil, cfg, mg, Options{Check: true, NoSymmetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.WallSeconds = 0
+	want, _ := json.Marshal(plain)
+	for _, all := range []bool{false, true} {
+		res, red, err := run(g, nil, cfg, mg, Options{Check: true, reduceAll: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !all && red != nil:
+			t.Errorf("reduced with %d copies of %d messages; want no reduction under %v of them", red.copies, len(mg.Msgs), minReducedShare)
+		case all && red == nil:
+			t.Fatal("reduceAll: no reduction; want 18 copies")
+		case all && red.copies != 18:
+			t.Errorf("reduceAll: %d copies; want 18", red.copies)
+		}
+		res.WallSeconds = 0
+		if got, _ := json.Marshal(res); !bytes.Equal(got, want) {
+			t.Errorf("reduceAll %v: the run differs from the plain run", all)
+		}
+	}
+}
