@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ import (
 //
 // Under auto it also returns, per graph (class), the packet backend's estimate of one run of
 // it: the largest over the variants (classPlan decides on it).
-func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, []backend.Estimate, error) {
+func (s *Scenario) chooseBackend(ctx context.Context, name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, []backend.Estimate, error) {
 	classes := s.jobClasses()
 	if s.hasStorm() && name == backend.Flow {
 		return backend.Choice{}, nil, &Error{File: s.File, Msg: "backend flow: the scenario has a pfc_storm fault, which only the packet backend models; use --backend packet or auto"}
@@ -57,6 +58,9 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	largest := make([]backend.Estimate, len(graphs))
 	for vi, v := range variants {
 		for gi, g := range graphs {
+			if ctx.Err() != nil {
+				return backend.Choice{}, nil, ctx.Err() // Run says it was interrupted
+			}
 			k := key{vnet[vi], v.Fabric.MTU, gi}
 			e, ok := seen[k]
 			if !ok {

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -305,7 +306,7 @@ func scatter(free, leafOf []int) []int {
 // jobsPlan is every job's plan on the shared cluster: each job's ranks moved to its servers,
 // its op IDs after the previous jobs'. s.opJob records each op's job. The plan's summary
 // fields (model, parallelism, tokens) are the first job's: the table's step is the first job's.
-func (s *Scenario) jobsPlan() (*training.Plan, error) {
+func (s *Scenario) jobsPlan(ctx context.Context) (*training.Plan, error) {
 	var out *training.Plan
 	s.opJob = nil
 	gps := s.Cluster.GPUsPerServer
@@ -316,7 +317,10 @@ func (s *Scenario) jobsPlan() (*training.Plan, error) {
 		} else {
 			cfg := *j.Workload
 			var err error
-			if p, err = training.Build(&cfg); err != nil {
+			if p, err = training.BuildContext(ctx, &cfg); err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
 				return nil, fmt.Errorf("jobs[%d] (%s): %w", ji, j.Name, err)
 			}
 		}
@@ -399,6 +403,11 @@ func (s *Scenario) jobResults(ctx context.Context, res *Result, opt Options) err
 			o.Variants = append(o.Variants, v.Variant.Name)
 		}
 		r, err := Run(ctx, &c, o)
+		if errors.Is(err, ErrInterrupted) {
+			// The shared runs are reported as they finished; no job gets alone figures.
+			res.Interrupted = true
+			return fmt.Errorf("%w during job %s's alone run: the shared runs finished, the jobs' alone and slowdown figures are left out", ErrInterrupted, s.Jobs[ji].Name)
+		}
 		if err != nil {
 			return fmt.Errorf("job %s alone: %w", s.Jobs[ji].Name, err)
 		}
