@@ -101,6 +101,9 @@ type Options struct {
 	// rather than in its bytes' arrival order within their step (flow.Options.ProportionalFIFO:
 	// the plain FIFO, a diagnostic).
 	FlowProportionalFIFO bool
+	// sharedClasses is the shared run's class plan where this Run is a job's alone run
+	// (jobResults): auto decides the classes as the shared run did (classPlan.follow).
+	sharedClasses *classPlan
 }
 
 // flowOptions are the flow backend's options that Options sets.
@@ -460,6 +463,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			keys[c] = cls[c].Key
 		}
 		perClass = newClassPlan(est, keys, opt.ClassBudget)
+		perClass.cls = cls
+		if opt.sharedClasses != nil { // a job's alone run (jobs.go): the shared run's decisions
+			perClass.follow(opt.sharedClasses)
+		}
 		if err := compileClasses(backend.Flow, func(ci int) bool { return perClass.packet[ci] }); err != nil { // the flow backend's reduced classes
 			return nil, err
 		}
@@ -935,6 +942,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep, backendName)...)
 	if perClass != nil {
 		perClass.annotate(&res.Fidelity)
+		res.classPlan = perClass
 	}
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
