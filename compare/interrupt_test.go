@@ -134,3 +134,40 @@ func TestInterruptDuringSetup(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptDuringAloneRuns cancels a shared-cluster compare as the first job's alone run
+// starts (its setup's first check): the shared run finished and is kept, whole; no job has
+// alone or slowdown figures; the result is marked interrupted and the error says where.
+func TestInterruptDuringAloneRuns(t *testing.T) {
+	defer func() { setupHook = nil }()
+	s, err := Parse([]byte(twins), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	starts := 0
+	setupHook = func(doing string) {
+		if doing == "starting" {
+			if starts++; starts == 2 { // the shared run's, then job a's alone
+				cancel()
+			}
+		}
+	}
+	res, err := Run(ctx, s, Options{Workers: 1, Backend: "flow"})
+	if res == nil || !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "during job a's alone run") {
+		t.Fatalf("Run returned %v, %v; want the shared result and ErrInterrupted naming job a", res, err)
+	}
+	v := res.Variants[0]
+	if !res.Interrupted || v.Unfinished || v.StepsFinished != 1 || len(v.Jobs) != 0 {
+		t.Errorf("interrupted %v, unfinished %v, %d steps, %d jobs; want interrupted, the shared step finished, no job figures",
+			res.Interrupted, v.Unfinished, v.StepsFinished, len(v.Jobs))
+	}
+	var b bytes.Buffer
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "the jobs' alone runs did not: no alone or slowdown figures") {
+		t.Errorf("the table does not say the alone runs were cut:\n%s", b.String())
+	}
+}
