@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ import (
 //
 // Under auto it also returns, per graph (class), the packet backend's estimate of one run of
 // it: the largest over the variants (classPlan decides on it).
-func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, []backend.Estimate, error) {
+func (s *Scenario) chooseBackend(ctx context.Context, name backend.Name, fromFlag bool, opt Options, variants []*Variant, vnet []*backend.Network, graphs []*msggraph.Graph, runs int) (backend.Choice, []backend.Estimate, error) {
 	classes := s.jobClasses()
 	if s.hasStorm() && name == backend.Flow {
 		return backend.Choice{}, nil, &Error{File: s.File, Msg: "backend flow: the scenario has a pfc_storm fault, which only the packet backend models; use --backend packet or auto"}
@@ -57,6 +58,9 @@ func (s *Scenario) chooseBackend(name backend.Name, fromFlag bool, opt Options, 
 	largest := make([]backend.Estimate, len(graphs))
 	for vi, v := range variants {
 		for gi, g := range graphs {
+			if ctx.Err() != nil {
+				return backend.Choice{}, nil, ctx.Err() // Run says it was interrupted
+			}
 			k := key{vnet[vi], v.Fabric.MTU, gi}
 			e, ok := seen[k]
 			if !ok {
@@ -123,6 +127,45 @@ type classPlan struct {
 	est    []backend.Estimate // per class
 	packet []bool             // per class: runs on the packet backend
 	keys   []string           // per class, for the reason
+	cls    []*class           // per class: its groups, for a job's alone run (follow)
+	// followed says the plan took the shared run's decisions (follow); unmatched are the
+	// classes it decided on its own estimates, having no counterpart there.
+	followed  bool
+	unmatched []string
+}
+
+// follow makes a job's alone run decide each class as the shared run did (shared, its plan):
+// the shared class with the same key (kind, dimension, stage, size) whose groups include every
+// group of this one (the job's ranks are the same alone and shared: jobsPlan), whose estimate
+// covers every job's groups and is larger. A job's slowdown then compares its step alone and
+// shared run class by class on the same backend. A class with no such counterpart keeps its own
+// decision and is named in the reason.
+func (p *classPlan) follow(shared *classPlan) {
+	p.followed = true
+	for c, cl := range p.cls {
+		m := -1
+		for sc, scl := range shared.cls {
+			if scl.Key != cl.Key {
+				continue
+			}
+			all := true
+			for gk := range cl.group {
+				if _, ok := scl.group[gk]; !ok {
+					all = false
+					break
+				}
+			}
+			if all {
+				m = sc
+				break
+			}
+		}
+		if m < 0 {
+			p.unmatched = append(p.unmatched, p.keys[c])
+			continue
+		}
+		p.packet[c] = shared.packet[m]
+	}
 }
 
 // newClassPlan decides each class of est (chooseBackend's largest estimates) against budget
@@ -198,6 +241,14 @@ func (p *classPlan) reason() string {
 			cpu = backend.ApproxString(lo.CPU()) + " to " + backend.ApproxString(hi.CPU())
 		}
 		return fmt.Sprintf("%d %s on %s (estimated %s packet events, about %s a run)", n, what, name, ev, cpu)
+	}
+	if p.followed {
+		r := fmt.Sprintf("%s, %s: each class as the shared run decided it (packet where its estimate there, the largest over the variants, is within the %s class budget)",
+			side(true), side(false), backend.SecondsString(p.budget))
+		if len(p.unmatched) > 0 {
+			r += fmt.Sprintf("; on this run's own estimate, having no class of the shared run with its groups: %s", strings.Join(p.unmatched, ", "))
+		}
+		return r
 	}
 	return fmt.Sprintf("%s, %s: packet where one run's estimate (the largest over the variants) is within the %s class budget",
 		side(true), side(false), backend.SecondsString(p.budget))

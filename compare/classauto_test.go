@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -251,4 +252,111 @@ func TestAutoClassSameInEveryVariant(t *testing.T) {
 	if v0, v1 := b.Variants[0], b.Variants[1]; v0.ClassBackendReason != v1.ClassBackendReason || v0.ClassBackends[backend.Packet] != v1.ClassBackends[backend.Packet] {
 		t.Errorf("variants' class backends differ: %v %q, %v %q", v0.ClassBackends, v0.ClassBackendReason, v1.ClassBackends, v1.ClassBackendReason)
 	}
+}
+
+// twins are two jobs of the same small dense model on 6 servers each (12 x 2 GPUs, 3:1): their
+// data-parallel classes have the same keys, so a shared class holds both jobs' groups and its
+// packet estimate is about twice a job's alone.
+const twins = `name: twins
+steps: 1
+cluster: {servers: 12, gpus_per_server: 2, link_rate: 400Gbps, radix: 8, oversubscription: 3}
+jobs:
+  - name: a
+    servers: 6
+    placement: scattered
+    workload: &w
+      kind: training
+      model: {base: llama3-8b, layers: 2, hidden: 1024, ffn: 4096, heads: 8, kv_heads: 8, vocab: 16000}
+      gpu: h100
+      tp: 2
+      dp: 6
+      zero: 1
+      global_batch: 6
+      seq_len: 2048
+  - name: b
+    servers: 6
+    placement: scattered
+    workload: *w
+variants: [ib-ndr]
+`
+
+// TestAutoClassAloneFollowsShared: with --fidelity classes under auto, a job's alone run runs
+// each class on the backend the shared run gave the class with its key and groups
+// (classPlan.follow), not on its own smaller estimate. A class budget between a class's alone
+// estimate and its shared one puts it on flow shared and, decided alone, on packet: following,
+// the alone run has it on flow too, every class as shared, and compare.json's reason says so.
+func TestAutoClassAloneFollowsShared(t *testing.T) {
+	s, err := Parse([]byte(twins), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Backend: backend.Auto, Fidelity: FidelityClasses, AutoBudget: time.Millisecond, ClassBudget: time.Nanosecond}
+	estimates := func(r *Result) map[string]float64 {
+		m := map[string]float64{}
+		for _, c := range r.Fidelity.Classes {
+			m[c.Key] = c.PacketSeconds
+		}
+		return m
+	}
+	// Estimates shared and alone: every class on flow (1 ns class budget).
+	one := opt
+	one.EveryClass = true
+	sharedEst := estimates(run1(t, s, one))
+	aloneEst := estimates(run1(t, s.alone(0), one))
+	var key string
+	var budget time.Duration
+	keys := slices.Sorted(maps.Keys(aloneEst))
+	for _, k := range keys {
+		if a, sh := aloneEst[k], sharedEst[k]; sh > 0 && a < sh {
+			key, budget = k, time.Duration((a+sh)/2*1e9)
+			break
+		}
+	}
+	if key == "" {
+		t.Fatalf("no class of job a has a smaller estimate alone (%v) than shared (%v)", aloneEst, sharedEst)
+	}
+	opt.ClassBudget = budget
+	t.Logf("class %s: packet estimate alone %.3g s, shared %.3g s; class budget %v", key, aloneEst[key], sharedEst[key], budget)
+	shared := run1(t, s, opt)
+	backends := func(r *Result) map[string]backend.Name {
+		m := map[string]backend.Name{}
+		for _, c := range r.Fidelity.Classes {
+			m[c.Key] = c.Backend
+		}
+		return m
+	}
+	sb := backends(shared)
+	if sb[key] != backend.Flow {
+		t.Fatalf("class %s shared (estimate %.3g s, budget %v) on %s, want flow", key, sharedEst[key], budget, sb[key])
+	}
+	own := run1(t, s.alone(0), opt)
+	if b := backends(own)[key]; b != backend.Packet {
+		t.Fatalf("class %s alone on its own estimate (%.3g s, budget %v) on %s, want packet: the test would show nothing", key, aloneEst[key], budget, b)
+	}
+	o := opt
+	o.sharedClasses = shared.classPlan
+	alone := run1(t, s.alone(0), o)
+	ab := backends(alone)
+	for k, b := range ab {
+		if b != sb[k] {
+			t.Errorf("class %s: alone on %s, shared on %s", k, b, sb[k])
+		}
+	}
+	if len(ab) == 0 || len(alone.classPlan.unmatched) != 0 {
+		t.Errorf("alone: %d classes, unmatched %v; want every class matched", len(ab), alone.classPlan.unmatched)
+	}
+	if r := shared.Variants[0].ClassBackendReason; !strings.Contains(r, "job a alone: every class as here") || !strings.Contains(r, "job b alone: every class as here") {
+		t.Errorf("compare.json's reason does not say the alone runs followed: %q", r)
+	}
+}
+
+// run1 runs s with opt on one worker.
+func run1(t *testing.T, s *Scenario, opt Options) *Result {
+	t.Helper()
+	opt.Workers = 1
+	r, err := Run(context.Background(), s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

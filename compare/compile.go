@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -150,10 +151,19 @@ func groupKey(r []int) string {
 // classes groups the plan's network collectives into classes and returns, per op, its class
 // index and group index (-1 for compute and NVLink-only ops).
 func (s *Scenario) classes(p *training.Plan) (cls []*class, opClass, opGroup []int) {
+	return s.classesContext(context.Background(), p)
+}
+
+// classesContext is classes stopped by ctx: a cancelled ctx ends it early, with the classes of
+// the ops seen so far (Run then returns; a 16,384-GPU plan has millions of ops).
+func (s *Scenario) classesContext(ctx context.Context, p *training.Plan) (cls []*class, opClass, opGroup []int) {
 	opClass = make([]int, len(p.Ops))
 	opGroup = make([]int, len(p.Ops))
 	byKey := map[string]int{}
 	for i := range p.Ops {
+		if i%setupCheckEvery == 0 && ctx.Err() != nil {
+			break
+		}
 		o := &p.Ops[i]
 		opClass[i], opGroup[i] = -1, -1
 		if o.Kind == training.Compute || s.intraServer(o) {
@@ -205,18 +215,21 @@ func (s *Scenario) compileClass(c *class) (*msggraph.Graph, [][]msggraph.ID, err
 // plan op, the node that completes with it; an op's duration in the run is that node's
 // completion minus the latest completion among its dependencies.
 func (s *Scenario) CompileStep(p *training.Plan) (*msggraph.Graph, []msggraph.ID, error) {
-	g, done, _, err := s.compileStep(p, false)
+	g, done, _, err := s.compileStep(context.Background(), p, false)
 	return g, done, err
 }
 
 // compileStep is CompileStep; with fold (the analytic backend) flat rings are folded
-// (compileOp).
+// (compileOp). A cancelled ctx stops it between ops with ctx's error.
 //
 // folds lists the folded rings' message ranges (fct.go's weights).
-func (s *Scenario) compileStep(p *training.Plan, fold bool) (g *msggraph.Graph, opDone []msggraph.ID, folds []foldRange, err error) {
+func (s *Scenario) compileStep(ctx context.Context, p *training.Plan, fold bool) (g *msggraph.Graph, opDone []msggraph.ID, folds []foldRange, err error) {
 	g = &msggraph.Graph{Endpoints: p.GPUs}
 	opDone = make([]msggraph.ID, len(p.Ops))
 	for i := range p.Ops {
+		if i%setupCheckEvery == 0 && ctx.Err() != nil {
+			return nil, nil, nil, ctx.Err()
+		}
 		o := &p.Ops[i]
 		deps := make([]msggraph.ID, 0, len(o.Deps))
 		for _, d := range o.Deps {

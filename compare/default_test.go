@@ -36,8 +36,9 @@ func TestDefaultScenario(t *testing.T) {
 		t.Errorf("default: every rail on one leaf, nothing crosses the spines")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := Run(ctx, s, Options{})
+	defer cancel()
+	// Cancelled as its simulations start (the first Progress call): the choice is made.
+	r, err := Run(ctx, s, Options{Progress: func(int, int) { cancel() }})
 	if !errors.Is(err, ErrInterrupted) || r == nil {
 		t.Fatalf("cancelled run: %v", err)
 	}

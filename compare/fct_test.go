@@ -112,7 +112,7 @@ func TestMessagesPerStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _, _, err := s.compileStep(plan, false)
+	g, _, _, err := s.compileStep(context.Background(), plan, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInterruptKeepsFinished cancels the run as soon as the first variant's simulations are
@@ -90,5 +91,83 @@ func TestInterruptKeepsFinished(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "Unfinished: roce-default (0 of 2 steps)") {
 		t.Error("report.html does not say which variant is unfinished")
+	}
+}
+
+// TestInterruptDuringSetup cancels the run after each stage of the setup before the simulations
+// (setupHook), with fidelity full and classes under auto so that every stage is passed: Run
+// stops there, returns no result and an error that is ErrInterrupted and names the stage, and
+// no simulation starts (Progress never called).
+func TestInterruptDuringSetup(t *testing.T) {
+	defer func() { setupHook = nil }()
+	src := fmt.Sprintf(dense, "400Gbps", "gpudirect", "ib-ndr, roce-default")
+	s, err := Parse([]byte(src), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []FidelityMode{FidelityFull, FidelityClasses} {
+		var stages []string
+		setupHook = func(doing string) { stages = append(stages, doing) }
+		opt := Options{Workers: 1, Fidelity: mode, Backend: "auto", AutoBudget: time.Millisecond}
+		if _, err := Run(context.Background(), s, opt); err != nil {
+			t.Fatal(err)
+		}
+		if len(stages) < 5 {
+			t.Fatalf("%s: setup stages %q: want at least the start, plan, graph, classes and compile", mode, stages)
+		}
+		for _, stage := range stages {
+			ctx, cancel := context.WithCancel(context.Background())
+			setupHook = func(doing string) {
+				if doing == stage {
+					cancel()
+				}
+			}
+			o := opt
+			o.Progress = func(done, total int) {
+				t.Errorf("%s, cancelled %s: a simulation started (%d/%d)", mode, stage, done, total)
+			}
+			res, err := Run(ctx, s, o)
+			cancel()
+			if res != nil || !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "while "+stage+", before any simulation") {
+				t.Errorf("%s, cancelled %s: Run returned %v, %v; want no result and ErrInterrupted naming the stage", mode, stage, res, err)
+			}
+		}
+	}
+}
+
+// TestInterruptDuringAloneRuns cancels a shared-cluster compare as the first job's alone run
+// starts (its setup's first check): the shared run finished and is kept, whole; no job has
+// alone or slowdown figures; the result is marked interrupted and the error says where.
+func TestInterruptDuringAloneRuns(t *testing.T) {
+	defer func() { setupHook = nil }()
+	s, err := Parse([]byte(twins), "test.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	starts := 0
+	setupHook = func(doing string) {
+		if doing == "starting" {
+			if starts++; starts == 2 { // the shared run's, then job a's alone
+				cancel()
+			}
+		}
+	}
+	res, err := Run(ctx, s, Options{Workers: 1, Backend: "flow"})
+	if res == nil || !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "during job a's alone run") {
+		t.Fatalf("Run returned %v, %v; want the shared result and ErrInterrupted naming job a", res, err)
+	}
+	v := res.Variants[0]
+	if !res.Interrupted || v.Unfinished || v.StepsFinished != 1 || len(v.Jobs) != 0 {
+		t.Errorf("interrupted %v, unfinished %v, %d steps, %d jobs; want interrupted, the shared step finished, no job figures",
+			res.Interrupted, v.Unfinished, v.StepsFinished, len(v.Jobs))
+	}
+	var b bytes.Buffer
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "the jobs' alone runs did not: no alone or slowdown figures") {
+		t.Errorf("the table does not say the alone runs were cut:\n%s", b.String())
 	}
 }

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -305,7 +306,7 @@ func scatter(free, leafOf []int) []int {
 // jobsPlan is every job's plan on the shared cluster: each job's ranks moved to its servers,
 // its op IDs after the previous jobs'. s.opJob records each op's job. The plan's summary
 // fields (model, parallelism, tokens) are the first job's: the table's step is the first job's.
-func (s *Scenario) jobsPlan() (*training.Plan, error) {
+func (s *Scenario) jobsPlan(ctx context.Context) (*training.Plan, error) {
 	var out *training.Plan
 	s.opJob = nil
 	gps := s.Cluster.GPUsPerServer
@@ -316,7 +317,10 @@ func (s *Scenario) jobsPlan() (*training.Plan, error) {
 		} else {
 			cfg := *j.Workload
 			var err error
-			if p, err = training.Build(&cfg); err != nil {
+			if p, err = training.BuildContext(ctx, &cfg); err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
 				return nil, fmt.Errorf("jobs[%d] (%s): %w", ji, j.Name, err)
 			}
 		}
@@ -389,18 +393,33 @@ func (s *Scenario) jobResults(ctx context.Context, res *Result, opt Options) err
 		if len(s.Jobs) == 1 {
 			break
 		}
-		c := *s
-		c.Jobs = []*Job{s.Jobs[ji]}
-		c.opJob = nil
+		c := s.alone(ji)
 		o := opt
 		o.Progress = nil
+		o.sharedClasses = res.classPlan // the shared run's class backends (auto.go, follow)
 		o.Variants = nil
 		for _, v := range res.Variants {
 			o.Variants = append(o.Variants, v.Variant.Name)
 		}
-		r, err := Run(ctx, &c, o)
+		r, err := Run(ctx, c, o)
+		if errors.Is(err, ErrInterrupted) {
+			// The shared runs are reported as they finished; no job gets alone figures.
+			res.Interrupted = true
+			return fmt.Errorf("%w during job %s's alone run: the shared runs finished, the jobs' alone and slowdown figures are left out", ErrInterrupted, s.Jobs[ji].Name)
+		}
 		if err != nil {
 			return fmt.Errorf("job %s alone: %w", s.Jobs[ji].Name, err)
+		}
+		if res.classPlan != nil { // compare.json's reason: how the alone run decided its classes
+			why := fmt.Sprintf("; job %s alone: every class as here", s.Jobs[ji].Name)
+			if r.classPlan == nil {
+				why = fmt.Sprintf("; job %s alone: every class on %s (its own choice of backend)", s.Jobs[ji].Name, r.Backend)
+			} else if u := r.classPlan.unmatched; len(u) > 0 {
+				why = fmt.Sprintf("; job %s alone: as here but %s, decided on its own estimates (no class here holds its groups)", s.Jobs[ji].Name, strings.Join(u, ", "))
+			}
+			for _, v := range res.Variants {
+				v.ClassBackendReason += why
+			}
 		}
 		for _, v := range r.Variants {
 			alone[ji] = append(alone[ji], v.jobMean(0))
@@ -421,6 +440,14 @@ func (s *Scenario) jobResults(ctx context.Context, res *Result, opt Options) err
 		}
 	}
 	return nil
+}
+
+// alone is the scenario of job ji alone on its servers (placed as in s).
+func (s *Scenario) alone(ji int) *Scenario {
+	c := *s
+	c.Jobs = []*Job{s.Jobs[ji]}
+	c.opJob = nil
+	return &c
 }
 
 // jobMean is job j's mean step time over the variant's steps.

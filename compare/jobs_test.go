@@ -238,8 +238,10 @@ func TestJobClassesBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the choice is made before any simulation; a cancelled run returns at once
-	r, err := Run(ctx, s, Options{Backend: backend.Auto, AutoBudget: time.Nanosecond})
+	defer cancel()
+	// The choice is made before any simulation: a run cancelled as its simulations start (the
+	// first Progress call, done 0) returns at once with every variant unfinished.
+	r, err := Run(ctx, s, Options{Backend: backend.Auto, AutoBudget: time.Nanosecond, Progress: func(int, int) { cancel() }})
 	if !errors.Is(err, ErrInterrupted) || r == nil {
 		t.Fatalf("cancelled run: %v", err)
 	}

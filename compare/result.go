@@ -27,6 +27,9 @@ type Result struct {
 	// Interrupted says the run was stopped (Ctrl-C, SIGTERM) before every simulation finished:
 	// the variants marked unfinished hold only their finished steps, or none.
 	Interrupted bool `json:"interrupted"`
+	// classPlan is auto's class plan (nil where every class ran on the compare's backend): a
+	// job's alone run follows it (jobResults).
+	classPlan *classPlan
 }
 
 // PlanSummary describes the training step that was simulated.

@@ -101,6 +101,9 @@ type Options struct {
 	// rather than in its bytes' arrival order within their step (flow.Options.ProportionalFIFO:
 	// the plain FIFO, a diagnostic).
 	FlowProportionalFIFO bool
+	// sharedClasses is the shared run's class plan where this Run is a job's alone run
+	// (jobResults): auto decides the classes as the shared run did (classPlan.follow).
+	sharedClasses *classPlan
 }
 
 // flowOptions are the flow backend's options that Options sets.
@@ -179,14 +182,41 @@ type classRun struct {
 }
 
 // ErrInterrupted is returned, wrapped, with the partial Result of a run whose context was
-// cancelled: the finished variants and steps are in it, the rest marked unfinished.
+// cancelled: the finished variants and steps are in it, the rest marked unfinished. Cancelled
+// during the setup before the simulations, Run returns it with no Result.
 var ErrInterrupted = errors.New("interrupted")
+
+// setupCheckEvery is how many items (plan ops) the setup's long loops go between looks at the
+// context: a look costs nanoseconds, 256 ops' compilation far more, and a 16,384-GPU step's
+// million ops then see it thousands of times.
+const setupCheckEvery = 256
+
+// setupHook, when set (tests), is called after each setup stage with what the stage did.
+var setupHook func(doing string)
 
 // Run simulates the scenario's training step on every variant and returns the comparison.
 // Cancelling ctx stops the simulations in flight (at the packet engine's next check) and
 // starts no more; Run then returns what finished, with an error wrapping ErrInterrupted.
+//
+// Cancelling ctx during the setup before the simulations (the plan, the cluster graph, the
+// message graphs, auto's estimates: seconds to minutes at 16,384 GPUs) stops Run at its next
+// check (between stages, and every setupCheckEvery items of their long loops) with no Result and
+// an error wrapping ErrInterrupted that says so: nothing ran, so there is nothing to report.
 func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
+	// setup is Run's check after a setup stage: its error where ctx was cancelled during it.
+	setup := func(doing string) error {
+		if setupHook != nil {
+			setupHook(doing)
+		}
+		if ctx.Err() == nil {
+			return nil
+		}
+		return fmt.Errorf("%w while %s, before any simulation", ErrInterrupted, doing)
+	}
+	if err := setup("starting"); err != nil {
+		return nil, err
+	}
 	backendName := s.Backend
 	if opt.Backend != "" {
 		backendName = opt.Backend
@@ -228,7 +258,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if err := s.checkLIDs(variants); err != nil {
 		return nil, err
 	}
-	plan, err := s.Plan()
+	plan, err := s.plan(ctx)
+	if serr := setup("building the training plan"); serr != nil {
+		return nil, serr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +288,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		}
 		vnet[i] = n
 	}
-	cls, opClass, opGroup := s.classes(plan)
+	if err := setup("building the cluster graph"); err != nil {
+		return nil, err
+	}
+	cls, opClass, opGroup := s.classesContext(ctx, plan)
+	if err := setup("grouping the collectives into classes"); err != nil {
+		return nil, err
+	}
 	mode := s.Fidelity
 	if opt.Fidelity != "" {
 		mode = opt.Fidelity
@@ -268,7 +307,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	folds := make([][]foldRange, len(cls)) // the analytic backend's folded rings (fct.go)
 	if full {
 		// The whole step as one graph, one run per variant and step.
-		g, done, f, err := s.compileStep(plan, backendName == backend.Analytic)
+		g, done, f, err := s.compileStep(ctx, plan, backendName == backend.Analytic)
+		if serr := setup("compiling the step's message graph"); serr != nil {
+			return nil, serr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -332,7 +374,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	// compileClasses compiles every class for the backend, but those keep says to keep as they are.
 	compileClasses := func(backendName backend.Name, keep func(ci int) bool) error {
 		for ci := range cls {
-			if full {
+			if full || ctx.Err() != nil {
 				break
 			}
 			if keep != nil && keep(ci) {
@@ -385,6 +427,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	if err := compileClasses(backendName, nil); err != nil {
 		return nil, err
 	}
+	if err := setup("compiling the classes' message graphs"); err != nil {
+		return nil, err
+	}
 
 	// Every (variant, network run, class) is an independent simulation. Step k runs with network
 	// seed k mod nseeds; its runs are its own where they depend on its compute noise (whole
@@ -401,7 +446,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	}
 	runOf := func(k int) int { return k % nruns }
 
-	choice, est, err := s.chooseBackend(backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
+	choice, est, err := s.chooseBackend(ctx, backendName, opt.Backend != "", opt, variants, vnet, graphs, nruns)
+	if serr := setup("estimating the packet backend's cost"); serr != nil {
+		return nil, serr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +463,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 			keys[c] = cls[c].Key
 		}
 		perClass = newClassPlan(est, keys, opt.ClassBudget)
+		perClass.cls = cls
+		if opt.sharedClasses != nil { // a job's alone run (jobs.go): the shared run's decisions
+			perClass.follow(opt.sharedClasses)
+		}
 		if err := compileClasses(backend.Flow, func(ci int) bool { return perClass.packet[ci] }); err != nil { // the flow backend's reduced classes
+			return nil, err
+		}
+		if err := setup("compiling the flow backend's classes"); err != nil {
 			return nil, err
 		}
 	}
@@ -443,6 +498,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	failedF := make([]map[int]string, len(variants)) // faulted steps whose QPs ran out of retries
 	if len(s.Faults) > 0 {
 		if fplans, err = s.resolveFaultPlans(vnet); err != nil {
+			return nil, err
+		}
+		if err := setup("resolving the faults"); err != nil {
 			return nil, err
 		}
 	}
@@ -884,6 +942,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 	res.Fidelity.Notes = append(res.Fidelity.Notes, s.noiseNotes(full, opt.RunEveryStep, backendName)...)
 	if perClass != nil {
 		perClass.annotate(&res.Fidelity)
+		res.classPlan = perClass
 	}
 	for vi, v := range variants {
 		vr := &VariantResult{Variant: v, Backend: choice.Backend, BackendReason: choice.Reason}
@@ -1007,14 +1066,18 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 		vr.finish()
 		res.Variants = append(res.Variants, vr)
 	}
-	if err := s.jobResults(ctx, res, opt); err != nil { // jobs.go: each job alone
-		return nil, err
+	aloneErr := s.jobResults(ctx, res, opt) // jobs.go: each job alone
+	if aloneErr != nil && !errors.Is(aloneErr, ErrInterrupted) {
+		return nil, aloneErr
 	}
 	if err := s.costs(res, bomG, plan); err != nil {
 		return nil, err
 	}
 	res.verdicts()
 	res.WallSeconds = time.Since(wall).Seconds()
+	if aloneErr != nil {
+		return res, aloneErr
+	}
 	if res.Interrupted {
 		return res, fmt.Errorf("%w: %d of %d simulations finished", ErrInterrupted, done, total)
 	}

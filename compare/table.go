@@ -78,6 +78,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 				sep = ","
 			}
 		}
+		if sep == " unfinished:" && len(r.Scenario.Jobs) > 1 { // jobs.go: cut in an alone run
+			fmt.Fprint(w, " every shared step finished, the jobs' alone runs did not: no alone or slowdown figures")
+		}
 		fmt.Fprintln(w)
 	}
 	noted := false

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"errors"
 	"reflect"
 
@@ -75,13 +76,16 @@ func (s *Scenario) loadTrace() error {
 
 // Plan is the step the scenario simulates: the training model's plan (training.Build), or the
 // plan of its Chakra traces. A trace's plan is built once, when the scenario is parsed.
-func (s *Scenario) Plan() (*training.Plan, error) {
+func (s *Scenario) Plan() (*training.Plan, error) { return s.plan(context.Background()) }
+
+// plan is Plan stopped by ctx (training.BuildContext): a 16,384-GPU plan takes seconds to build.
+func (s *Scenario) plan(ctx context.Context) (*training.Plan, error) {
 	if s.trace != nil {
 		return s.trace.Plan, nil
 	}
 	if len(s.Jobs) > 0 {
-		return s.jobsPlan() // jobs.go
+		return s.jobsPlan(ctx) // jobs.go
 	}
 	cfg := *s.Workload
-	return training.Build(&cfg)
+	return training.BuildContext(ctx, &cfg)
 }

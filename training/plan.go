@@ -1,6 +1,7 @@
 package training
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -175,7 +176,13 @@ func (p *Plan) Validate() error {
 const MaxComputeOps = 20_000_000
 
 // Build validates the config (after applying defaults to a copy) and produces the plan.
-func Build(cfg *Config) (*Plan, error) {
+func Build(cfg *Config) (*Plan, error) { return BuildContext(context.Background(), cfg) }
+
+// BuildContext is Build stopped by ctx: a cancelled ctx ends the build between two items of the
+// pipeline schedule (each a few thousand ops at 16,384 GPUs) and returns ctx's error. A
+// 16,384-GPU mixture of experts takes seconds to build on one core, minutes on a loaded machine,
+// and compare's Ctrl-C must not wait for it.
+func BuildContext(ctx context.Context, cfg *Config) (*Plan, error) {
 	c := *cfg
 	c.Defaults()
 	if err := c.Validate(); err != nil {
@@ -189,8 +196,15 @@ func Build(cfg *Config) (*Plan, error) {
 			n, c.GPUs, c.MicroBatches(), blocks, MaxComputeOps, c.LayersPerBlock)
 	}
 	b := newBuilder(&c, m, g)
+	b.ctx = ctx
 	b.pipeline()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	b.optimizer()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	busy := make([]units.Time, c.GPUs)
 	for i := range b.p.Ops {
 		if o := &b.p.Ops[i]; o.Kind == Compute {
@@ -207,6 +221,7 @@ func Build(cfg *Config) (*Plan, error) {
 }
 
 type builder struct {
+	ctx  context.Context // pipeline stops emitting once it is cancelled (BuildContext)
 	c    *Config
 	m    Model
 	g    GPU
@@ -397,6 +412,9 @@ func (b *builder) pipeline() {
 		progress = false
 		for s := range c.PP {
 			for next[s] < len(sched[s]) {
+				if b.ctx != nil && b.ctx.Err() != nil {
+					return // BuildContext returns the context's error
+				}
 				it := sched[s][next[s]]
 				if !it.bwd && s > 0 && !fDone[s-1][it.mb] || it.bwd && s < c.PP-1 && !bDone[s+1][it.mb] {
 					break

@@ -1,6 +1,8 @@
 package training
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -301,5 +303,24 @@ func TestPlanSizeLimit(t *testing.T) {
 	_, err := Build(c)
 	if err == nil || !strings.Contains(err.Error(), "workload.layers_per_block: the plan would hold 262144000 compute ops") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestBuildContextCancelled: a cancelled context stops the build with its error and no plan;
+// an uncancelled one builds the same plan as Build.
+func TestBuildContextCancelled(t *testing.T) {
+	cfg := &Config{Model: ModelSpec{Shape: tinyModel()}, TP: 2, PP: 2, DP: 2, ZeRO: 1, GlobalBatch: 8}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p, err := BuildContext(ctx, cfg); p != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v, %v; want no plan and context.Canceled", p, err)
+	}
+	a, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := BuildContext(context.Background(), cfg)
+	if err != nil || len(a.Ops) != len(b.Ops) || a.ComputeTime != b.ComputeTime {
+		t.Fatalf("BuildContext: %d ops, %v (%v); Build: %d ops, %v", len(b.Ops), b.ComputeTime, err, len(a.Ops), a.ComputeTime)
 	}
 }

@@ -152,6 +152,9 @@ func runCompare(c *cobra.Command, args []string, f *compareFlags) error {
 	if err != nil {
 		if errors.Is(err, compare.ErrInterrupted) && res != nil {
 			stopped = interrupted("compare %v; the table and files hold the finished steps", err)
+		} else if errors.Is(err, compare.ErrInterrupted) {
+			// Stopped during the setup: no simulation ran, so no table and no files.
+			return interrupted("compare %v; nothing written", err)
 		} else if _, ok := err.(*compare.Error); ok || errors.As(err, new(*flow.LimitError)) {
 			return usageErr(err)
 		} else {

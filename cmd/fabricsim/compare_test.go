@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,5 +177,34 @@ func TestCompareFlowRefusesPacketOnlyVariant(t *testing.T) {
 	code, out := run(t, "compare", "../../examples/compare-moe-3to1-cc.yaml", "--backend", "flow", "--out", "")
 	if code != exitUsage || !strings.Contains(out, "variants.roce-connectx") || !strings.Contains(out, "dcqcn_model") || strings.Contains(out, "simulations") {
 		t.Errorf("exit %d, want 2 naming the variant and its setting before any run:\n%s", code, out)
+	}
+}
+
+// TestCompareInterruptedInSetup: a compare whose context is cancelled before its simulations
+// start (Ctrl-C during the setup) exits 130, says it was interrupted before any simulation,
+// prints no table and writes no file.
+func TestCompareInterruptedInSetup(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "small.yaml"), []byte(smallCompare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	root := newRoot()
+	var stdout bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stdout)
+	out := filepath.Join(dir, "out")
+	root.SetArgs([]string{"compare", filepath.Join(dir, "small.yaml"), "--out", out, "--quiet"})
+	err := root.ExecuteContext(ctx)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitInterrupted || !strings.Contains(err.Error(), "interrupted while starting, before any simulation; nothing written") {
+		t.Fatalf("exit %v (%v), want 130 and a message that nothing ran", ee, err)
+	}
+	if s := stdout.String(); s != "" {
+		t.Errorf("printed %q, want nothing", s)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("%s holds %d files, want none", out, len(entries))
 	}
 }
