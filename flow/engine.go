@@ -39,9 +39,9 @@ type Options struct {
 	// Check verifies invariants while running: bytes conserved, no backlog negative, lossless
 	// classes never drop, buffers within their size.
 	Check bool
-	// Progress, when set, is called every progressEvery steps (4,096 for up to 1,024 messages,
-	// fewer for larger graphs) with messages done and total; returning false stops the run
-	// (the results so far are returned with ErrStopped).
+	// Progress, when set, is called about every 10-50 ms of host time (progressInterval) with
+	// messages done and total; returning false stops the run (the results so far are returned
+	// with ErrStopped).
 	Progress func(now units.Time, done, total int) bool
 	// MemoryLimit refuses a run whose estimated memory (EstimateMemory) is larger, with a
 	// *LimitError; 0 means DefaultMemoryLimit.
@@ -107,7 +107,7 @@ type Options struct {
 	// it is read, instead of sorting short ones in place, scanning for an edge once and keeping
 	// its place: the plain version that is compared with (TestServeWinMatchesPlain).
 	plainWin bool
-	// progressSteps, when positive, replaces progressEvery's interval between two calls of
+	// progressSteps, when positive, replaces progressInterval's interval between two calls of
 	// Progress (tests: a stop seen on a small graph).
 	progressSteps int64
 	// plainPaced makes DCQCN's paced packets (dcqcn.go, pacedArrivals) be walked every step,
@@ -477,6 +477,8 @@ type engine struct {
 	delivered  float64
 	ideal      *idealCache
 	progressAt int64
+	progressN  int64 // steps between two calls of Options.Progress (progressInterval)
+	progressNs int64 // host time of the last call, ns since progressClock
 	pathBuf    []int32
 	heatBuf    []int32
 	pathCache  map[uint64]*cachedPath
@@ -865,7 +867,7 @@ func (e *engine) run() error {
 			return err
 		}
 		if p := e.opt.Progress; p != nil && e.steps+e.jumps >= e.progressAt {
-			e.progressAt = e.steps + e.jumps + progressEvery(len(e.mg.Msgs), e.opt.progressSteps)
+			e.progressAt = e.steps + e.jumps + e.progressInterval()
 			if !p(e.now, e.done+(len(e.mg.Msgs)-e.toRun)*e.done/max(1, e.toRun), len(e.mg.Msgs)) {
 				return ErrStopped
 			}
@@ -1483,16 +1485,40 @@ func (e *engine) paths(src, dst int32, hash uint32, qp int32) (*cachedPath, erro
 	return c, nil
 }
 
-// progressEvery is how many steps pass between two calls of Options.Progress for a graph of msgs
-// messages: 4,096 up to 1,024 messages, then fewer in proportion (a step costs about in
-// proportion to the messages under way), at least 64. The callback is how a run sees an
-// interrupt: at 4,096 steps the 131,072-GPU step's forked pipeline-class runs (32,768 sends)
-// went on for more than 90 s after a SIGINT (the compare then stopped by SIGQUIT); at this rate
-// they look about every 128 steps, while a small run is not slowed by the calls. steps, when
-// positive, is the interval instead (Options.progressSteps).
-func progressEvery(msgs int, steps int64) int64 {
-	if steps > 0 {
-		return steps
+// progressClock is the origin of engine.progressNs (a monotonic reading, kept as an integer so
+// that an engine's state holds no time.Time).
+var progressClock = time.Now()
+
+// progressInterval returns the steps until the next call of Options.Progress. The callback is
+// how a run sees an interrupt, so the interval follows the host time the steps take
+// (nextProgressN): a step can cost microseconds or, at 131,072 GPUs or under adaptive
+// routing's per-flow model, hundreds of milliseconds. With a fixed 4,096 steps, the 131,072-GPU
+// step's forked runs went on more than 90 s after a SIGINT, and examples/compare-shared-1024.yaml
+// 7-14 s after a SIGTERM (0.5 s with this rule). Only when the callback is called depends on
+// the host; what the run computes does not.
+func (e *engine) progressInterval() int64 {
+	if e.opt.progressSteps > 0 {
+		return e.opt.progressSteps
 	}
-	return max(64, 4096*1024/int64(max(1024, msgs)))
+	now := int64(time.Since(progressClock))
+	if e.progressN == 0 {
+		e.progressN = 1 // the first steps' cost is not known
+	} else {
+		e.progressN = nextProgressN(e.progressN, time.Duration(now-e.progressNs))
+	}
+	e.progressNs = now
+	return e.progressN
+}
+
+// nextProgressN is the interval after one of n steps that took host time d: cut to the steps
+// that would take 20 ms where they took more than 50 ms (at least 1), doubled where they took
+// under 10 ms (up to 4,096), kept between: about 10-50 ms between two looks at the context.
+func nextProgressN(n int64, d time.Duration) int64 {
+	switch {
+	case d > 50*time.Millisecond:
+		return max(1, int64(float64(n)*float64(20*time.Millisecond)/float64(d)))
+	case d < 10*time.Millisecond:
+		return min(4096, n*2)
+	}
+	return n
 }

@@ -3,23 +3,10 @@ package flow
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fabricsim/fabricsim/units"
 )
-
-// TestProgressEvery checks the interval rule of Options.Progress (progressEvery): 4,096 steps up
-// to 1,024 messages, inversely proportional above (32,768 messages, the 131,072-GPU pipeline
-// class: 128), never under 64.
-func TestProgressEvery(t *testing.T) {
-	for _, c := range []struct {
-		msgs int
-		want int64
-	}{{0, 4096}, {10, 4096}, {1024, 4096}, {2048, 2048}, {32768, 128}, {65536, 64}, {1 << 20, 64}} {
-		if got := progressEvery(c.msgs, 0); got != c.want {
-			t.Errorf("progressEvery(%d) = %d, want %d", c.msgs, got, c.want)
-		}
-	}
-}
 
 // TestProgressStopsRun checks that a run whose Progress callback returns false stops with
 // ErrStopped at that call: the steps it took are one interval's, not the whole run's (the
@@ -33,7 +20,7 @@ func TestProgressStopsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := int64(whole.Counters["flow_steps"])
-	const every = 50 // the fixture's 24 messages would get 4,096; the run takes 264 steps
+	const every = 50 // the run takes 264 steps
 	if total <= 2*every {
 		t.Fatalf("the fixture runs %d steps, too few to see a stop after %d", total, every)
 	}
@@ -52,5 +39,23 @@ func TestProgressStopsRun(t *testing.T) {
 	// The first call comes at the first step, the second one interval later.
 	if got := int64(res.Counters["flow_steps"]); got > every+1 || got < every-1 {
 		t.Errorf("stopped after %d of %d steps, want about %d (one interval)", got, total, every)
+	}
+}
+
+// TestNextProgressN checks how the interval follows the host time its steps took: cut to 20 ms
+// worth above 50 ms (not under 1 step), doubled under 10 ms (not over 4,096), kept between.
+func TestNextProgressN(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		d    time.Duration
+		want int64
+	}{
+		{128, 2 * time.Second, 1}, {1, time.Second, 1}, {64, 13 * time.Second, 1}, {100, 100 * time.Millisecond, 20}, {128, time.Millisecond, 256},
+		{4096, time.Microsecond, 4096}, {3000, time.Microsecond, 4096}, {128, 20 * time.Millisecond, 128},
+		{128, 50 * time.Millisecond, 128}, {128, 10 * time.Millisecond, 128},
+	} {
+		if got := nextProgressN(c.n, c.d); got != c.want {
+			t.Errorf("nextProgressN(%d, %v) = %d, want %d", c.n, c.d, got, c.want)
+		}
 	}
 }
