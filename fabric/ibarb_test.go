@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/msggraph"
+	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
 )
 
@@ -81,19 +82,7 @@ func TestIBCheckMatchesBlocked(t *testing.T) {
 		cfg  Config
 	}{{"small buffers", base}, {"high table", high}, {"adaptive", ar}} {
 		out := func(plain bool) (string, []int64, float64) {
-			n := newNet(t, g, c.cfg)
-			n.ibfc.plain = plain
-			mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
-			for i := 0; i < 8; i++ {
-				mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB, Prio: uint8(i % 4)})
-			}
-			run(t, n, mg)
-			res := n.lastRun
-			var tx []int64
-			for g := range n.ports {
-				tx = append(tx, n.ports[g].TxPackets, int64(n.ports[g].BusyTime))
-			}
-			return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters), tx, res.Counters["ib_credit_stall_ns"]
+			return ibCreditRun(t, g, c.cfg, func(n *Network) { n.ibfc.plain = plain })
 		}
 		a, atx, stall := out(false)
 		b, btx, _ := out(true)
@@ -107,4 +96,25 @@ func TestIBCheckMatchesBlocked(t *testing.T) {
 			t.Errorf("%s: frames or busy time per port differ with the arbitration's credit check", c.name)
 		}
 	}
+}
+
+// ibCreditRun runs the credit-path tests' traffic (a 2 MB permutation and an 8-to-1 incast of
+// 1 MB on SLs 0-3) on g with cfg, after set has chosen the path under test, and returns what the
+// plain and the shortened paths must agree on: the messages, events, packet-hops and counters;
+// each port's frames and busy time; the credit stall time (so that a case can check that it
+// stalls at all).
+func ibCreditRun(t *testing.T, g *topo.Graph, cfg Config, set func(*Network)) (string, []int64, float64) {
+	n := newNet(t, g, cfg)
+	set(n)
+	mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
+	for i := 0; i < 8; i++ {
+		mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB, Prio: uint8(i % 4)})
+	}
+	run(t, n, mg)
+	res := n.lastRun
+	var tx []int64
+	for p := range n.ports {
+		tx = append(tx, n.ports[p].TxPackets, int64(n.ports[p].BusyTime))
+	}
+	return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters), tx, res.Counters["ib_credit_stall_ns"]
 }

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -277,20 +276,7 @@ func TestSendOneMatchesQueue(t *testing.T) {
 		cfg  Config
 	}{{"small buffers", base}, {"adaptive", ar}, {"one VL", one}} {
 		out := func(queue, check bool) (string, []int64, float64) {
-			n := newNet(t, g, c.cfg)
-			n.ibfc.queueFC = queue
-			n.ibfc.check = check
-			mg := permutationGraph(len(g.Hosts), 2*units.MB, 3)
-			for i := 0; i < 8; i++ {
-				mg.Add(msggraph.Message{Src: int32(i + 1), Dst: 0, Bytes: units.MB, Prio: uint8(i % 4)})
-			}
-			run(t, n, mg)
-			res := n.lastRun
-			var tx []int64
-			for g := range n.ports {
-				tx = append(tx, n.ports[g].TxPackets, int64(n.ports[g].BusyTime))
-			}
-			return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters), tx, res.Counters["ib_credit_stall_ns"]
+			return ibCreditRun(t, g, c.cfg, func(n *Network) { n.ibfc.queueFC, n.ibfc.check = queue, check })
 		}
 		a, atx, stall := out(true, true) // the queue for every update, Departed with the reports
 		if stall == 0 {
