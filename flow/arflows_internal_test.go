@@ -78,11 +78,7 @@ func BenchmarkPipelineClassIB(b *testing.B) {
 		for _, mode := range []string{"pooled", "per-flow", "per-flow-quiet", "per-flow-rule"} {
 			b.Run(fmt.Sprintf("%dGPUs/%s", servers*8, mode), func(b *testing.B) {
 				g, mg, _ := pipelineClass(b, servers, 3)
-				cfg, err := fabric.DefaultInfiniBand("ndr")
-				if err != nil {
-					b.Fatal(err)
-				}
-				cfg.IB.Adaptive = true
+				cfg := adaptiveNDR(b)
 				cfg.Seed = 1
 				res := benchClass(b, g, mg, cfg, Options{PooledAR: mode == "pooled", PerFlowARQuiet: mode == "per-flow-quiet", PerFlowAREverywhere: mode != "per-flow-rule"})
 				var slowest units.Time
@@ -103,11 +99,7 @@ func BenchmarkPipelineClassIB(b *testing.B) {
 // is the pooled model's: every message finishes at the same picosecond, with no step.
 func TestPerFlowARRulePipeline(t *testing.T) {
 	g, mg, _ := pipelineClass(t, 256, 3)
-	cfg, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.IB.Adaptive = true
+	cfg := adaptiveNDR(t)
 	cfg.Seed = 1
 	pooled, err := Run(g, nil, cfg, mg, Options{PooledAR: true})
 	if err != nil {
@@ -125,4 +117,15 @@ func TestPerFlowARRulePipeline(t *testing.T) {
 	if p, q := pooled.Counters["flow_steps"], rule.Counters["flow_steps"]; p != q {
 		t.Errorf("%v steps pooled, %v by the rule", p, q)
 	}
+}
+
+// adaptiveNDR is the InfiniBand NDR fabric with adaptive routing, the adaptive-routing tests' and
+// benchmarks' fabric.
+func adaptiveNDR(t testing.TB) fabric.Config {
+	cfg, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IB.Adaptive = true
+	return cfg
 }

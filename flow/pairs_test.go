@@ -35,11 +35,7 @@ func unevenCore(t testing.TB, up [2][3]int, size units.Size) (*topo.Graph, fabri
 			}
 		}
 	}
-	cfg, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.IB.Adaptive = true
+	cfg := adaptiveNDR(t)
 	mg := &msggraph.Graph{Endpoints: 8}
 	for h := int32(0); h < 4; h++ {
 		mg.Add(msggraph.Message{Src: h, Dst: 4 + h, Bytes: size})

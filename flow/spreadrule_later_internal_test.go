@@ -3,7 +3,6 @@ package flow
 import (
 	"testing"
 
-	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/topo"
 	"github.com/fabricsim/fabricsim/units"
@@ -30,11 +29,7 @@ func TestARLaterMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.IB.Adaptive = true
+	cfg := adaptiveNDR(t)
 	for _, c := range []struct {
 		pod     int32
 		want    float64
