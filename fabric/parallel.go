@@ -1,8 +1,11 @@
 package fabric
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/fabricsim/fabricsim/msggraph"
@@ -63,6 +66,8 @@ type ParallelInfo struct {
 	// Spun and Slept count the waits of the hand-offs between windows (sim.Group.Waits) that
 	// ended while spinning and that slept: machine-dependent, like ExchangeTime.
 	Spun, Slept uint64
+	// PartEvents is, per partition, the events it ran: the run's static balance.
+	PartEvents []uint64
 	// Busy and Waited are, per partition, the wall time of its jobs (windows and exchanges)
 	// and of its worker's waits for the next one (partition 0's: the coordinator's, for the
 	// other workers to finish; sim.Group.Times): machine-dependent, like ExchangeTime.
@@ -85,6 +90,7 @@ func (n *Network) Parallel() ParallelInfo {
 				i.ExchangeTime += f.exchangeTime
 			}
 		}
+		i.PartEvents = g.PartEvents()
 		if g.CriticalEvents > 0 {
 			i.Balance = float64(i.Events) / float64(g.CriticalEvents)
 		}
@@ -97,6 +103,68 @@ type parRun struct {
 	g      *sim.Group
 	partOf []int32 // node ID -> partition
 	nets   []*Network
+	trace  *windowTrace // FABRICSIM_WINDOWS, for measuring
+}
+
+// WindowsEnv names the environment variable that, for measuring, has a parallel run write one
+// CSV line a window to the file it names (sim.WindowWork: the window, its first and last
+// instant in ps, then per partition the events it ran and those it handed to the others;
+// docs/architecture.md, "Work per window"). A file that cannot be written is reported on
+// stderr and the run goes on without it.
+const WindowsEnv = "FABRICSIM_WINDOWS"
+
+// windowTrace writes the windows of a run to FABRICSIM_WINDOWS's file.
+type windowTrace struct {
+	f   *os.File
+	w   *bufio.Writer
+	buf []byte
+}
+
+// newWindowTrace opens FABRICSIM_WINDOWS's file for k partitions, or returns nil.
+func newWindowTrace(k int) *windowTrace {
+	path := os.Getenv(WindowsEnv)
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fabricsim: %s: %v (no window trace written)\n", WindowsEnv, err)
+		return nil
+	}
+	t := &windowTrace{f: f, w: bufio.NewWriter(f)}
+	t.w.WriteString("window,from_ps,bound_ps")
+	for _, col := range []string{"events", "handed"} {
+		for p := 0; p < k; p++ {
+			fmt.Fprintf(t.w, ",%s%d", col, p)
+		}
+	}
+	t.w.WriteString("\n")
+	return t
+}
+
+// add writes one window.
+func (t *windowTrace) add(w *sim.WindowWork) {
+	b := strconv.AppendUint(t.buf[:0], w.Window, 10)
+	b = strconv.AppendInt(append(b, ','), int64(w.From), 10)
+	b = strconv.AppendInt(append(b, ','), int64(w.Bound), 10)
+	for _, l := range [][]uint64{w.Events, w.Handed} {
+		for _, v := range l {
+			b = strconv.AppendUint(append(b, ','), v, 10)
+		}
+	}
+	t.buf = append(b, '\n')
+	t.w.Write(t.buf)
+}
+
+// close flushes and closes the file.
+func (t *windowTrace) close() {
+	err := t.w.Flush()
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fabricsim: %s: %v\n", WindowsEnv, err)
+	}
 }
 
 // globalEntity is the kernel entity of events that belong to no node: the watchdog, the fault
@@ -423,6 +491,9 @@ func (n *Network) startParallel(partOf []int32, k int, look units.Time) {
 	n.pointNodes(func(node topo.NodeID) *Network { return par.nets[partOf[node]] })
 	par.g.AfterWindow = n.mergeParts
 	par.g.BeforeMain = n.mergeParts
+	if par.trace = newWindowTrace(k); par.trace != nil {
+		par.g.Trace = par.trace.add
+	}
 }
 
 // pointNodes points every node's switch, NIC and ports at the network net returns for it.
@@ -476,6 +547,9 @@ func (n *Network) mergeParts() {
 
 // endParallel merges the partitions' counters and points the nodes back at the main network.
 func (n *Network) endParallel() {
+	if n.par.trace != nil {
+		n.par.trace.close()
+	}
 	n.mergeParts()
 	n.mergePolicies()
 	n.pointNodes(func(topo.NodeID) *Network { return n })

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/topo"
@@ -63,7 +64,9 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 	mg := permutationGraph(len(g.Hosts), 2*units.MB, 1)
 	b.ReportAllocs()
 	var windows, handed, events, credits, slept, deferred uint64
-	var balance, exchange float64
+	var balance, exchange, gcCPU float64
+	var gcCycles uint64
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	busy, waited := make([]float64, threads), make([]float64, threads)
 	for i := 0; i < b.N; i++ {
 		n, err := New(g, r, cfg)
@@ -73,9 +76,14 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 		if err := n.SetThreads(threads); err != nil {
 			b.Fatal(err)
 		}
+		metrics.Read(gc)
+		cycles, cpu := gc[0].Value.Uint64(), gc[1].Value.Float64()
 		if _, err := n.Run(mg, units.MaxTime); err != nil {
 			b.Fatal(err)
 		}
+		metrics.Read(gc)
+		gcCycles += gc[0].Value.Uint64() - cycles
+		gcCPU += gc[1].Value.Float64() - cpu
 		info := n.Parallel()
 		if info.Partitions != threads {
 			b.Fatalf("%d partitions for %d threads: %s", info.Partitions, threads, info.Reason)
@@ -99,6 +107,12 @@ func benchThreads(b *testing.B, k int, cfg Config, threads int) {
 			b.ReportMetric(waited[p]*1e3/float64(b.N), fmt.Sprintf("waited%d-ms", p))
 		}
 	}
+	// The garbage collections that ran during the runs (the packet pools and the kernel's queues
+	// grow while the run starts) and their CPU: with one thread the collector has the other
+	// core to itself, with two it takes it from a partition (docs/architecture.md, "Work per
+	// window").
+	b.ReportMetric(float64(gcCycles)/float64(b.N), "gc/run")
+	b.ReportMetric(gcCPU*1e3/float64(b.N), "gc-cpu-ms")
 	b.ReportMetric(balance/float64(b.N), "balance")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")
 	b.ReportMetric(float64(windows)/float64(b.N), "windows/run")

@@ -3,6 +3,10 @@ package fabric
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/msggraph"
@@ -217,4 +221,41 @@ func fatTree(t *testing.T, k int) *topo.Graph {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestWindowTrace runs a k=4 permutation in 2 partitions with FABRICSIM_WINDOWS set: the file
+// has one line a window, whose events sum to each partition's (PartEvents) and to the run's
+// less its global events, whose busiest partitions give the run's Balance, and whose handed
+// events sum to HandedOver.
+func TestWindowTrace(t *testing.T) {
+	g, err := topo.FatTree(4, topo.LinkSpec{Rate: 100 * units.Gbps, Latency: units.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "windows.csv")
+	t.Setenv(WindowsEnv, path)
+	_, info, _ := runThreads(t, g, DefaultEthernet(), permutationGraph(len(g.Hosts), 64*units.KB, 1), 2)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[0] != "window,from_ps,bound_ps,events0,events1,handed0,handed1" || uint64(len(lines)-1) != info.Windows {
+		t.Fatalf("header %q and %d windows, want %d", lines[0], len(lines)-1, info.Windows)
+	}
+	var part [2]uint64
+	var most, handed uint64
+	for _, l := range lines[1:] {
+		var w, from, bound, e0, e1, h0, h1 uint64
+		if _, err := fmt.Sscanf(l, "%d,%d,%d,%d,%d,%d,%d", &w, &from, &bound, &e0, &e1, &h0, &h1); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		part[0], part[1], most, handed = part[0]+e0, part[1]+e1, most+max(e0, e1), handed+h0+h1
+	}
+	if part[0] != info.PartEvents[0] || part[1] != info.PartEvents[1] || part[0]+part[1] > info.Events || info.Events-part[0]-part[1] > 2 {
+		t.Fatalf("the windows ran %v events, PartEvents %v, the run %d", part, info.PartEvents, info.Events)
+	}
+	if handed != info.HandedOver || handed == 0 || float64(info.Events)/float64(most) != info.Balance {
+		t.Fatalf("the windows handed %d events over (the run: %d) and give a balance of %d / %d, the run's %v", handed, info.HandedOver, info.Events, most, info.Balance)
+	}
 }

@@ -63,7 +63,12 @@ type Group struct {
 	ExchangeFrom func(parity int) Time
 	// Deferred counts the windows whose Exchange ran with the next window.
 	Deferred uint64
-	started  bool
+	// Trace, when set, is called after every window (the partitions idle, before the owner's
+	// AfterWindow) with what each partition did in it: for measuring the load balance window
+	// by window (docs/architecture.md, "Work per window"). Its slices are reused.
+	Trace   func(w *WindowWork)
+	last    WindowWork // what Trace is given
+	started bool
 
 	// The hand-offs (barrier.go): the coordinator writes job, then counts it in posted; each
 	// worker counts the jobs it finished in finished, and the coordinator waits for all of
@@ -74,6 +79,15 @@ type Group struct {
 	want     uint64 // finished when the job posted last is done
 	quit     atomic.Bool
 	coord    *waiter
+}
+
+// WindowWork is what the partitions did in one window (Group.Trace).
+type WindowWork struct {
+	Window      uint64 // its number, from 0
+	From, Bound Time   // it ran the events at From..Bound
+	// Events and Handed are, per partition, the events it ran and those it handed to other
+	// partitions (for the next windows).
+	Events, Handed []uint64
 }
 
 // partition is one worker's share: its own Sim (queue and clock) and the events it hands to
@@ -201,6 +215,15 @@ func (g *Group) Times() (busy, waited []time.Duration) {
 		busy, waited = append(busy, p.busy), append(waited, d)
 	}
 	return busy, waited
+}
+
+// PartEvents returns, per partition, the events it ran in the windows so far.
+func (g *Group) PartEvents() []uint64 {
+	ev := make([]uint64, len(g.parts))
+	for i, p := range g.parts {
+		ev[i] = p.seen
+	}
+	return ev
 }
 
 // Partitions returns the number of partitions.
@@ -414,15 +437,23 @@ func (g *Group) Run(until Time) error {
 		g.runAll(j)
 		g.Windows++
 		var most uint64
+		w := &g.last
+		w.Window, w.From, w.Bound = g.Windows-1, t, bound
+		w.Events, w.Handed = w.Events[:0], w.Handed[:0]
 		for _, p := range g.parts {
-			most = max(most, p.s.events-p.seen)
+			ev := p.s.events - p.seen
+			most = max(most, ev)
 			p.seen = p.s.events
+			var out uint64
+			for _, l := range p.out[p.par] {
+				out += uint64(len(l))
+			}
+			g.HandedOver += out
+			w.Events, w.Handed = append(w.Events, ev), append(w.Handed, out)
 		}
 		g.CriticalEvents += most
-		for _, p := range g.parts {
-			for _, l := range p.out[p.par] {
-				g.HandedOver += uint64(len(l))
-			}
+		if g.Trace != nil {
+			g.Trace(w)
 		}
 		stopped := false
 		for _, p := range g.parts {

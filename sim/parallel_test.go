@@ -375,3 +375,40 @@ func TestPartitionLayout(t *testing.T) {
 		t.Errorf("partition is %d bytes, want a multiple of 64", s)
 	}
 }
+
+// TestGroupTrace checks the window trace against the Group's own totals: per window, the
+// partitions' events sum to the run's events (the ring model has no global events), their
+// maxima to CriticalEvents and the handed events to HandedOver; the windows are numbered in
+// order, each starts after the one before and spans at most the lookahead; PartEvents sums
+// each partition's windows.
+func TestGroupTrace(t *testing.T) {
+	const ents, look = 10, Time(3000)
+	partOf := []int32{0, 0, 0, 1, 1, 1, 2, 2, 2, 2}
+	main := New()
+	ring(main, ents, partOf, look)
+	g := main.grp
+	var events, most, handed uint64
+	part := make([]uint64, 3)
+	prev := Time(-1)
+	g.Trace = func(w *WindowWork) {
+		if w.Window != g.Windows-1 || w.From <= prev || w.Bound < w.From || w.Bound-w.From >= look {
+			t.Fatalf("window %d (of %d) from %v to %v after %v: not the next window of at most %v", w.Window, g.Windows, w.From, w.Bound, prev, look)
+		}
+		prev = w.Bound
+		for i, e := range w.Events {
+			events += e
+			part[i] += e
+			handed += w.Handed[i]
+		}
+		most += slices.Max(w.Events)
+	}
+	if err := g.Run(units.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	if events != main.Events() || most != g.CriticalEvents || handed != g.HandedOver || handed == 0 {
+		t.Fatalf("windows ran %d events (the busiest partitions %d) and handed %d over; the run: %d (%d) and %d", events, most, handed, main.Events(), g.CriticalEvents, g.HandedOver)
+	}
+	if !slices.Equal(part, g.PartEvents()) {
+		t.Fatalf("partitions ran %v events by the trace, PartEvents %v", part, g.PartEvents())
+	}
+}
