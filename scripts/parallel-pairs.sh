@@ -13,6 +13,9 @@
 # use instead of building one), TWIN=1 (after each pair, two one-thread runs at once: each
 # should take about one thread's CPU alone, which says the two cores do not slow each other,
 # so that two threads' extra CPU is the engine's; docs/architecture.md, "Sleeping hand-offs").
+# The Go runtime's variables pass through: GOGC=off runs both thread counts without the garbage
+# collector, whose marking a second thread puts on the critical path (docs/architecture.md,
+# "Work per window"; a k=16 run then peaks at 58-98 MB RSS).
 # Needs: go, awk, cmp, /usr/bin/time (GNU time).
 set -euo pipefail
 
