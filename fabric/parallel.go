@@ -108,7 +108,8 @@ type parRun struct {
 
 // WindowsEnv names the environment variable that, for measuring, has a parallel run write one
 // CSV line a window to the file it names (sim.WindowWork: the window, its first and last
-// instant in ps, then per partition the events it ran and those it handed to the others;
+// instant in ps, then per partition the events it ran, those it handed to the others, and the
+// wall time of its jobs in ns, the only machine-dependent column;
 // docs/architecture.md, "Work per window"). A file that cannot be written is reported on
 // stderr and the run goes on without it.
 const WindowsEnv = "FABRICSIM_WINDOWS"
@@ -133,7 +134,7 @@ func newWindowTrace(k int) *windowTrace {
 	}
 	t := &windowTrace{f: f, w: bufio.NewWriter(f)}
 	t.w.WriteString("window,from_ps,bound_ps")
-	for _, col := range []string{"events", "handed"} {
+	for _, col := range []string{"events", "handed", "busy_ns"} {
 		for p := 0; p < k; p++ {
 			fmt.Fprintf(t.w, ",%s%d", col, p)
 		}
@@ -151,6 +152,9 @@ func (t *windowTrace) add(w *sim.WindowWork) {
 		for _, v := range l {
 			b = strconv.AppendUint(append(b, ','), v, 10)
 		}
+	}
+	for _, d := range w.Busy {
+		b = strconv.AppendInt(append(b, ','), int64(d), 10)
 	}
 	t.buf = append(b, '\n')
 	t.w.Write(t.buf)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricsim/fabricsim/msggraph"
 	"github.com/fabricsim/fabricsim/result"
@@ -240,17 +241,24 @@ func TestWindowTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if lines[0] != "window,from_ps,bound_ps,events0,events1,handed0,handed1" || uint64(len(lines)-1) != info.Windows {
+	if lines[0] != "window,from_ps,bound_ps,events0,events1,handed0,handed1,busy_ns0,busy_ns1" || uint64(len(lines)-1) != info.Windows {
 		t.Fatalf("header %q and %d windows, want %d", lines[0], len(lines)-1, info.Windows)
 	}
 	var part [2]uint64
 	var most, handed uint64
+	var busy [2]time.Duration
 	for _, l := range lines[1:] {
 		var w, from, bound, e0, e1, h0, h1 uint64
-		if _, err := fmt.Sscanf(l, "%d,%d,%d,%d,%d,%d,%d", &w, &from, &bound, &e0, &e1, &h0, &h1); err != nil {
+		var b0, b1 time.Duration
+		if _, err := fmt.Sscanf(l, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &w, &from, &bound, &e0, &e1, &h0, &h1, &b0, &b1); err != nil {
 			t.Fatalf("%q: %v", l, err)
 		}
 		part[0], part[1], most, handed = part[0]+e0, part[1]+e1, most+max(e0, e1), handed+h0+h1
+		busy[0], busy[1] = busy[0]+b0, busy[1]+b1
+	}
+	// An Ethernet run has no exchange between windows: every job is a window's.
+	if busy[0] != info.Busy[0] || busy[1] != info.Busy[1] || busy[0] <= 0 {
+		t.Fatalf("the windows' jobs took %v, the partitions' Busy %v", busy, info.Busy)
 	}
 	if part[0] != info.PartEvents[0] || part[1] != info.PartEvents[1] || part[0]+part[1] > info.Events || info.Events-part[0]-part[1] > 2 {
 		t.Fatalf("the windows ran %v events, PartEvents %v, the run %d", part, info.PartEvents, info.Events)

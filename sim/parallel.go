@@ -66,9 +66,10 @@ type Group struct {
 	// Trace, when set, is called after every window (the partitions idle, before the owner's
 	// AfterWindow) with what each partition did in it: for measuring the load balance window
 	// by window (docs/architecture.md, "Work per window"). Its slices are reused.
-	Trace   func(w *WindowWork)
-	last    WindowWork // what Trace is given
-	started bool
+	Trace    func(w *WindowWork)
+	last     WindowWork      // what Trace is given
+	busySeen []time.Duration // per partition, its busy time at the window before
+	started  bool
 
 	// The hand-offs (barrier.go): the coordinator writes job, then counts it in posted; each
 	// worker counts the jobs it finished in finished, and the coordinator waits for all of
@@ -88,6 +89,9 @@ type WindowWork struct {
 	// Events and Handed are, per partition, the events it ran and those it handed to other
 	// partitions (for the next windows).
 	Events, Handed []uint64
+	// Busy is, per partition, the wall time of its jobs since the window before (this window's,
+	// and an exchange run on its own in between): machine-dependent, unlike the counts.
+	Busy []time.Duration
 }
 
 // partition is one worker's share: its own Sim (queue and clock) and the events it hands to
@@ -439,8 +443,11 @@ func (g *Group) Run(until Time) error {
 		var most uint64
 		w := &g.last
 		w.Window, w.From, w.Bound = g.Windows-1, t, bound
-		w.Events, w.Handed = w.Events[:0], w.Handed[:0]
-		for _, p := range g.parts {
+		w.Events, w.Handed, w.Busy = w.Events[:0], w.Handed[:0], w.Busy[:0]
+		if g.busySeen == nil {
+			g.busySeen = make([]time.Duration, len(g.parts))
+		}
+		for i, p := range g.parts {
 			ev := p.s.events - p.seen
 			most = max(most, ev)
 			p.seen = p.s.events
@@ -450,6 +457,8 @@ func (g *Group) Run(until Time) error {
 			}
 			g.HandedOver += out
 			w.Events, w.Handed = append(w.Events, ev), append(w.Handed, out)
+			w.Busy = append(w.Busy, p.busy-g.busySeen[i])
+			g.busySeen[i] = p.busy
 		}
 		g.CriticalEvents += most
 		if g.Trace != nil {

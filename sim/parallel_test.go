@@ -380,7 +380,8 @@ func TestPartitionLayout(t *testing.T) {
 // partitions' events sum to the run's events (the ring model has no global events), their
 // maxima to CriticalEvents and the handed events to HandedOver; the windows are numbered in
 // order, each starts after the one before and spans at most the lookahead; PartEvents sums
-// each partition's windows.
+// each partition's windows, and Times their jobs' wall time (no exchange here: every job is a
+// window's).
 func TestGroupTrace(t *testing.T) {
 	const ents, look = 10, Time(3000)
 	partOf := []int32{0, 0, 0, 1, 1, 1, 2, 2, 2, 2}
@@ -389,6 +390,7 @@ func TestGroupTrace(t *testing.T) {
 	g := main.grp
 	var events, most, handed uint64
 	part := make([]uint64, 3)
+	busy := make([]time.Duration, 3)
 	prev := Time(-1)
 	g.Trace = func(w *WindowWork) {
 		if w.Window != g.Windows-1 || w.From <= prev || w.Bound < w.From || w.Bound-w.From >= look {
@@ -399,6 +401,7 @@ func TestGroupTrace(t *testing.T) {
 			events += e
 			part[i] += e
 			handed += w.Handed[i]
+			busy[i] += w.Busy[i]
 		}
 		most += slices.Max(w.Events)
 	}
@@ -410,5 +413,8 @@ func TestGroupTrace(t *testing.T) {
 	}
 	if !slices.Equal(part, g.PartEvents()) {
 		t.Fatalf("partitions ran %v events by the trace, PartEvents %v", part, g.PartEvents())
+	}
+	if b, _ := g.Times(); !slices.Equal(busy, b) {
+		t.Fatalf("the windows' jobs took %v by the trace, the partitions' busy times %v", busy, b)
 	}
 }
