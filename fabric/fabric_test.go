@@ -172,6 +172,39 @@ func TestPortLayout(t *testing.T) {
 	}
 }
 
+// TestSwitchLayout pins Switch's layout: what every packet's arrival and departure reads or
+// writes (the network, the ports, their base, PFC's shared pool, the buffer's use) in the first
+// line; 128 bytes in all, Go's size class of that size, whose objects start on 128-byte
+// boundaries (checked on a fat tree's switches), so that the first line is one line. And base,
+// through which the per-port state is found, is the gidx of the switch's port 0.
+func TestSwitchLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("layout is pinned for 64-bit platforms")
+	}
+	if s := unsafe.Sizeof(Switch{}); s != 128 {
+		t.Errorf("Switch is %d bytes, want 128: adjust its padding", s)
+	}
+	for _, off := range []uintptr{unsafe.Offsetof(Switch{}.Ports) + 24, unsafe.Offsetof(Switch{}.pool) + unsafe.Sizeof(pfcNode{}), unsafe.Offsetof(Switch{}.bufUsed) + 8, unsafe.Offsetof(Switch{}.MaxBufUsed) + 8} {
+		if off > 64 {
+			t.Errorf("a per-packet field of Switch ends at byte %d, beyond the first line", off)
+		}
+	}
+	n := newNet(t, fatTreeK(t, 4, 100*units.Gbps, units.Microsecond), DefaultRoCE())
+	for _, sw := range n.Switches {
+		if sw == nil {
+			continue
+		}
+		if a := uintptr(unsafe.Pointer(sw)); a%128 != 0 {
+			t.Errorf("switch %s at %#x, not on a 128-byte boundary", sw.Name, a)
+		}
+		for i, p := range sw.Ports {
+			if p != &n.ports[sw.base+int32(i)] {
+				t.Fatalf("switch %s: Ports[%d] is not Network.ports[base+%d]", sw.Name, i, i)
+			}
+		}
+	}
+}
+
 // TestFlowLayout pins Flow's layout: what the source NIC's round robin reads for every flow it
 // visits (identity, pacing deadline, the sender's flags, size and next byte) in the first line,
 // the receiver on a line of its own, the whole struct in whole lines (a size class of whole lines

@@ -58,13 +58,6 @@ func (n *Network) SetLinkFlowControl(fc LinkFlowControl) {
 	n.adm, _ = fc.(Admitter)
 	n.ibfc, _ = fc.(*ibCredits) // the per-hop path calls InfiniBand's credits and PFC directly
 	n.pfc, _ = fc.(*pfc)
-	if f := n.pfc; f != nil {
-		for i, sw := range n.Switches {
-			if sw != nil {
-				sw.pfc = &f.node[i]
-			}
-		}
-	}
 }
 
 // SetMarker installs a congestion marker; call before Run.

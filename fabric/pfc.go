@@ -40,8 +40,7 @@ type pfc struct {
 	// The per-packet state of ingress port g and lossless class prio is in[base[prio]+g]: one
 	// run of every port's state per lossless class, base[prio] its start.
 	base [8]int32
-	in   []pfcIn
-	node []pfcNode // per node: the shared pool (a switch's port i is global port Switch.base+i)
+	in   []pfcIn // (a switch's port i is global port Switch.base+i; its shared pool is Switch.pool)
 
 	// Per port-priority (global port x 8 + priority): what only PAUSE frames and timers touch.
 	refreshAt   []units.Time
@@ -78,17 +77,18 @@ type pfcIn struct {
 	_       [7]byte
 }
 
-// pfcNode is a switch's shared pool: its size (the buffer less every headroom) and the bytes
-// in it.
+// pfcNode is a switch's shared pool (Switch.pool): the bytes of it not in use (the buffer
+// less every headroom, less the bytes held in the pool), all that admission and the dynamic
+// XOFF threshold read of it; kept as one word so that it fits the switch's first line.
 type pfcNode struct {
-	shared, used int64
+	free int64
 }
 
 func newPFC(r *roce) (*pfc, error) {
 	n := r.n
 	c := r.cfg
 	np := len(n.ports)
-	f := &pfc{roce: r, lossless: uint8(c.Lossless), node: make([]pfcNode, len(n.g.Nodes)),
+	f := &pfc{roce: r, lossless: uint8(c.Lossless),
 		refreshAt:  make([]units.Time, np*8),
 		pauseUntil: make([]units.Time, np*8), pausedSince: make([]units.Time, np*8), ignoreUntil: make([]units.Time, np*8),
 		xoffSent: make([]int64, np*8), xonSent: make([]int64, np*8), received: make([]int64, np*8), pausedTime: make([]units.Time, np*8),
@@ -117,7 +117,7 @@ func newPFC(r *roce) (*pfc, error) {
 			f.in[k*int32(np)+int32(g)].room = room[g]
 		}
 	}
-	for i, sw := range n.Switches {
+	for _, sw := range n.Switches {
 		if sw == nil {
 			continue
 		}
@@ -125,8 +125,8 @@ func newPFC(r *roce) (*pfc, error) {
 		for _, p := range sw.Ports {
 			reserved += room[p.gidx] * int64(classes)
 		}
-		f.node[i].shared = int64(n.cfg.Buffer) - reserved
-		if f.node[i].shared < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
+		sw.pool = pfcNode{free: int64(n.cfg.Buffer) - reserved}
+		if sw.pool.free < int64(n.cfg.MTU)+int64(n.cfg.HeaderBytes) {
 			return nil, fmt.Errorf("switch %s: PFC headroom %v per port and class x %d ports x %d lossless classes leaves no shared buffer in %v (pfc_headroom larger than the buffer)",
 				sw.Name, units.Size(room[sw.Ports[0].gidx]), len(sw.Ports), classes, n.cfg.Buffer)
 		}
@@ -147,7 +147,7 @@ func newPFC(r *roce) (*pfc, error) {
 // whose shared pool is nd.
 func (f *pfc) xoff(nd *pfcNode) int64 {
 	if f.dynamic {
-		return int64(f.alpha * float64(nd.shared-nd.used))
+		return int64(f.alpha * float64(nd.free))
 	}
 	return f.xoffB
 }
@@ -181,14 +181,14 @@ func (f *pfc) pausingAt(g int32, prio uint8) bool {
 func (f *pfc) ingress(s *Switch, out *Port, pkt *Packet) int {
 	prio := pkt.Prio
 	size := int64(pkt.Size)
-	nd := s.pfc
+	nd := &s.pool
 	if !f.isLossless(prio) {
 		return f.admitLossy(nd, out, pkt)
 	}
 	g := s.base + pkt.InPort
 	st := f.state(g, prio)
-	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
-		nd.used += size
+	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && size <= nd.free {
+		nd.free -= size
 		st.ing += size
 		if st.ing >= f.xoff(nd) && !st.pausing {
 			f.pause(g, prio)
@@ -212,14 +212,14 @@ func (f *pfc) ingress(s *Switch, out *Port, pkt *Packet) int {
 // dynamic queue threshold if set.
 func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
 	size := int64(pkt.Size)
-	free := nd.shared - nd.used
+	free := nd.free
 	if size > free {
 		return DropBuffer
 	}
 	if a := f.n.cfg.BufferAlpha; a > 0 && float64(out.q[pkt.Prio].bytes+size) > a*float64(free) {
 		return DropBuffer
 	}
-	nd.used += size
+	nd.free -= size
 	return -1
 }
 
@@ -227,7 +227,7 @@ func (f *pfc) admitLossy(nd *pfcNode, out *Port, pkt *Packet) int {
 // ingress port-priority is below XON: Departed, with the ingress port found from the switch's
 // first port and pkt.InPort.
 func (f *pfc) departed(s *Switch, pkt *Packet) {
-	f.release(s.base+pkt.InPort, s.pfc, pkt)
+	f.release(s.base+pkt.InPort, &s.pool, pkt)
 }
 
 // release is Departed for the packet pkt that came in through global port g of node.
@@ -235,13 +235,13 @@ func (f *pfc) release(g int32, nd *pfcNode, pkt *Packet) {
 	size := int64(pkt.Size)
 	prio := pkt.Prio
 	if !f.isLossless(prio) {
-		nd.used -= size
+		nd.free += size
 		return
 	}
 	st := f.state(g, prio)
 	h := min(st.hdr, size)
 	st.hdr -= h
-	nd.used -= size - h
+	nd.free += size - h
 	st.ing -= size
 	if st.pausing && st.hdr == 0 && st.ing <= f.xon(nd) {
 		f.resume(g, prio)
@@ -253,14 +253,14 @@ func (f *pfc) release(g int32, nd *pfcNode, pkt *Packet) {
 // ingress, which does this and Arrived in one.)
 func (f *pfc) Admit(s *Switch, in, out *Port, pkt *Packet) int {
 	size := int64(pkt.Size)
-	nd := &f.node[s.Node]
+	nd := &s.pool
 	if !f.isLossless(pkt.Prio) {
 		return f.admitLossy(nd, out, pkt)
 	}
 	g := in.gidx
 	st := f.state(g, pkt.Prio)
-	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && nd.used+size <= nd.shared {
-		nd.used += size
+	if st.hdr == 0 && st.ing+size <= f.xoff(nd) && size <= nd.free {
+		nd.free -= size
 		st.ing += size
 		return -1
 	}
@@ -285,14 +285,14 @@ func (f *pfc) Arrived(in *Port, pkt *Packet) {
 	if st.pausing {
 		return
 	}
-	if st.hdr > 0 || st.ing >= f.xoff(&f.node[in.Owner]) {
+	if st.hdr > 0 || st.ing >= f.xoff(&in.sw.pool) {
 		f.pause(in.gidx, pkt.Prio)
 	}
 }
 
 // Departed releases buffer (headroom first) and sends XON once the port-priority is below XON.
 func (f *pfc) Departed(in *Port, pkt *Packet) {
-	f.release(in.gidx, &f.node[in.Owner], pkt)
+	f.release(in.gidx, &in.sw.pool, pkt)
 }
 
 func (f *pfc) Blocked(*Port, *Packet) bool { return false }

@@ -69,10 +69,16 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 				t.Fatalf("%s: PFC, ETS and ECN marking are not called directly", c.name)
 			}
 			for _, sw := range n.Switches {
-				// The direct path finds the ingress state and the shared pool from the switch
-				// (Switch.base, Switch.pfc); the interface path from the ingress port.
-				if sw != nil && (sw.base != n.portBase[sw.Node] || sw.pfc != &n.pfc.node[sw.Node]) {
-					t.Fatalf("%s: switch %s keeps base %d and pool %p, want %d and %p", c.name, sw.Name, sw.base, sw.pfc, n.portBase[sw.Node], &n.pfc.node[sw.Node])
+				// The direct path finds the ingress state from the switch (Switch.base); the
+				// interface path from the ingress port (and the pool through its Port.sw).
+				if sw != nil && sw.base != n.portBase[sw.Node] {
+					t.Fatalf("%s: switch %s keeps base %d, want %d", c.name, sw.Name, sw.base, n.portBase[sw.Node])
+				}
+			}
+			free := make(map[*Switch]int64)
+			for _, sw := range n.Switches {
+				if sw != nil {
+					free[sw] = sw.pool.free
 				}
 			}
 			if !direct {
@@ -80,6 +86,13 @@ func TestPFCDirectMatchesInterface(t *testing.T) {
 			}
 			run(t, n, c.mg())
 			res := n.lastRun
+			for sw, f := range free {
+				// Every packet has left: the shared pool is whole again (Switch.pool keeps its
+				// free bytes, which admission and departure move by each packet's size).
+				if sw.pool.free != f || sw.bufUsed != 0 {
+					t.Errorf("%s: switch %s ends with %d B of its shared pool free, want %d, and %d B held", c.name, sw.Name, sw.pool.free, f, sw.bufUsed)
+				}
+			}
 			for _, k := range c.want {
 				if res.Counters[k] == 0 {
 					t.Errorf("%s: %s is 0: the scenario does not exercise what it tests", c.name, k)

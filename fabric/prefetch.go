@@ -46,10 +46,10 @@ func (s *Switch) Prefetch(ev *sim.Event) uintptr {
 	n := s.net
 	var sum uintptr
 	if f := n.pfc; f != nil {
-		// RoCE: admission reads the shared pool and, for a lossless class, the ingress state.
-		sum = uintptr(s.pfc.used)
+		// RoCE: admission reads, for a lossless class, the ingress state (the shared pool is in
+		// the switch's first line, which s.net and s.base have read: Switch.pool).
 		if f.isLossless(pkt.Prio) {
-			sum += uintptr(f.state(s.base+ev.I, pkt.Prio).ing)
+			sum = uintptr(f.state(s.base+ev.I, pkt.Prio).ing)
 		}
 	}
 	var out int32

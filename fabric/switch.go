@@ -11,23 +11,28 @@ import (
 // egress queue if the buffer (and, with a dynamic threshold, the queue's share of it) has room,
 // and tail-dropped otherwise.
 type Switch struct {
-	net  *Network
-	Node topo.NodeID
+	// The first cache line holds what every packet's arrival and departure reads or writes
+	// (a switch is 128 bytes, a size class whose objects start on 128-byte boundaries:
+	// TestSwitchLayout); the second what only the route lookup, setup, output and drops read.
+	net   *Network
+	Ports []*Port
 	// base is the gidx of the switch's port 0 (Network.portBase[Node]), so that the per-port
 	// state kept by gidx (PFC, InfiniBand credits) is found from a packet's InPort without
-	// reading the shared slice and checking the index (it fills Node's padding).
-	base  int32
-	Name  string
-	Ports []*Port
-	salt  uint64
-
-	// pfc is, on RoCE with PFC, this switch's shared pool in the PFC state (pfc.node[Node],
-	// set by SetLinkFlowControl), which every lossless packet reads at ingress and departure.
-	pfc     *pfcNode
+	// reading the shared slice and checking the index.
+	base int32
+	Node topo.NodeID
+	// pool is, on RoCE with PFC, the switch's shared pool (pfc.go), which every lossless packet
+	// reads at ingress and departure: in this line, beside bufUsed, rather than in an array of
+	// its own (one line fewer a packet at both ends).
+	pool    pfcNode
 	bufUsed int64
 	// Counters.
 	MaxBufUsed int64
-	Drops      int64
+
+	salt  uint64
+	Drops int64
+	Name  string
+	_     [32]byte // two whole lines (TestSwitchLayout)
 }
 
 // BufferUsed returns the bytes currently held.
