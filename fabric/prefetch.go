@@ -35,6 +35,66 @@ func prefetch(ev *sim.Event) uintptr {
 	return 0
 }
 
+// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it): an arrival at a
+// switch reads ahead by Switch.prefetchIB, without Switch.Prefetch's tests of the fabric and
+// with the router's LFT entry read by a direct call (Switch.Prefetch asserts the router to
+// tableRouter, which probes the runtime's type cache for every arrival). Kept apart so that the
+// other fabrics' Switch.Prefetch keeps its code (TestPrefetchIBMatchesPrefetch).
+func prefetchIB(ev *sim.Event) uintptr {
+	if h, ok := ev.H.(*Port); ok {
+		return h.Prefetch(ev)
+	}
+	if h, ok := ev.H.(*Switch); ok {
+		return h.prefetchIB(ev)
+	}
+	if h, ok := ev.H.(*ibCredits); ok {
+		return h.Prefetch(ev)
+	}
+	if _, ok := ev.H.(*NIC); ok {
+		return 0
+	}
+	if pf, ok := ev.H.(sim.Prefetcher); ok {
+		return pf.Prefetch(ev)
+	}
+	return 0
+}
+
+// prefetchIB is Switch.Prefetch on an InfiniBand network: the LFT entry of an arriving packet
+// (kept for Switch.Handle, ibRouter.memo), the ingress VL's receive buffer that takes its
+// blocks, the egress port's credit and arbitration state and the queue it joins. A network
+// whose router or credits are not InfiniBand's (tests replace them) reads as Switch.Prefetch.
+func (s *Switch) prefetchIB(ev *sim.Event) uintptr {
+	pkt := (*Packet)(ev.P)
+	if pkt == nil || pkt.Kind == LinkCtrl {
+		return 0
+	}
+	n := s.net
+	r, f := n.ibRouter, n.ibfc
+	if r == nil || f == nil {
+		return s.Prefetch(ev)
+	}
+	var out int32 // ibRouter.predict, inlined (lft with its fallback is above the inliner's budget)
+	if row := r.rowOf(s.Node); row != nil {
+		out = int32(row[pkt.Dst])
+	} else {
+		out = r.port(s.Node, pkt.Dst)
+	}
+	if out < 0 {
+		return 0
+	}
+	r.memo(pkt, out)
+	port := s.Ports[out]
+	vl := int(port.VLOf(pkt.SL))
+	sum := uintptr(f.ports[s.base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
+	sum += uintptr(s.Ports[ev.I].gidx) // the ingress port, through which the credit state is found
+	st := &f.ports[s.base+out]
+	sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt) + uintptr(st.arb.hiIdx)
+	if vl >= int(port.nprio) {
+		return sum
+	}
+	return sum + uintptr(port.q[vl].size)
+}
+
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
 // it will join.
