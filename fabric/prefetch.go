@@ -35,35 +35,23 @@ func prefetch(ev *sim.Event) uintptr {
 	return 0
 }
 
-// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it): an arrival at a
-// switch reads ahead by Switch.prefetchIB, without Switch.Prefetch's tests of the fabric and
-// with the router's LFT entry read by a direct call (Switch.Prefetch asserts the router to
-// tableRouter, which probes the runtime's type cache for every arrival). Kept apart so that the
-// other fabrics' Switch.Prefetch keeps its code (TestPrefetchIBMatchesPrefetch).
+// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it). An arrival at a
+// switch reads, in this function (one call fewer), the LFT entry of the packet (kept for
+// Switch.Handle: ibRouter.memo), the ingress VL's receive buffer that takes its blocks, the
+// egress port's credit and arbitration state and the queue it joins; the entry comes from the
+// router's row of the table, where Switch.Prefetch asserts the router to tableRouter (a probe
+// of the runtime's type cache for every arrival) and calls Tables.Port. Kept apart from
+// Switch.Prefetch so that the other fabrics' code stays as it was; a network whose router or
+// credits are not InfiniBand's (tests replace them) reads as prefetch does
+// (TestIBRouteRowsMatchPort compares the runs).
 func prefetchIB(ev *sim.Event) uintptr {
 	if h, ok := ev.H.(*Port); ok {
 		return h.Prefetch(ev)
 	}
-	if h, ok := ev.H.(*Switch); ok {
-		return h.prefetchIB(ev)
+	s, ok := ev.H.(*Switch)
+	if !ok {
+		return prefetch(ev)
 	}
-	if h, ok := ev.H.(*ibCredits); ok {
-		return h.Prefetch(ev)
-	}
-	if _, ok := ev.H.(*NIC); ok {
-		return 0
-	}
-	if pf, ok := ev.H.(sim.Prefetcher); ok {
-		return pf.Prefetch(ev)
-	}
-	return 0
-}
-
-// prefetchIB is Switch.Prefetch on an InfiniBand network: the LFT entry of an arriving packet
-// (kept for Switch.Handle, ibRouter.memo), the ingress VL's receive buffer that takes its
-// blocks, the egress port's credit and arbitration state and the queue it joins. A network
-// whose router or credits are not InfiniBand's (tests replace them) reads as Switch.Prefetch.
-func (s *Switch) prefetchIB(ev *sim.Event) uintptr {
 	pkt := (*Packet)(ev.P)
 	if pkt == nil || pkt.Kind == LinkCtrl {
 		return 0
