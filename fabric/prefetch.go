@@ -35,24 +35,54 @@ func prefetch(ev *sim.Event) uintptr {
 	return 0
 }
 
-// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it). An arrival at a
-// switch reads, in this function (one call fewer), the LFT entry of the packet (kept for
-// Switch.Handle: ibRouter.memo), the ingress VL's receive buffer that takes its blocks, the
-// egress port's credit and arbitration state and the queue it joins; the entry comes from the
-// router's row of the table, where Switch.Prefetch asserts the router to tableRouter (a probe
-// of the runtime's type cache for every arrival) and calls Tables.Port. Kept apart from
-// Switch.Prefetch so that the other fabrics' code stays as it was; a network whose router or
-// credits are not InfiniBand's (tests replace them) reads as prefetch does
-// (TestIBRouteRowsMatchPort compares the runs).
+// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it), with the reading
+// of ports and switches written out here rather than called. A port's transmit-done event
+// reads as Port.Prefetch (without RoCE's branch). An arrival at a switch reads the packet's LFT
+// entry (kept for Switch.Handle: ibRouter.memo), the ingress VL's receive buffer that takes its
+// blocks, the egress port's credit and arbitration state and the queue it joins; the entry
+// comes from the router's row of the table, where Switch.Prefetch asserts the router to
+// tableRouter (a probe of the runtime's type cache for every arrival) and calls Tables.Port.
+// Kept apart from Port.Prefetch and Switch.Prefetch so that the other fabrics' code stays as
+// it was. A network whose router or credits are not InfiniBand's (tests replace them) reads
+// as prefetch does. TestIBRouteRowsMatchPort compares runs with prefetch and with prefetchIB.
 func prefetchIB(ev *sim.Event) uintptr {
-	if h, ok := ev.H.(*Port); ok {
-		return h.Prefetch(ev)
+	pkt := (*Packet)(ev.P)
+	if p, ok := ev.H.(*Port); ok {
+		// Port.Prefetch without RoCE's branch, here rather than called.
+		if ev.Op != opTxDone {
+			return 0
+		}
+		sum := uintptr(p.TxPackets)
+		if f := p.net.ibfc; f != nil && p.sw != nil && pkt != nil && pkt.Kind != LinkCtrl {
+			in := p.sw.Ports[pkt.InPort]
+			st := &f.ports[in.gidx]
+			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used)
+			if !st.deferFC {
+				sum += uintptr(st.peer.arrN)
+			}
+			own := &f.ports[p.gidx]
+			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
+		}
+		if m := p.qmask; m != 0 {
+			if h := p.q[bits.Len16(m)-1].head; h != nil {
+				return sum + uintptr(h.Size)
+			}
+		}
+		return sum
 	}
 	s, ok := ev.H.(*Switch)
 	if !ok {
-		return prefetch(ev)
+		if f, ok := ev.H.(*ibCredits); ok {
+			return f.Prefetch(ev)
+		}
+		if _, ok := ev.H.(*NIC); ok {
+			return 0
+		}
+		if pf, ok := ev.H.(sim.Prefetcher); ok {
+			return pf.Prefetch(ev)
+		}
+		return 0
 	}
-	pkt := (*Packet)(ev.P)
 	if pkt == nil || pkt.Kind == LinkCtrl {
 		return 0
 	}
