@@ -23,9 +23,9 @@ type ibRouter struct {
 	deviations int64 // ... that left by another port than the LFT's
 
 	// rows is, by node, each switch's stored LFT (ibsm.Tables.Row: nil where Tables.Port
-	// computes the entry), taken from the tables rowsOf: predict reads the entry with one index
-	// instead of calling Tables.Port. Faults replace t (faults.go), and predict then calls Port;
-	// rowsOf nil does so always (TestLFTRowsMatchPort).
+	// computes the entry), taken from the tables rowsOf: prefetchIB reads the entry with one
+	// index (rowOf). Faults replace t (faults.go), and rowOf then sends it to Tables.Port;
+	// rowsOf nil does so always (TestIBRouteRowsMatchPort).
 	rows   [][]int16
 	rowsOf *ibsm.Tables
 }
