@@ -62,6 +62,44 @@ func TestWRRMatchesScan(t *testing.T) {
 	}
 }
 
+// TestWRR1MatchesWRR checks Pick's one-VL path (wrr1: one VL queued and not paused, its head
+// packet free to start) against wrr on random tables (up to 64 entries, zero weights included),
+// VLs, packet sizes and arbitration states: the same entry and weight left, wherever some
+// entry serves the VL (elsewhere Pick calls wrr).
+func TestWRR1MatchesWRR(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tried := 0
+	for trial := 0; trial < 20000; trial++ {
+		vls := 1 + rng.IntN(15)
+		tab := make([]VLWeight, 1+rng.IntN(64))
+		for i := range tab {
+			tab[i] = VLWeight{VL: uint8(rng.IntN(vls)), Weight: uint8(rng.IntN(4) * rng.IntN(80))}
+		}
+		at := entriesByVL(tab)
+		vl := rng.IntN(vls)
+		if at[vl] == 0 {
+			continue
+		}
+		tried++
+		n := &Network{policies: policies{fc: &blockRecorder{}}}
+		p := &Port{net: n, nprio: uint8(vls)}
+		size := int32(64 + rng.IntN(4200))
+		p.enqueue(&Packet{Prio: uint8(vl), Size: size})
+		idx0 := rng.IntN(len(tab))
+		left0 := int64(rng.IntN(5000)) - 200
+
+		idxA, leftA := wrr1(tab, at[vl], idx0, left0)
+		leftA -= int64(size)
+		idxB, leftB := idx0, left0
+		if got := wrr(p, &ibCheck{}, tab, at, &idxB, &leftB); got != vl || idxA != idxB || leftA != leftB {
+			t.Fatalf("trial %d: wrr1 = entry %d, left %d; wrr = VL %d (want %d), entry %d, left %d", trial, idxA, leftA, got, vl, idxB, leftB)
+		}
+	}
+	if tried < 10000 {
+		t.Fatalf("only %d of 20000 trials had an entry serving the VL", tried)
+	}
+}
+
 // TestIBCheckMatchesBlocked runs InfiniBand fabrics with the arbitration's credit check
 // (ibCheck: the port's credit state synchronized once per pick, Sent without a second sync)
 // and with the plain path (Blocked for every VL tried, Sent synchronizing again): the same run,

@@ -371,6 +371,9 @@ func (f *ibCredits) wake(st *ibPort) {
 // wakeTime returns the arrival of the first pending update that lets a waiting VL of port st
 // start its packet, if any.
 func (f *ibCredits) wakeTime(st *ibPort) (units.Time, bool) {
+	if m := st.stalls; m != 0 && m&(m-1) == 0 && !f.plain {
+		return st.wakeTime1(bits.TrailingZeros16(m))
+	}
 	var lim [16]int64 // read only for the VLs that wait
 	for m := st.stalls; m != 0; m &= m - 1 {
 		vl := bits.TrailingZeros16(m)
@@ -385,6 +388,24 @@ func (f *ibCredits) wakeTime(st *ibPort) (units.Time, bool) {
 		}
 		lim[vl] = max(lim[vl], e.lv>>4)
 		if lim[vl]-st.v[vl].fctbs >= st.v[vl].stallNeed {
+			return e.at, true
+		}
+	}
+	return 0, false
+}
+
+// wakeTime1 is wakeTime for a port with one VL waiting, vl (most stalls): the same scan without
+// the per-VL limits (plain turns it off: TestIBCheckMatchesBlocked).
+func (st *ibPort) wakeTime1(vl int) (units.Time, bool) {
+	v := &st.v[vl]
+	lim, need := v.limit, v.fctbs+v.stallNeed
+	mask := int32(len(st.arr) - 1)
+	for i := int32(0); i < st.arrN; i++ {
+		e := &st.arr[(st.arrHead+i)&mask]
+		if int(e.lv&15) != vl {
+			continue
+		}
+		if lim = max(lim, e.lv>>4); lim >= need {
 			return e.at, true
 		}
 	}

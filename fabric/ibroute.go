@@ -21,6 +21,24 @@ type ibRouter struct {
 
 	decisions  int64 // adaptive lookups with more than one allowed port
 	deviations int64 // ... that left by another port than the LFT's
+
+	// rows is, by node, each switch's stored LFT (ibsm.Tables.Row: nil where Tables.Port
+	// computes the entry), taken from the tables rowsOf: prefetchIB reads the entry with one
+	// index (rowOf). Faults replace t (faults.go), and rowOf then sends it to Tables.Port;
+	// rowsOf nil does so always (TestIBRouteRowsMatchPort).
+	rows   [][]int16
+	rowsOf *ibsm.Tables
+}
+
+// newIBRouter returns the router of tables t, with their rows for predict.
+func newIBRouter(n *Network, t *ibsm.Tables, fc *ibCredits, adaptive bool) *ibRouter {
+	r := &ibRouter{n: n, t: t, fc: fc, adaptive: adaptive, rows: make([][]int16, len(n.g.Nodes)), rowsOf: t}
+	for i := range n.g.Nodes {
+		if n.g.Nodes[i].Kind == topo.Switch {
+			r.rows[i] = t.Row(topo.NodeID(i))
+		}
+	}
+	return r
 }
 
 // noCredit ranks a port whose VL cannot take the packet now behind any queue depth.
@@ -69,8 +87,29 @@ func (r *ibRouter) Route(s *Switch, pkt *Packet, _ []int32) int32 {
 
 // predict is the LFT entry: the port a static table sends pkt to, and an idle adaptive one.
 func (r *ibRouter) predict(s *Switch, pkt *Packet) int32 {
-	return r.memo(pkt, r.t.Port(s.Node, int(pkt.Dst)))
+	return r.memo(pkt, r.lft(s.Node, pkt.Dst))
 }
+
+// lft is Tables.Port(sw, dst), from the switch's row where the router keeps it.
+func (r *ibRouter) lft(sw topo.NodeID, dst int32) int32 {
+	if row := r.rowOf(sw); row != nil {
+		return int32(row[dst])
+	}
+	return r.port(sw, dst)
+}
+
+// rowOf is switch sw's row of the LFT, nil where Tables.Port must be asked.
+func (r *ibRouter) rowOf(sw topo.NodeID) []int16 {
+	if r.rowsOf != r.t {
+		return nil
+	}
+	return r.rows[sw]
+}
+
+// port is Tables.Port, out of line (lft's fallback).
+//
+//go:noinline
+func (r *ibRouter) port(sw topo.NodeID, dst int32) int32 { return r.t.Port(sw, int(dst)) }
 
 // memo keeps predict's port out in pkt.route for Switch.Handle where it is Route's choice
 // (static tables, or a packet adaptive routing does not move): Handle then does not call Route

@@ -235,10 +235,11 @@ func (n *Network) installInfiniBand() error {
 	for g := range n.ports {
 		n.ports[g].SL2VL = &sl2vl
 	}
+	n.sim.SetPrefetcher(prefetchIB)
 	fc := newIBCredits(n)
 	n.SetLinkFlowControl(fc)
 	n.SetScheduler(newIBArbiter(n, fc))
-	n.SetRouter(&ibRouter{n: n, t: tables, fc: fc, adaptive: ib.Adaptive})
+	n.SetRouter(newIBRouter(n, tables, fc, ib.Adaptive))
 	if ib.CC.Enabled {
 		n.marker = &ibMarker{fc: fc, threshold: int64(ib.CC.Threshold), every: int64(ib.CC.MarkingRate) + 1, victims: ib.CC.VictimMask}
 		n.cc = &ibCC{n: n, p: ib.CC.ccParams()}

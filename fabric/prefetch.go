@@ -35,6 +35,84 @@ func prefetch(ev *sim.Event) uintptr {
 	return 0
 }
 
+// prefetchIB is prefetch on an InfiniBand network (installInfiniBand sets it), with the reading
+// of ports and switches written out here rather than called. A port's transmit-done event
+// reads as Port.Prefetch (without RoCE's branch). An arrival at a switch reads the packet's LFT
+// entry (kept for Switch.Handle: ibRouter.memo), the ingress VL's receive buffer that takes its
+// blocks, the egress port's credit and arbitration state and the queue it joins; the entry
+// comes from the router's row of the table, where Switch.Prefetch asserts the router to
+// tableRouter (a probe of the runtime's type cache for every arrival) and calls Tables.Port.
+// Kept apart from Port.Prefetch and Switch.Prefetch so that the other fabrics' code stays as
+// it was. A network whose router or credits are not InfiniBand's (tests replace them) reads
+// as prefetch does. TestIBRouteRowsMatchPort compares runs with prefetch and with prefetchIB.
+func prefetchIB(ev *sim.Event) uintptr {
+	pkt := (*Packet)(ev.P)
+	if p, ok := ev.H.(*Port); ok {
+		// Port.Prefetch without RoCE's branch, here rather than called.
+		if ev.Op != opTxDone {
+			return 0
+		}
+		sum := uintptr(p.TxPackets)
+		if f := p.net.ibfc; f != nil && p.sw != nil && pkt != nil && pkt.Kind != LinkCtrl {
+			in := p.sw.Ports[pkt.InPort]
+			st := &f.ports[in.gidx]
+			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used)
+			if !st.deferFC {
+				sum += uintptr(st.peer.arrN)
+			}
+			own := &f.ports[p.gidx]
+			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
+		}
+		if m := p.qmask; m != 0 {
+			if h := p.q[bits.Len16(m)-1].head; h != nil {
+				return sum + uintptr(h.Size)
+			}
+		}
+		return sum
+	}
+	s, ok := ev.H.(*Switch)
+	if !ok {
+		if f, ok := ev.H.(*ibCredits); ok {
+			return f.Prefetch(ev)
+		}
+		if _, ok := ev.H.(*NIC); ok {
+			return 0
+		}
+		if pf, ok := ev.H.(sim.Prefetcher); ok {
+			return pf.Prefetch(ev)
+		}
+		return 0
+	}
+	if pkt == nil || pkt.Kind == LinkCtrl {
+		return 0
+	}
+	n := s.net
+	r, f := n.ibRouter, n.ibfc
+	if r == nil || f == nil {
+		return s.Prefetch(ev)
+	}
+	var out int32 // ibRouter.predict, inlined (lft with its fallback is above the inliner's budget)
+	if row := r.rowOf(s.Node); row != nil {
+		out = int32(row[pkt.Dst])
+	} else {
+		out = r.port(s.Node, pkt.Dst)
+	}
+	if out < 0 {
+		return 0
+	}
+	r.memo(pkt, out)
+	port := s.Ports[out]
+	vl := int(port.VLOf(pkt.SL))
+	sum := uintptr(f.ports[s.base+ev.I].v[min(int(pkt.Prio), IBMaxVLs-1)].used)
+	sum += uintptr(s.Ports[ev.I].gidx) // the ingress port, through which the credit state is found
+	st := &f.ports[s.base+out]
+	sum += uintptr(st.v[min(vl, IBMaxVLs-1)].limit) + uintptr(st.arrAt) + uintptr(st.arb.hiIdx)
+	if vl >= int(port.nprio) {
+		return sum
+	}
+	return sum + uintptr(port.q[vl].size)
+}
+
 // Prefetch reads the routing table entry of an arriving packet and, when the route is a pure
 // function of the packet or predictable (a subnet manager's LFT), the tail of the egress queue
 // it will join.

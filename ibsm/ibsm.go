@@ -99,6 +99,17 @@ func (t *Tables) Port(sw topo.NodeID, dst int) int32 {
 	return int32(t.lft[int(t.row[sw])*t.hosts+dst])
 }
 
+// Row returns switch sw's stored LFT, indexed by destination host (Row(sw)[dst] is Port(sw,
+// dst)), or nil where Port computes the entry (tables on demand, a GPU server's internal node)
+// or sw has no row (a host). Shared: do not modify.
+func (t *Tables) Row(sw topo.NodeID) []int16 {
+	if t.rt != nil || t.inner(sw) || t.row[sw] < 0 {
+		return nil
+	}
+	r := int(t.row[sw]) * t.hosts
+	return t.lft[r : r+t.hosts : r+t.hosts]
+}
+
 // Group returns the adaptive-routing group of switch sw for destination dst: the ports it may
 // use for that destination, in ascending order; it contains Port(sw, dst). Shared: do not modify.
 func (t *Tables) Group(sw topo.NodeID, dst int) []int32 {

@@ -204,3 +204,42 @@ func TestPlanesAreSubnets(t *testing.T) {
 		}
 	}
 }
+
+// TestRowMatchesPort: a stored table's row (Row, which the packet backend's route prediction
+// indexes) gives every switch's LFT port toward every host, for every engine and tree; tables
+// computed on demand have no rows, and Row is nil for hosts.
+func TestRowMatchesPort(t *testing.T) {
+	for _, g := range trees(t) {
+		for _, engine := range Engines {
+			stored, err := computeStored(g, engine)
+			if err != nil {
+				t.Fatalf("%s %s: %v", g.Name, engine, err)
+			}
+			od, err := computeOnDemand(g, engine)
+			if err != nil {
+				t.Fatalf("%s %s: on demand: %v", g.Name, engine, err)
+			}
+			for i := range g.Nodes {
+				sw := topo.NodeID(i)
+				if od.Row(sw) != nil {
+					t.Fatalf("%s %s: %s has a row in tables on demand", g.Name, engine, g.Nodes[i].Name)
+				}
+				row := stored.Row(sw)
+				if g.Nodes[i].Kind != topo.Switch {
+					if row != nil {
+						t.Fatalf("%s %s: host %s has a row", g.Name, engine, g.Nodes[i].Name)
+					}
+					continue
+				}
+				if len(row) != len(g.Hosts) {
+					t.Fatalf("%s %s: %s: row of %d entries for %d hosts", g.Name, engine, g.Nodes[i].Name, len(row), len(g.Hosts))
+				}
+				for d := range g.Hosts {
+					if a, b := int32(row[d]), stored.Port(sw, d); a != b {
+						t.Fatalf("%s %s: %s -> host %d: row %d, Port %d", g.Name, engine, g.Nodes[i].Name, d, a, b)
+					}
+				}
+			}
+		}
+	}
+}
