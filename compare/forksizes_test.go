@@ -12,8 +12,12 @@ import (
 // larger ones (simulateSizes, flow.RunForked) gives the same bytes as one that runs the two sizes
 // one after the other (Options.NoForkSizes): the 2,048-GPU shape of TestTwoSizeSendsMatchWhole2048
 // (every RoCE pipeline class congested) with roce-pfc-only, whose classes fork (no congestion
-// control), and roce-default, whose do not (DCQCN times its CNPs with the path latency, which
-// differs with the size: flow/fork.go, twin.start), one step.
+// control), and roce-default, whose fork too (DCQCN's CNPs are timed with the first packet's path
+// latency, the same at both sizes: flow/fork.go, twin.start), one step. Five of its pairs are
+// doubled where their pauses spread (pausesSpread: four of roce-default's, one of
+// roce-pfc-only's); by default the run at twice a pair's sizes is forked from the pair's larger
+// run and finished where the pair is doubled (simulateSizes' larger), with Options.NoForkDoubled
+// run from its start: the same bytes all three ways.
 func TestForkSizesMatchPlain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -32,24 +36,32 @@ variants: [roce-pfc-only, roce-default]
 		t.Fatal(err)
 	}
 	run := flowRunner(t, s)
-	var out [2][]byte
-	var forked [2]int64
-	for i, noFork := range []bool{false, true} {
+	ways := []struct {
+		name string
+		opt  Options
+	}{{"default", Options{}}, {"NoForkDoubled", Options{NoForkDoubled: true}}, {"NoForkSizes", Options{NoForkSizes: true}}}
+	var out [3][]byte
+	var forked, started, doubled [3]int64
+	for i, w := range ways {
 		before, _ := flow.ForkCounts()
-		r := run(Options{NoForkSizes: noFork})
+		s0, d0 := doubledStarted.Load(), doubledForked.Load()
+		r := run(w.opt)
 		after, _ := flow.ForkCounts()
-		forked[i] = after - before
+		forked[i], started[i], doubled[i] = after-before, doubledStarted.Load()-s0, doubledForked.Load()-d0
 		r.WallSeconds = 0
 		for _, v := range r.Variants {
 			v.SimWall = 0
 		}
 		out[i], _ = json.Marshal(r)
+		if i > 0 && !bytes.Equal(out[0], out[i]) {
+			t.Errorf("the compare by default differs from the one with %s", w.name)
+		}
+		t.Logf("%s: %d smaller runs forked; %d pairs started beside their doubled size, %d of them doubled", w.name, forked[i], started[i], doubled[i])
 	}
-	if !bytes.Equal(out[0], out[1]) {
-		t.Errorf("the compare with the smaller runs forked differs from the one with both sizes run")
+	if forked[0] == 0 || forked[1] == 0 || forked[2] != 0 {
+		t.Errorf("smaller runs forked %v (default, NoForkDoubled, NoForkSizes); want some, some, none", forked)
 	}
-	if forked[0] == 0 || forked[1] != 0 {
-		t.Errorf("%d smaller runs forked (with NoForkSizes %d); want some, and none", forked[0], forked[1])
+	if doubled[0] == 0 || started[1] != 0 || started[2] != 0 {
+		t.Errorf("doubled pairs' larger runs forked %v, started %v; want some by default, none started otherwise", doubled, started)
 	}
-	t.Logf("%d smaller runs forked", forked[0])
 }

@@ -78,6 +78,11 @@ type Options struct {
 	// instead of forking the smaller run from the larger one where they share their first
 	// steps (forksizes.go; the same results): the plain version the fork is tested against.
 	NoForkSizes bool
+	// NoForkDoubled runs the larger size of a pair doubled where pauses spread (pausesSpread)
+	// from its start, instead of forking it from the pair's larger run beside the smaller one
+	// and finishing it where the pair is doubled (forksizes.go; the same results): the plain
+	// version that is tested against.
+	NoForkDoubled bool
 	// SeedCorrection runs a congested class (one whose probe engaged a control loop) on the later
 	// network seeds at the pair's larger size alone and takes the first seed's two-size
 	// correction rank by rank (scaledsend.go, twoSizeShifted): an approximation, off by default
@@ -681,6 +686,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						var out *classRun
 						var hi, doubled *result.Run
 						var dropped uint64 // the events of the smaller runs of pairs doubled
+						// larger is the run at twice the pair's sizes, forked with the pair's and
+						// finished where the pair is doubled (simulateSizes); nil where none.
+						var larger func() (*result.Run, error)
 					pairRuns: // again at twice the sizes while the pauses spread (pausesSpread)
 						gh, rh, eh, err := atSize(sz[1])
 						if err != nil {
@@ -713,7 +721,25 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 						}
 						g, rng, pre = gh, rh, eh
 						var loRun *result.Run
-						out, hi, loRun, err = simulateSizes(ctx, classBackend, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, opt.flowOptions(), opt.NoForkSizes)
+						if larger != nil && loGraph == nil { // the doubled pair's larger run, forked with the pair before
+							out = &classRun{}
+							hi, err = larger()
+							larger = nil
+						} else {
+							// The pair's sizes doubled, where the pauses could spread: forked from
+							// the pair's larger run, finished only where the pair is doubled.
+							var dbl *msggraph.Graph
+							if loGraph != nil && !opt.NoForkDoubled && !opt.NoPauseSpread && scaledAny(eh) {
+								gd, rd, _, err := atSize(2 * sz[1])
+								if err != nil {
+									return nil, err
+								}
+								if len(gd.Msgs) == len(gh.Msgs) && slices.Equal(rd, rh) {
+									dbl = gd
+								}
+							}
+							out, hi, loRun, larger, err = simulateSizes(ctx, classBackend, vnet[j.v], cfg, netSeed(j.k), s.drawSeed(j.k), g, loGraph, dbl, opt.flowOptions(), opt.NoForkSizes)
+						}
 						if err != nil {
 							return nil, err
 						}
@@ -725,6 +751,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Result, error) {
 							loGraph = nil
 							goto pairRuns
 						}
+						larger = nil // not needed: the pair holds
 						if shared != nil {
 							res, ok := twoSizeShifted(hi, shared.lo, shared.hi, shared.e, rngLo, rng, exLo, pre, mw.bw)
 							if ok {

@@ -56,7 +56,18 @@ type twin struct {
 	// spoiled: a step read a differing figure and the two runs' decisions parted within it (the
 	// DCQCN marks' tolerance, a latency that differs): no fork; the smaller run runs plain.
 	spoiled bool
+	// next is the twin of another graph run beside the same one (Sizes: several sizes forked
+	// from one run), nil for the last; idx is its graph's index in the Sizes.
+	next *twin
+	idx  int
 }
+
+// A twin's graph may also be the larger one (Sizes: a compare's pair at 16 and 8 MiB run with
+// the 32 MiB run beside it): its figures are then the ones that run out later, and what could
+// part the runs is the run's own flows nearing their end. The checks read both: forkNow1 the
+// fewer bytes left of the two and the earlier quiet end, order1 the twin's own demands, and
+// minLo the least of both graphs' differing QPs. Where the twin is the smaller one, these are
+// its own figures, as before.
 
 // newTwin is the twin of engine e's run (set up on the larger graph) for the smaller graph.
 func newTwin(e *engine, small *msggraph.Graph) *twin {
@@ -66,13 +77,64 @@ func newTwin(e *engine, small *msggraph.Graph) *twin {
 		if m.Bytes == big.Bytes {
 			continue
 		}
-		nq, per := e.qpSplit(m)
-		t.minLo = min(t.minLo, e.wireBytes(int64(m.Bytes)-(nq-1)*per)) // the last QP's share is the least
+		for _, x := range []*msggraph.Message{m, big} {
+			nq, per := e.qpSplit(x)
+			t.minLo = min(t.minLo, e.wireBytes(int64(x.Bytes)-(nq-1)*per)) // the last QP's share is the least
+		}
 	}
 	for h := range e.hostSt {
 		t.rmax = max(t.rmax, e.hostSt[h].rate)
 	}
 	return t
+}
+
+// The engine's hooks (engine.twin) call the chain: every twin of it sees the run's step.
+
+func (t *twin) start(e *engine, fid int32) {
+	for ; t != nil; t = t.next {
+		t.start1(e, fid)
+	}
+}
+
+func (t *twin) sub(fid int32, x float64) {
+	for ; t != nil; t = t.next {
+		t.sub1(fid, x)
+	}
+}
+
+func (t *twin) setEnd(now units.Time, fid int32, rate float64, filed bool) {
+	for ; t != nil; t = t.next {
+		t.setEnd1(now, fid, rate, filed)
+	}
+}
+
+func (t *twin) ended(fid int32) {
+	for ; t != nil; t = t.next {
+		t.ended1(fid)
+	}
+}
+
+func (t *twin) marks(fid int32, s *ccFlow, d0, d1, eps float64) {
+	for ; t != nil; t = t.next {
+		t.marks1(fid, s, d0, d1, eps)
+	}
+}
+
+func (t *twin) order(hs *hostState, d []fill, c float64) {
+	for ; t != nil; t = t.next {
+		t.order1(hs, d, c)
+	}
+}
+
+// forkNow reports whether some twin of the chain could part from the run in the step
+// about to be taken (forkNow1).
+func (t *twin) forkNow(e *engine) bool {
+	for ; t != nil; t = t.next {
+		if t.forkNow1(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // grow makes room for flow id fid.
@@ -86,9 +148,9 @@ func (t *twin) grow(fid int32) {
 	}
 }
 
-// start records flow fid of the larger run, just started (startFlow): the smaller run's QP of the
+// start1 records flow fid of the larger run, just started (startFlow): the smaller run's QP of the
 // same message carries the smaller message's share.
-func (t *twin) start(e *engine, fid int32) {
+func (t *twin) start1(e *engine, fid int32) {
 	t.grow(fid)
 	f := &e.flows[fid]
 	m := &t.small.Msgs[f.msg]
@@ -117,16 +179,16 @@ func (t *twin) start(e *engine, fid int32) {
 	t.live = append(t.live, fid)
 }
 
-// sub takes x bytes off flow fid's bytes left, as the larger run just did.
-func (t *twin) sub(fid int32, x float64) {
+// sub1 takes x bytes off flow fid's bytes left, as the larger run just did.
+func (t *twin) sub1(fid int32, x float64) {
 	if int(fid) < len(t.diff) && t.diff[fid] {
 		t.lo[fid] -= x
 	}
 }
 
-// setEnd is engine.setEnd for the smaller run; filed is whether the larger run filed its end
+// setEnd1 is engine.setEnd for the smaller run; filed is whether the larger run filed its end
 // (not where it falls beyond the clock's range: then an end filed before stays, in both).
-func (t *twin) setEnd(now units.Time, fid int32, rate float64, filed bool) {
+func (t *twin) setEnd1(now units.Time, fid int32, rate float64, filed bool) {
 	if int(fid) >= len(t.diff) || !t.diff[fid] {
 		return
 	}
@@ -140,18 +202,18 @@ func (t *twin) setEnd(now units.Time, fid int32, rate float64, filed bool) {
 	}
 }
 
-// ended notes that flow fid ran out of bytes in the larger run: a differing flow would have in
+// ended1 notes that flow fid ran out of bytes in the larger run: a differing flow would have in
 // the smaller run first.
-func (t *twin) ended(fid int32) {
+func (t *twin) ended1(fid int32) {
 	if int(fid) < len(t.diff) && t.diff[fid] {
 		t.spoiled = true
 	}
 }
 
-// marks checks DCQCN's delivery of flow fid's marks (markQueue.delivered over (d0, d1] with the
+// marks1 checks DCQCN's delivery of flow fid's marks (markQueue.delivered over (d0, d1] with the
 // tolerance eps(total), which reads the size): every batch's decisions must be the same with
 // the smaller run's tolerance.
-func (t *twin) marks(fid int32, s *ccFlow, d0, d1, eps float64) {
+func (t *twin) marks1(fid int32, s *ccFlow, d0, d1, eps float64) {
 	if int(fid) >= len(t.diff) || !t.diff[fid] || d1 <= d0 {
 		return
 	}
@@ -168,14 +230,14 @@ func (t *twin) marks(fid int32, s *ccFlow, d0, d1, eps float64) {
 	})
 }
 
-// forkNow reports whether the twin runs could part in the step about to be taken from e.now
+// forkNow1 reports whether the twin runs could part in the step about to be taken from e.now
 // (engine.run's top): a differing flow that could send all but forkMargin of its bytes in it at
 // its NIC's line rate (or its rate, or its congestion control's, whichever is higher; twice
 // over), a quiet one whose smaller end falls in it, a differing flow that could start in it
 // with too few bytes. Then inject's demands min(rem, rate x step) are the same in both runs
 // where there is congestion control; without it they are the bytes left, and order checks the
 // order they are shared in.
-func (t *twin) forkNow(e *engine) bool {
+func (t *twin) forkNow1(e *engine) bool {
 	if t.spoiled {
 		return true
 	}
@@ -210,27 +272,28 @@ func (t *twin) forkNow(e *engine) bool {
 				r = max(r, c)
 			}
 		}
-		lo := t.lo[fid]
+		lo := min(t.lo[fid], f.rem) // the twin's bytes left, or the run's where the twin is larger
 		if f.hot {
 			if lo-2*r*(tEnd-min(T, f.from)).Seconds() <= forkMargin {
 				return true
 			}
 			continue
 		}
-		if end := t.end[fid]; end >= 0 && end <= tEnd || lo-f.rate*(tEnd-f.t0).Seconds()-2*r*(tEnd-T).Seconds() <= forkMargin {
+		if end := t.end[fid]; end >= 0 && end <= tEnd || e.ends.has(fid) && e.ends.timeOf(fid) <= tEnd ||
+			lo-f.rate*(tEnd-f.t0).Seconds()-2*r*(tEnd-T).Seconds() <= forkMargin {
 			return true
 		}
 	}
 	return false
 }
 
-// order checks the demands d of host hs's flows before inject shares them (waterFill, without
+// order1 checks the demands d of host hs's flows before inject shares them (waterFill, without
 // congestion control: a demand is the flow's bytes left): the smaller run's demands must sort
 // into the same order (waterFill hands out its shares in it, and inject forwards the flows'
 // bytes in it), and a differing flow's demand exceed the NIC's capacity c in both (then the
 // shares are the same: forkNow's margin makes it so). Else the runs have parted within the step:
 // spoiled.
-func (t *twin) order(hs *hostState, d []fill, c float64) {
+func (t *twin) order1(hs *hostState, d []fill, c float64) {
 	if len(d) < 2 || t.spoiled {
 		return
 	}
@@ -240,7 +303,11 @@ func (t *twin) order(hs *hostState, d []fill, c float64) {
 		x := &t.ordSmall[k]
 		if fid := hs.flows[x.i]; int(fid) < len(t.diff) && t.diff[fid] {
 			differs = true
-			x.d = min(x.d, t.lo[fid])
+			if x.d <= c { // the run's own demand (where the twin is the larger one)
+				t.spoiled = true
+				return
+			}
+			x.d = t.lo[fid] // without congestion control (or loss) a demand is the bytes left
 			if x.d <= c {
 				t.spoiled = true
 				return
@@ -320,57 +387,150 @@ func RunForked(g *topo.Graph, nh NextHopper, cfg fabric.Config, big, small *msgg
 // runForked is RunForked, also returning the steps (and jumps) the two runs shared: -1 where the
 // smaller one ran plain.
 func runForked(g *topo.Graph, nh NextHopper, cfg fabric.Config, big, small *msggraph.Graph, opt Options) (bigRes, smallRes *result.Run, shared int64, err error) {
-	shared = -1
+	s, err := StartSizes(g, nh, cfg, []*msggraph.Graph{big, small}, opt)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	if bigRes, err = s.Result(0); err != nil {
+		return bigRes, nil, s.shared[1], err
+	}
+	smallRes, err = s.Result(1)
+	return bigRes, smallRes, s.shared[1], err
+}
+
+// Sizes is one message graph's runs at several sizes (a compare's class with its scaled sends
+// at 16, 8 and 32 MiB), the others forked from the first one's run (StartSizes), each run to its
+// end when its result is asked for (Result): a run never asked for costs only its steps before
+// it forked. The compare asks for the 32 MiB one where its pair of 8 and 16 MiB is doubled
+// (docs/flow.md, "The doubled pair's larger run forked").
+type Sizes struct {
+	g   *topo.Graph
+	nh  NextHopper
+	cfg fabric.Config
+	opt Options
+	gs  []*msggraph.Graph
+	// eng[i] is graph i's engine at a step boundary (the first one's where the last twin forked
+	// or spoiled, a fork's where it forked), nil where graph i runs plain (or ran).
+	eng    []*engine
+	shared []int64 // steps (and jumps) graph i's run took from the first one's; -1: none
+	res    []*result.Run
+	err    []error
+	done   []bool
+	wall   time.Time
+}
+
+// StartSizes runs gs[0] with a twin for each of gs[1:] (which differ from it only in the sizes
+// of some messages, smaller or larger: pairs) until every twin has forked or spoiled (or the run
+// ended), and copies the engine for each at the boundary where it parts (RunForked's rule, twin
+// by twin). No run is finished: Result runs graph i to its end.
+func StartSizes(g *topo.Graph, nh NextHopper, cfg fabric.Config, gs []*msggraph.Graph, opt Options) (*Sizes, error) {
+	if len(gs) == 0 {
+		return nil, errors.New("flow: no graph to run")
+	}
 	wall := time.Now()
-	e, nh, err := setup(g, nh, cfg, big, opt)
+	e, nh, err := setup(g, nh, cfg, gs[0], opt)
 	if err != nil {
-		return nil, nil, shared, err
+		return nil, err
 	}
-	plainSmall := func() (*result.Run, error) { return Run(g, nh, cfg, small, opt) }
-	if e.loss != nil || e.faults != nil || e.ar != nil || e.cc == nil && e.nc > 1 || opt.JoinIntervals || opt.StopOnControl || !pairs(e, big, small) {
-		if bigRes, _, err = e.runToEnd(g, nh, cfg, big, opt, wall); err != nil {
-			return bigRes, nil, shared, err
-		}
-		smallRes, err = plainSmall()
-		return bigRes, smallRes, shared, err
+	n := len(gs)
+	s := &Sizes{g: g, nh: nh, cfg: cfg, opt: opt, gs: gs, eng: make([]*engine, n), shared: make([]int64, n),
+		res: make([]*result.Run, n), err: make([]error, n), done: make([]bool, n), wall: wall}
+	s.eng[0] = e
+	for i := range s.shared {
+		s.shared[i] = -1
 	}
-	e.twin = newTwin(e, small)
-	err = e.run()
-	if errors.Is(err, errReductionBroken) {
-		// The plain run, as runToEnd makes it, with the twin.
-		if e, err = newEngine(g, nh, cfg, big, opt); err != nil {
-			return nil, nil, shared, err
+	if e.loss != nil || e.faults != nil || e.ar != nil || e.cc == nil && e.nc > 1 || opt.JoinIntervals || opt.StopOnControl {
+		return s, nil
+	}
+	var pending []int // the graphs whose twin has not forked or spoiled yet
+	for i := 1; i < n; i++ {
+		if pairs(e, gs[0], gs[i]) {
+			pending = append(pending, i)
 		}
-		e.initGraph()
-		e.twin = newTwin(e, small)
+	}
+	attach := func() {
+		e.twin = nil
+		for k := len(pending) - 1; k >= 0; k-- {
+			t := newTwin(e, gs[pending[k]])
+			t.idx, t.next = pending[k], e.twin
+			e.twin = t
+		}
+	}
+	attach()
+	for e.twin != nil {
 		err = e.run()
-	}
-	tw := e.twin
-	e.twin = nil
-	var c *engine
-	if errors.Is(err, errFork) {
+		if errors.Is(err, errReductionBroken) {
+			// The plain run, as runToEnd makes it, with fresh twins for the graphs not forked yet.
+			if e, err = newEngine(g, nh, cfg, gs[0], opt); err != nil {
+				return nil, err
+			}
+			e.initGraph()
+			s.eng[0] = e
+			attach()
+			continue
+		}
+		if !errors.Is(err, errFork) {
+			break // the larger run ended (its twins run plain), or failed
+		}
 		err = nil
-		if !tw.spoiled && sameReduction(e, g, nh, cfg, small, opt) {
-			c, _ = e.clone()
-			tw.toSmall(c)
-			shared = e.steps + e.jumps
-			forkedRuns.Add(1)
-			forkedSteps.Add(shared)
+		chain := e.twin
+		e.twin = nil // not copied with the engine
+		var keep []*twin
+		for t := chain; t != nil; t = t.next {
+			if !t.forkNow1(e) {
+				keep = append(keep, t)
+				continue
+			}
+			if !t.spoiled && sameReduction(e, g, nh, cfg, t.small, opt) {
+				c, _ := e.clone()
+				t.toSmall(c)
+				s.eng[t.idx] = c
+				s.shared[t.idx] = e.steps + e.jumps
+				forkedRuns.Add(1)
+				forkedSteps.Add(s.shared[t.idx])
+			}
+			pending = slices.DeleteFunc(pending, func(i int) bool { return i == t.idx })
+		}
+		for k := len(keep) - 1; k >= 0; k-- {
+			keep[k].next = e.twin
+			e.twin = keep[k]
 		}
 	}
+	e.twin = nil
 	if err != nil {
-		return nil, nil, shared, err
+		return nil, err
 	}
-	wallSmall := time.Now()
-	if bigRes, _, err = e.runToEnd(g, nh, cfg, big, opt, wall); err != nil {
-		return bigRes, nil, shared, err
+	return s, nil
+}
+
+// Result is graph i's run to its end (StartSizes), each the one Run gives it byte for byte: the
+// first graph's run goes on from where the forks left it, a forked one from its fork, one that
+// did not fork runs plain. Asked again, it is the same result.
+func (s *Sizes) Result(i int) (*result.Run, error) {
+	if s.done[i] {
+		return s.res[i], s.err[i]
 	}
-	if c == nil {
-		smallRes, err = plainSmall()
-		return bigRes, smallRes, shared, err
+	s.done[i] = true
+	if e := s.eng[i]; e != nil {
+		s.eng[i] = nil
+		wall := s.wall
+		if i > 0 {
+			wall = time.Now()
+		}
+		s.res[i], _, s.err[i] = e.runToEnd(s.g, s.nh, s.cfg, s.gs[i], s.opt, wall)
+	} else {
+		s.res[i], s.err[i] = Run(s.g, s.nh, s.cfg, s.gs[i], s.opt)
 	}
-	smallRes, _, err = c.runToEnd(g, nh, cfg, small, opt, wallSmall)
-	return bigRes, smallRes, shared, err
+	return s.res[i], s.err[i]
+}
+
+// Shared is the steps (and jumps) graph i's run took from the first one's before it forked: -1
+// where it runs plain (and 0 for the first).
+func (s *Sizes) Shared(i int) int64 {
+	if i == 0 {
+		return 0
+	}
+	return s.shared[i]
 }
 
 // forkedRuns and forkedSteps count the smaller runs forked (RunForked) and the steps (and
@@ -404,6 +564,9 @@ func sameReduction(e *engine, g *topo.Graph, nh NextHopper, cfg fabric.Config, s
 
 // has reports whether flow fid has a projected end filed.
 func (q *endHeap) has(fid int32) bool { return int(fid) < len(q.pos) && q.pos[fid] >= 0 }
+
+// timeOf is flow fid's projected end (has).
+func (q *endHeap) timeOf(fid int32) units.Time { return q.h[q.pos[fid]].t }
 
 // seqOf is the sequence number of flow fid's end (has).
 func (q *endHeap) seqOf(fid int32) uint64 { return q.h[q.pos[fid]].seq }

@@ -209,3 +209,110 @@ func benchPair(b *testing.B, g *topo.Graph, rt *topo.Routes, cfg fabric.Config, 
 		}
 	})
 }
+
+// checkSizes runs gs plain (Run) and through StartSizes (gs[0] run, the others forked from it),
+// the results asked for from the last to the first (as a compare asks for its pair, then the
+// doubled size), and compares every result's JSON byte for byte; it returns the steps each
+// shared.
+func checkSizes(t *testing.T, name string, g *topo.Graph, nh NextHopper, cfg fabric.Config, gs []*msggraph.Graph, opt Options) []int64 {
+	t.Helper()
+	s, err := StartSizes(g, nh, cfg, gs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := make([]int64, len(gs))
+	for k := len(gs) - 1; k >= 0; k-- {
+		want, err := Run(g, nh, cfg, gs[k], opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Result(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared[k] = s.Shared(k)
+		if !bytes.Equal(resultJSON(t, got), resultJSON(t, want)) {
+			t.Errorf("%s: graph %d's run differs from its plain run (shared %d steps)", name, k, shared[k])
+		}
+	}
+	t.Logf("%s: shared steps %v", name, shared)
+	return shared
+}
+
+// doubled is mg with the messages that keep(i) doubled (a compare class's pair doubled).
+func doubled(mg *msggraph.Graph, keep func(i int) bool) *msggraph.Graph {
+	s := &msggraph.Graph{Msgs: append([]msggraph.Message(nil), mg.Msgs...), Endpoints: mg.Endpoints}
+	for i := range s.Msgs {
+		if keep(i) {
+			s.Msgs[i].Bytes *= 2
+		}
+	}
+	return s
+}
+
+// TestSizesMatchPlain: a graph run with a smaller and a larger one beside it (every message, or
+// every other one, halved and doubled: a compare's class at 16 MiB with 8 and 32 MiB) through
+// StartSizes gives each its plain run's result JSON byte for byte, with and without the symmetry
+// reduction, on the cases of TestForkMatchesPlain that fork; both fork, the larger one no
+// earlier than the smaller one (it parts where the run's own flows near their end).
+func TestSizesMatchPlain(t *testing.T) {
+	roce := func(dcqcn bool) fabric.Config {
+		c := fabric.DefaultRoCE()
+		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
+		return c
+	}
+	ib, err := fabric.DefaultInfiniBand("ndr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := func(int) bool { return true }
+	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
+	for _, c := range []struct {
+		name  string
+		build func(testing.TB) (*topo.Graph, *msggraph.Graph)
+		cfg   fabric.Config
+		keep  func(int) bool
+	}{
+		{"incasts, RoCE PFC", incasts, roce(false), all},
+		{"incasts, RoCE PFC, every other message", incasts, roce(false), func(i int) bool { return i%2 == 0 }},
+		{"incasts, InfiniBand", incasts, ib, all},
+		{"incasts, RoCE DCQCN", incasts, roce(true), all},
+		{"incasts, RoCE DCQCN, every other message", incasts, roce(true), func(i int) bool { return i%2 == 0 }},
+	} {
+		for _, plain := range []bool{false, true} {
+			g, mg := c.build(t)
+			shared := checkSizes(t, c.name, g, nil, c.cfg, []*msggraph.Graph{mg, halved(mg, c.keep), doubled(mg, c.keep)}, Options{NoSymmetry: plain})
+			if shared[1] <= 0 || shared[2] < shared[1] {
+				t.Errorf("%s (no symmetry %v): shared steps %v; want both forked, the larger one no earlier", c.name, plain, shared)
+			}
+		}
+	}
+}
+
+// TestSizesMatchPlain2048 runs BenchmarkPipelineClass's 2,048-GPU class at 16 MiB with 8 and 32
+// MiB beside it through StartSizes, with PFC alone and with DCQCN: every result is its plain
+// run's. With PFC alone the 8 MiB run forks after 298 steps, as from the pair alone, and the
+// 32 MiB run after 427 of its 1,240; with DCQCN the 8 MiB run after 229, and the 32 MiB run
+// parts at step 137 (a DCQCN marks' tolerance that reads the size, 1e-9 of the flow's bytes:
+// twin.marks1), so it runs plain.
+func TestSizesMatchPlain2048(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the 2,048-GPU pipeline class at three sizes, twice")
+	}
+	for _, pfcOnly := range []bool{true, false} {
+		g, mg, cfg := pipelineClass(t, 256, 3)
+		if pfcOnly {
+			cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+		}
+		rt, err := topo.ComputeRoutes(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := func(int) bool { return true }
+		name := map[bool]string{false: "pipeline 2048, DCQCN", true: "pipeline 2048, PFC alone"}[pfcOnly]
+		shared := checkSizes(t, name, g, rt, cfg, []*msggraph.Graph{mg, halved(mg, all), doubled(mg, all)}, Options{})
+		if shared[1] <= 0 || pfcOnly && shared[2] < shared[1] {
+			t.Errorf("%s: shared steps %v; want the smaller run forked (and with PFC alone the larger one no earlier)", name, shared)
+		}
+	}
+}
