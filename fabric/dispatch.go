@@ -112,8 +112,14 @@ func (n *Network) ingress(s *Switch, out *Port, pkt *Packet) int {
 	return cause
 }
 
-// fcDeparted tells link-level flow control (n.fc not nil) that pkt, which came in through port
-// pkt.InPort, left switch s's buffer. Switch.release calls PFC and InfiniBand's credits itself.
+// departed tells link-level flow control that pkt, which came in through port pkt.InPort,
+// left switch s's buffer.
+func (n *Network) departed(s *Switch, pkt *Packet) {
+	if n.fc != nil {
+		n.fcDeparted(s, pkt)
+	}
+}
+
 func (n *Network) fcDeparted(s *Switch, pkt *Packet) {
 	if f := n.pfc; f != nil {
 		f.departed(s, pkt)

@@ -135,8 +135,7 @@ type ibCredits struct {
 	// tests comparing the two paths.
 	packetFC bool
 	// plain checks credits at a switch's dequeue as before ibCheck: Blocked for every VL the
-	// arbiter tries, Sent synchronizing the state again; Switch.release reaching Departed
-	// through Network.fcDeparted; for TestIBCheckMatchesBlocked.
+	// arbiter tries, Sent synchronizing again, release dispatching; TestIBCheckMatchesBlocked.
 	plain bool
 	// queueFC sends every inline update through the port's queue and flushFC, as before
 	// sendOne; for TestSendOneMatchesQueue.

@@ -111,18 +111,16 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 	return -1
 }
 
-// release returns a departing packet's buffer space. RoCE's PFC and InfiniBand's credits are
-// called directly, without Network.fcDeparted's dispatch (dispatch.go); with ibCredits.plain
-// InfiniBand goes through the dispatch (TestIBCheckMatchesBlocked compares the two).
+// release returns a departing packet's buffer space (PFC, IB credits: called directly).
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
 	if f := s.net.pfc; f != nil {
 		f.departed(s, pkt) // RoCE's PFC, called directly (dispatch.go)
 	} else if s.net.fc != nil { // Ethernet without flow control has none
-		if f := s.net.ibfc; f != nil && !f.plain {
+		if f := s.net.ibfc; f != nil && !f.plain { // plain: Network.departed's dispatch
 			f.Departed(s.Ports[pkt.InPort], pkt)
 		} else {
-			s.net.fcDeparted(s, pkt)
+			s.net.departed(s, pkt)
 		}
 	}
 	if s.net.cfg.Check && s.bufUsed < 0 {
