@@ -62,7 +62,7 @@ func (a *ibArbiter) Pick(p *Port) int {
 		return -1
 	}
 	// The port's credit state, synchronized once for every VL tried (ibCheck).
-	c := ibCheck{st: &a.fc.ports[p.gidx]}
+	c := ibCheck{st: p.ibc}
 	if f := a.fc; !f.plain {
 		c.f, c.now = f, max(p.net.sim.Now(), p.freeAt) // a packet chosen now starts at now
 		f.sync(c.st, c.now)

@@ -156,3 +156,35 @@ func ibCreditRun(t *testing.T, g *topo.Graph, cfg Config, set func(*Network)) (s
 	}
 	return fmt.Sprint(res.Messages, res.Events, res.PacketHops, res.Counters), tx, res.Counters["ib_credit_stall_ns"]
 }
+
+// TestIBPortStateMatchesIndex checks the seam of Port.ibc: on an InfiniBand fabric, before and
+// after a run, every port's credit state found through the port is the one its index finds
+// (ibCredits.ports[gidx], as ibCredits.state found it before the pointer), and belongs to that
+// port; on an Ethernet fabric no port has one.
+func TestIBPortStateMatchesIndex(t *testing.T) {
+	g := fatTreeK(t, 4, 100*units.Gbps, units.Microsecond)
+	cfg := ibConfig(t, "edr")
+	cfg.IB.Adaptive = true
+	n := newNet(t, g, cfg)
+	check := func(when string) {
+		if len(n.ibfc.ports) != len(n.ports) {
+			t.Fatalf("%s: %d credit states for %d ports", when, len(n.ibfc.ports), len(n.ports))
+		}
+		for i := range n.ports {
+			p := &n.ports[i]
+			if want := &n.ibfc.ports[p.gidx]; p.ibc != want || n.ibfc.state(p) != want || p.ibc.port != p {
+				t.Fatalf("%s: port %d (gidx %d): ibc %p, ports[gidx] %p", when, i, p.gidx, p.ibc, want)
+			}
+		}
+	}
+	check("before the run")
+	run(t, n, permutationGraph(len(g.Hosts), 256*units.KiB, 3))
+	check("after the run")
+
+	e := newNet(t, g, DefaultEthernet())
+	for i := range e.ports {
+		if e.ports[i].ibc != nil {
+			t.Fatalf("Ethernet port %d has InfiniBand credit state", i)
+		}
+	}
+}

@@ -135,7 +135,7 @@ type ibCredits struct {
 	// tests comparing the two paths.
 	packetFC bool
 	// plain checks credits at a switch's dequeue as before ibCheck: Blocked for every VL the
-	// arbiter tries, Sent synchronizing the state again; for TestIBCheckMatchesBlocked.
+	// arbiter tries, Sent synchronizing again, release dispatching; TestIBCheckMatchesBlocked.
 	plain bool
 	// queueFC sends every inline update through the port's queue and flushFC, as before
 	// sendOne; for TestSendOneMatchesQueue.
@@ -175,7 +175,7 @@ func newIBCredits(n *Network) *ibCredits {
 		for p := range node.Ports {
 			port := n.portOf(node.ID, int32(p))
 			st := &f.ports[port.gidx]
-			st.idx, st.port = port.gidx, port
+			st.idx, st.port, port.ibc = port.gidx, port, st
 			st.up = n.portOf(node.Ports[p].Peer, node.Ports[p].PeerPort)
 			st.fcWire = int64(IBFCPacketBytes + n.cfg.L1Overhead)
 			st.fcSer = st.port.Rate.TransmitTime(units.Size(st.fcWire))
@@ -206,7 +206,7 @@ func newIBCredits(n *Network) *ibCredits {
 	return f
 }
 
-func (f *ibCredits) state(p *Port) *ibPort { return &f.ports[p.gidx] }
+func (f *ibCredits) state(p *Port) *ibPort { return p.ibc } // f.ports[p.gidx] (Port.ibc)
 
 // inVL is the VL pkt used on the link into port st (the upstream port's SL2VL table's VL for
 // it, which the packet carries as InVL once a switch has it; on an HCA, its Prio).

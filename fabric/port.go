@@ -64,8 +64,8 @@ type Port struct {
 
 	// The second line.
 	peer sim.Handler
-	nic  *NIC     // set on a host's port: data is pulled from the NIC when queues are empty
-	tap  *capFile // set while this port is captured to pcap
+	nic  *NIC    // set on a host's port: data is pulled from the NIC when queues are empty
+	ibc  *ibPort // InfiniBand's credit state, ibCredits.ports[gidx] (nil elsewhere; ibPort)
 	// Counters.
 	TxPackets int64
 	TxBytes   int64 // wire bytes
@@ -87,10 +87,10 @@ type Port struct {
 	Link    topo.LinkID
 	Rate    units.Rate
 	rng     *rand.Rand
-	// errCause is the drop cause counted for errRate's losses: DropCorrupt for a link's bit
-	// errors, DropRandom when a fabric injects random loss (SetRandomLoss).
+	// errCause: errRate's drop cause, DropCorrupt (bit errors) or DropRandom (SetRandomLoss).
 	errCause int
-	_        [48]byte // whole lines (TestPortLayout)
+	tap      *capFile // set while this port is captured to pcap (flags' portTapped)
+	_        [40]byte // whole lines (TestPortLayout)
 }
 
 // Bits of Port.flags.
@@ -220,7 +220,7 @@ func (p *Port) kick() {
 		return
 	}
 	p.busy = true
-	if p.tap != nil {
+	if p.flags&portTapped != 0 {
 		p.net.capture.record(p, p.tap, pkt, start)
 	}
 	wire := p.net.wireBytes(pkt)

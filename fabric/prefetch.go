@@ -55,12 +55,12 @@ func prefetchIB(ev *sim.Event) uintptr {
 		sum := uintptr(p.TxPackets)
 		if f := p.net.ibfc; f != nil && p.sw != nil && pkt != nil && pkt.Kind != LinkCtrl {
 			in := p.sw.Ports[pkt.InPort]
-			st := &f.ports[in.gidx]
+			st := in.ibc // f.ports[in.gidx] (Port.ibc)
 			sum += uintptr(st.v[min(int(pkt.InVL), IBMaxVLs-1)].used)
 			if !st.deferFC {
 				sum += uintptr(st.peer.arrN)
 			}
-			own := &f.ports[p.gidx]
+			own := p.ibc // in the line of TxPackets
 			sum += uintptr(own.arrAt) + uintptr(own.arb.hiIdx)
 		}
 		if m := p.qmask; m != 0 {

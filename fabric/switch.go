@@ -111,13 +111,17 @@ func (s *Switch) sharedBufferAdmits(port *Port, pkt *Packet) int {
 	return -1
 }
 
-// release returns a departing packet's buffer space.
+// release returns a departing packet's buffer space (PFC, IB credits: called directly).
 func (s *Switch) release(p *Port, pkt *Packet) {
 	s.bufUsed -= int64(pkt.Size)
 	if f := s.net.pfc; f != nil {
 		f.departed(s, pkt) // RoCE's PFC, called directly (dispatch.go)
-	} else {
-		s.net.departed(s, pkt)
+	} else if s.net.fc != nil { // Ethernet without flow control has none
+		if f := s.net.ibfc; f != nil && !f.plain { // plain: Network.departed's dispatch
+			f.Departed(s.Ports[pkt.InPort], pkt)
+		} else {
+			s.net.departed(s, pkt)
+		}
 	}
 	if s.net.cfg.Check && s.bufUsed < 0 {
 		s.net.violation(s.Name, fmt.Sprintf("buffer accounting went negative (%d B) on port %d", s.bufUsed, p.Index))
