@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/fabricsim/fabricsim/collective"
@@ -208,6 +209,13 @@ func benchClass(b *testing.B, g *topo.Graph, mg *msggraph.Graph, cfg fabric.Conf
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	// The collections during the runs. Not the runtime's estimate of their CPU
+	// (/cpu/classes/gc/total): it counts its workers' wall time, 19-26 % of the run's CPU on
+	// this loaded machine where a CPU profile and GOGC=off's instructions say 2 %: docs/flow.md,
+	// "The garbage collector at 16,384-131,072 GPUs".
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(gc)
+	gcCycles := gc[0].Value.Uint64()
 	cpu := cpuSeconds()
 	var res *result.Run
 	for b.Loop() {
@@ -216,6 +224,8 @@ func benchClass(b *testing.B, g *topo.Graph, mg *msggraph.Graph, cfg fabric.Conf
 		}
 	}
 	b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/op")
+	metrics.Read(gc)
+	b.ReportMetric(float64(gc[0].Value.Uint64()-gcCycles)/float64(b.N), "gcs/op")
 	b.ReportMetric(res.Counters["flow_steps"], "steps")
 	return res
 }
