@@ -110,6 +110,7 @@ func (e *engine) growState() {
 		for r := len(e.resTo); r < len(e.net.res); r++ {
 			e.resTo = append(e.resTo, e.net.res[r].to)
 		}
+		e.quietN = append(e.quietN, make([]int32, len(e.net.res)-len(e.quietN))...)
 		e.queues = append(e.queues, make([]fifo, k)...)
 	}
 	if e.fc != nil {

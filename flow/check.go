@@ -49,7 +49,7 @@ func (e *engine) check() error {
 	}
 	quiet := 0
 	for r := range e.net.res {
-		quiet += int(e.net.res[r].quietN)
+		quiet += int(e.quietN[r])
 	}
 	if quiet != e.quietMembers {
 		return fmt.Errorf("invariant violated at %v: the resources count %d quiet members, the engine %d", e.now, quiet, e.quietMembers)

@@ -448,6 +448,11 @@ type engine struct {
 	// are skipped (BenchmarkPipelineClass's 2,048-GPU DCQCN class: no quiet flow in 2,440 of
 	// its 3,291 steps; check holds it to the resources' sum).
 	quietMembers int
+	// quietN is, per resource, how many of its members are quiet. It is dense, apart from the
+	// resource: preheat and settle's pass read it for every active resource in a step with quiet
+	// flows, and most have none, so the resource's own line is read only where one has
+	// (docs/flow.md, "The quiet count apart from the resource").
+	quietN []int32
 
 	// Per resource and class (rc, index r*nc+c): bytes held downstream that came through r (the
 	// ingress counter PFC and credits watch), what may pass r in the next step, and how much of
@@ -1180,7 +1185,7 @@ func (e *engine) join(r, f, h, off int32) {
 	if e.flows[f].hot {
 		e.hotJoin(r)
 	} else {
-		res.quietN++
+		e.quietN[r]++
 		e.quietMembers++
 		res.quietLoad += e.qload(f)
 	}
@@ -1222,10 +1227,10 @@ func (e *engine) leave(r, f, h, off int32) {
 	if fl := &e.flows[f]; fl.hot {
 		e.hotLeave(r)
 	} else {
-		res.quietN--
+		e.quietN[r]--
 		e.quietMembers--
 		res.quietLoad -= e.qload(f)
-		if res.quietN == 0 {
+		if e.quietN[r] == 0 {
 			res.quietLoad = 0 // no residue
 		}
 	}
