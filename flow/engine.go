@@ -299,35 +299,39 @@ type flowState struct {
 	// rate of the last step (bytes/s), for the stationarity test.
 	inj, out float64
 	rate     float64
-	msg      int32
-	qp       int32 // the QP of the message it carries (its hash, its share of the bytes)
-	hidx     int32 // index in its host's injecting list, -1 when done injecting
+	// The second line: what a step reads of every hot flow once (inject, DCQCN's afterStep,
+	// settle), so that a hot flow's step reads two lines of it, not three (docs/flow.md, "The
+	// quiet count and the empty queues apart from the resource").
+	msg  int32
+	hidx int32 // index in its host's injecting list, -1 when done injecting
 	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
 	// it did in an earlier step); tOut when it left the last queue.
-	tInj, tOut float64
-	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
-	// in the path pool).
-	ackOff, ackHops int32
-	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
-	// switch latencies, the last packet's store and forward); ideal the flow's FCT alone.
-	lat   units.Time
-	start units.Time
-	rng   uint64
-	done  bool
-	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
-	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
-	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot;
-	// prevRate its rate the step before (cooling needs it steady).
-	hot      bool
-	hotIdx   int32
-	ver      uint32
-	t0       units.Time
+	tInj float64
+	// prevRate is its rate the step before (cooling needs it steady).
 	prevRate float64
+	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
+	// switch latencies, the last packet's store and forward).
+	lat units.Time
 	// from is the time the flow's next step of injection starts: the step's start, or when the
 	// flow started or was heated if that fell within the step (it sends for the rest of it), or
 	// before the step when a dependency completed within the step that just ran (it catches up).
 	from units.Time
-	_    [24]byte // to 192 bytes: the first line of every flow aligned
+	rng  uint64
+	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
+	// in the path pool).
+	ackOff, ackHops int32
+	qp              int32 // the QP of the message it carries (its hash, its share of the bytes)
+	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
+	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
+	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot.
+	hotIdx int32
+	tOut   float64
+	start  units.Time
+	t0     units.Time
+	ver    uint32
+	done   bool
+	hot    bool
+	_      [32]byte // to 192 bytes: the first line of every flow aligned
 }
 
 // classState is what a step reads and writes per resource and class, together (one cache line
