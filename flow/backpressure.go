@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/topo"
@@ -50,6 +51,10 @@ type backpressure struct {
 	tau     float64 // the last step's length, seconds
 	// anyBinding is whether any throttle bound in the last update (creditstep.go).
 	anyBinding bool
+	// plainOrder: update walks the active resources in serve's order (Options.plainUpdate);
+	// rev is its scratch.
+	plainOrder bool
+	rev        [][]int32
 }
 
 func newBackpressure(e *engine) *backpressure {
@@ -205,14 +210,27 @@ func (b *backpressure) refreshEvery(r int32) float64 {
 // update sets every resource's allowance for the next step from its ingress counter, and counts
 // pauses (countPauses: the frames of the step just taken), stalls and headroom use. It reports
 // whether any throttle started or stopped.
+//
+// It walks the active resources in the reverse of the order serve just did (the last rank's
+// last resource first): the resources serve touched last are still in the cache, where walking
+// in serve's order met first those the rest of the step had evicted (docs/flow.md, "Fewer lines
+// a congested step reads"). Each resource and class's update reads and writes only its own
+// state; what it adds up over them is a maximum (maxOver) and two flags, so the order does not
+// change a result (Options.plainUpdate walks serve's order; TestUpdateMatchesPlain).
 func (b *backpressure) update(tau float64) bool {
 	e := b.e
 	nc := e.nc
 	b.tau = tau
 	changed := false
 	b.anyBinding = false
-	for rank := range e.act {
-		for _, r := range e.act[rank] {
+	acts := e.act
+	if b.plainOrder {
+		acts = b.reversed(acts) // walked backwards below: serve's order
+	}
+	for k := len(acts) - 1; k >= 0; k-- {
+		act := acts[k]
+		for j := len(act) - 1; j >= 0; j-- {
+			r := act[j]
 			res := &e.net.res[r]
 			for c := 0; c < nc; c++ {
 				idx := int(r)*nc + c
@@ -243,6 +261,16 @@ func (b *backpressure) update(tau float64) bool {
 		}
 	}
 	return changed
+}
+
+// reversed is the active lists reversed, ranks and resources (Options.plainUpdate), in scratch.
+func (b *backpressure) reversed(acts [][]int32) [][]int32 {
+	b.rev = b.rev[:0]
+	for k := len(acts) - 1; k >= 0; k-- {
+		b.rev = append(b.rev, slices.Clone(acts[k]))
+		slices.Reverse(b.rev[len(b.rev)-1])
+	}
+	return b.rev
 }
 
 // jump accounts a stationary stretch of T seconds: binding throttles stay paused (or stalled) for

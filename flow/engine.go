@@ -114,6 +114,10 @@ type Options struct {
 	// instead of only from the first step in which one of them leaves its queue: the plain
 	// version that is compared with (TestPacedArrivalsMatchPlain).
 	plainPaced bool
+	// plainUpdate makes back-pressure's update walk the active resources in the order serve
+	// does, instead of the reverse (backpressure.update): the plain version that is compared
+	// with (TestUpdateMatchesPlain).
+	plainUpdate bool
 	// reduceAll keeps every symmetry reduction that finds copies, however few (reduction.worthwhile
 	// drops one that would save under minReducedShare of the messages): the plain version that is
 	// compared with (TestFewCopiesNotReduced).
@@ -300,8 +304,8 @@ type flowState struct {
 	inj, out float64
 	rate     float64
 	// The second line: what a step reads of every hot flow once (inject, DCQCN's afterStep,
-	// settle), so that a hot flow's step reads two lines of it, not three (docs/flow.md, "The
-	// quiet count and the empty queues apart from the resource").
+	// settle), so that a hot flow's step reads two lines of it, not three (docs/flow.md, "Fewer
+	// lines a congested step reads").
 	msg  int32
 	hidx int32 // index in its host's injecting list, -1 when done injecting
 	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
@@ -455,7 +459,7 @@ type engine struct {
 	// quietN is, per resource, how many of its members are quiet. It is dense, apart from the
 	// resource: preheat and settle's pass read it for every active resource in a step with quiet
 	// flows, and most have none, so the resource's own line is read only where one has
-	// (docs/flow.md, "The quiet count apart from the resource").
+	// (docs/flow.md, "Fewer lines a congested step reads").
 	quietN []int32
 
 	// Per resource and class (rc, index r*nc+c): bytes held downstream that came through r (the
@@ -567,6 +571,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.nc = max(1, len(e.classes))
 	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
+	e.fc.plainOrder = opt.plainUpdate
 	if cs := e.creditStepLen(); e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > cs {
 		e.creditStep = cs
 	}
