@@ -51,10 +51,12 @@ type backpressure struct {
 	tau     float64 // the last step's length, seconds
 	// anyBinding is whether any throttle bound in the last update (creditstep.go).
 	anyBinding bool
-	// plainOrder: update walks the active resources in serve's order (Options.plainUpdate);
-	// rev is its scratch.
-	plainOrder bool
-	rev        [][]int32
+	// plain: update walks the active resources in serve's order and countPauses reads PAUSE's
+	// refresh interval from the resource every time (Options.plainUpdate); rev is its scratch.
+	plain bool
+	rev   [][]int32
+	// refresh is, per resource, refreshEvery's interval, 0 until computed (refreshAt).
+	refresh []float64
 }
 
 func newBackpressure(e *engine) *backpressure {
@@ -207,6 +209,24 @@ func (b *backpressure) refreshEvery(r int32) float64 {
 	return res.linkRate.TransmitTime(units.Size(int64(c.PauseQuanta)*64)).Seconds() / 2
 }
 
+// refreshAt is refreshEvery(r), computed once per resource (a link's rate and PauseQuanta do not
+// change): countPauses reads it every step a pause is open, and refreshEvery reads the
+// resource's second cache line, which nothing else in a step reads.
+func (b *backpressure) refreshAt(r int32) float64 {
+	if b.plain {
+		return b.refreshEvery(r)
+	}
+	if int(r) < len(b.refresh) && b.refresh[r] > 0 {
+		return b.refresh[r]
+	}
+	x := b.refreshEvery(r)
+	if n := len(b.e.net.res); len(b.refresh) < n {
+		b.refresh = append(b.refresh, make([]float64, n-len(b.refresh))...)
+	}
+	b.refresh[r] = x
+	return x
+}
+
 // update sets every resource's allowance for the next step from its ingress counter, and counts
 // pauses (countPauses: the frames of the step just taken), stalls and headroom use. It reports
 // whether any throttle started or stopped.
@@ -216,7 +236,8 @@ func (b *backpressure) refreshEvery(r int32) float64 {
 // in serve's order met first those the rest of the step had evicted (docs/flow.md, "Fewer lines
 // a congested step reads"). Each resource and class's update reads and writes only its own
 // state; what it adds up over them is a maximum (maxOver) and two flags, so the order does not
-// change a result (Options.plainUpdate walks serve's order; TestUpdateMatchesPlain).
+// change a result (Options.plainUpdate walks serve's order; TestUpdateMatchesPlain). PAUSE's
+// refresh interval is kept per resource (refreshAt).
 func (b *backpressure) update(tau float64) bool {
 	e := b.e
 	nc := e.nc
@@ -224,7 +245,7 @@ func (b *backpressure) update(tau float64) bool {
 	changed := false
 	b.anyBinding = false
 	acts := e.act
-	if b.plainOrder {
+	if b.plain {
 		acts = b.reversed(acts) // walked backwards below: serve's order
 	}
 	for k := len(acts) - 1; k >= 0; k-- {

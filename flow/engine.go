@@ -115,8 +115,9 @@ type Options struct {
 	// version that is compared with (TestPacedArrivalsMatchPlain).
 	plainPaced bool
 	// plainUpdate makes back-pressure's update walk the active resources in the order serve
-	// does, instead of the reverse (backpressure.update): the plain version that is compared
-	// with (TestUpdateMatchesPlain).
+	// does, instead of the reverse (backpressure.update), and read PAUSE's refresh interval from
+	// the resource every time it counts a pause's frames instead of once (refreshAt): the plain
+	// version that is compared with (TestUpdateMatchesPlain).
 	plainUpdate bool
 	// reduceAll keeps every symmetry reduction that finds copies, however few (reduction.worthwhile
 	// drops one that would save under minReducedShare of the messages): the plain version that is
@@ -571,7 +572,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.nc = max(1, len(e.classes))
 	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
-	e.fc.plainOrder = opt.plainUpdate
+	e.fc.plain = opt.plainUpdate
 	if cs := e.creditStepLen(); e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > cs {
 		e.creditStep = cs
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // TestUpdateMatchesPlain holds back-pressure's update walking the active resources in the
-// reverse of serve's order to the plain version that walks them in serve's order
+// reverse of serve's order, with PAUSE's refresh interval kept per resource, to the plain
+// version that walks them in serve's order and reads the interval from the resource
 // (Options.plainUpdate): the same result JSON both ways on the 2,048-GPU pipeline class with
 // DCQCN and with PFC alone (PFC's dynamic threshold, pause counting and headroom every step),
 // and on a link that goes down or runs slower on InfiniBand (credits) and RoCE (PFC), with the
