@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fabricsim/fabricsim/fabric"
 	"github.com/fabricsim/fabricsim/topo"
@@ -50,6 +51,12 @@ type backpressure struct {
 	tau     float64 // the last step's length, seconds
 	// anyBinding is whether any throttle bound in the last update (creditstep.go).
 	anyBinding bool
+	// plain: update walks the active resources in serve's order and countPauses reads PAUSE's
+	// refresh interval from the resource every time (Options.plainUpdate); rev is its scratch.
+	plain bool
+	rev   [][]int32
+	// refresh is, per resource, refreshEvery's interval, 0 until computed (refreshAt).
+	refresh []float64
 }
 
 func newBackpressure(e *engine) *backpressure {
@@ -110,6 +117,7 @@ func (e *engine) growState() {
 		for r := len(e.resTo); r < len(e.net.res); r++ {
 			e.resTo = append(e.resTo, e.net.res[r].to)
 		}
+		e.quietN = append(e.quietN, make([]int32, len(e.net.res)-len(e.quietN))...)
 		e.queues = append(e.queues, make([]fifo, k)...)
 	}
 	if e.fc != nil {
@@ -201,17 +209,49 @@ func (b *backpressure) refreshEvery(r int32) float64 {
 	return res.linkRate.TransmitTime(units.Size(int64(c.PauseQuanta)*64)).Seconds() / 2
 }
 
+// refreshAt is refreshEvery(r), computed once per resource (a link's rate and PauseQuanta do not
+// change): countPauses reads it every step a pause is open, and refreshEvery reads the
+// resource's second cache line, which nothing else in a step reads.
+func (b *backpressure) refreshAt(r int32) float64 {
+	if b.plain {
+		return b.refreshEvery(r)
+	}
+	if int(r) < len(b.refresh) && b.refresh[r] > 0 {
+		return b.refresh[r]
+	}
+	x := b.refreshEvery(r)
+	if n := len(b.e.net.res); len(b.refresh) < n {
+		b.refresh = append(b.refresh, make([]float64, n-len(b.refresh))...)
+	}
+	b.refresh[r] = x
+	return x
+}
+
 // update sets every resource's allowance for the next step from its ingress counter, and counts
 // pauses (countPauses: the frames of the step just taken), stalls and headroom use. It reports
 // whether any throttle started or stopped.
+//
+// It walks the active resources in the reverse of the order serve just did (the last rank's
+// last resource first): the resources serve touched last are still in the cache, where walking
+// in serve's order met first those the rest of the step had evicted (docs/flow.md, "Fewer lines
+// a congested step reads"). Each resource and class's update reads and writes only its own
+// state; what it adds up over them is a maximum (maxOver) and two flags, so the order does not
+// change a result (Options.plainUpdate walks serve's order; TestUpdateMatchesPlain). PAUSE's
+// refresh interval is kept per resource (refreshAt).
 func (b *backpressure) update(tau float64) bool {
 	e := b.e
 	nc := e.nc
 	b.tau = tau
 	changed := false
 	b.anyBinding = false
-	for rank := range e.act {
-		for _, r := range e.act[rank] {
+	acts := e.act
+	if b.plain {
+		acts = b.reversed(acts) // walked backwards below: serve's order
+	}
+	for k := len(acts) - 1; k >= 0; k-- {
+		act := acts[k]
+		for j := len(act) - 1; j >= 0; j-- {
+			r := act[j]
 			res := &e.net.res[r]
 			for c := 0; c < nc; c++ {
 				idx := int(r)*nc + c
@@ -242,6 +282,16 @@ func (b *backpressure) update(tau float64) bool {
 		}
 	}
 	return changed
+}
+
+// reversed is the active lists reversed, ranks and resources (Options.plainUpdate), in scratch.
+func (b *backpressure) reversed(acts [][]int32) [][]int32 {
+	b.rev = b.rev[:0]
+	for k := len(acts) - 1; k >= 0; k-- {
+		b.rev = append(b.rev, slices.Clone(acts[k]))
+		slices.Reverse(b.rev[len(b.rev)-1])
+	}
+	return b.rev
 }
 
 // jump accounts a stationary stretch of T seconds: binding throttles stay paused (or stalled) for

@@ -48,8 +48,8 @@ func (e *engine) check() error {
 		}
 	}
 	quiet := 0
-	for r := range e.net.res {
-		quiet += int(e.net.res[r].quietN)
+	for _, n := range e.quietN { // (a resource made since growState has no members yet)
+		quiet += int(n)
 	}
 	if quiet != e.quietMembers {
 		return fmt.Errorf("invariant violated at %v: the resources count %d quiet members, the engine %d", e.now, quiet, e.quietMembers)

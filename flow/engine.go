@@ -114,6 +114,11 @@ type Options struct {
 	// instead of only from the first step in which one of them leaves its queue: the plain
 	// version that is compared with (TestPacedArrivalsMatchPlain).
 	plainPaced bool
+	// plainUpdate makes back-pressure's update walk the active resources in the order serve
+	// does, instead of the reverse (backpressure.update), and read PAUSE's refresh interval from
+	// the resource every time it counts a pause's frames instead of once (refreshAt): the plain
+	// version that is compared with (TestUpdateMatchesPlain).
+	plainUpdate bool
 	// reduceAll keeps every symmetry reduction that finds copies, however few (reduction.worthwhile
 	// drops one that would save under minReducedShare of the messages): the plain version that is
 	// compared with (TestFewCopiesNotReduced).
@@ -299,35 +304,39 @@ type flowState struct {
 	// rate of the last step (bytes/s), for the stationarity test.
 	inj, out float64
 	rate     float64
-	msg      int32
-	qp       int32 // the QP of the message it carries (its hash, its share of the bytes)
-	hidx     int32 // index in its host's injecting list, -1 when done injecting
+	// The second line: what a step reads of every hot flow once (inject, DCQCN's afterStep,
+	// settle), so that a hot flow's step reads two lines of it, not three (docs/flow.md, "Fewer
+	// lines a congested step reads").
+	msg  int32
+	hidx int32 // index in its host's injecting list, -1 when done injecting
 	// tInj is when, in seconds into the current step, the flow's last byte left its NIC (0 if
 	// it did in an earlier step); tOut when it left the last queue.
-	tInj, tOut float64
-	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
-	// in the path pool).
-	ackOff, ackHops int32
-	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
-	// switch latencies, the last packet's store and forward); ideal the flow's FCT alone.
-	lat   units.Time
-	start units.Time
-	rng   uint64
-	done  bool
-	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
-	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
-	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot;
-	// prevRate its rate the step before (cooling needs it steady).
-	hot      bool
-	hotIdx   int32
-	ver      uint32
-	t0       units.Time
+	tInj float64
+	// prevRate is its rate the step before (cooling needs it steady).
 	prevRate float64
+	// lat is the time from the last byte leaving the last queue to its delivery (propagation,
+	// switch latencies, the last packet's store and forward).
+	lat units.Time
 	// from is the time the flow's next step of injection starts: the step's start, or when the
 	// flow started or was heated if that fell within the step (it sends for the rest of it), or
 	// before the step when a dependency completed within the step that just ran (it catches up).
 	from units.Time
-	_    [24]byte // to 192 bytes: the first line of every flow aligned
+	rng  uint64
+	// ackOff and ackHops place the path its ACKs take back to the source (after the data path
+	// in the path pool).
+	ackOff, ackHops int32
+	qp              int32 // the QP of the message it carries (its hash, its share of the bytes)
+	// hot: the flow is stepped (its path has a queue or a throttle, its host's round robin or its
+	// congestion control is changing); a quiet flow sends at rate, unchanging, from t0 on, and
+	// only its end (projected, event with ver) is an event. hotIdx is its index in engine.hot.
+	hotIdx int32
+	tOut   float64
+	start  units.Time
+	t0     units.Time
+	ver    uint32
+	done   bool
+	hot    bool
+	_      [32]byte // to 192 bytes: the first line of every flow aligned
 }
 
 // classState is what a step reads and writes per resource and class, together (one cache line
@@ -448,6 +457,11 @@ type engine struct {
 	// are skipped (BenchmarkPipelineClass's 2,048-GPU DCQCN class: no quiet flow in 2,440 of
 	// its 3,291 steps; check holds it to the resources' sum).
 	quietMembers int
+	// quietN is, per resource, how many of its members are quiet. It is dense, apart from the
+	// resource: preheat and settle's pass read it for every active resource in a step with quiet
+	// flows, and most have none, so the resource's own line is read only where one has
+	// (docs/flow.md, "Fewer lines a congested step reads").
+	quietN []int32
 
 	// Per resource and class (rc, index r*nc+c): bytes held downstream that came through r (the
 	// ingress counter PFC and credits watch), what may pass r in the next step, and how much of
@@ -558,6 +572,7 @@ func newEngine(g *topo.Graph, nh NextHopper, cfg fabric.Config, mg *msggraph.Gra
 	e.nc = max(1, len(e.classes))
 	e.sched = newClassSched(&e.cfg, e.classes)
 	e.fc = newBackpressure(e)
+	e.fc.plain = opt.plainUpdate
 	if cs := e.creditStepLen(); e.fc.kind == bpCredits && e.adaptive && !opt.CoarseCreditStep && e.step > cs {
 		e.creditStep = cs
 	}
@@ -1180,7 +1195,7 @@ func (e *engine) join(r, f, h, off int32) {
 	if e.flows[f].hot {
 		e.hotJoin(r)
 	} else {
-		res.quietN++
+		e.quietN[r]++
 		e.quietMembers++
 		res.quietLoad += e.qload(f)
 	}
@@ -1222,10 +1237,10 @@ func (e *engine) leave(r, f, h, off int32) {
 	if fl := &e.flows[f]; fl.hot {
 		e.hotLeave(r)
 	} else {
-		res.quietN--
+		e.quietN[r]--
 		e.quietMembers--
 		res.quietLoad -= e.qload(f)
-		if res.quietN == 0 {
+		if e.quietN[r] == 0 {
 			res.quietLoad = 0 // no residue
 		}
 	}

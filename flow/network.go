@@ -22,9 +22,9 @@ type resource struct {
 
 	// rate is the wire rate in bytes per second (a bundle: the sum of its links).
 	rate float64
-	// q is the bytes its queue held after the last step. hotN of its members are hot; quietN
-	// quiet, sending quietLoad bytes per second through it (they pass: a quiet flow's path has no
-	// queue).
+	// q is the bytes its queue held after the last step. hotN of its members are hot, the others
+	// quiet (engine.quietN counts them), sending quietLoad bytes per second through it (they pass:
+	// a quiet flow's path has no queue).
 	q         float64
 	quietLoad float64
 	// credWin is the rate a VL's credit loop allows (backpressure.window; +Inf without credits), 0
@@ -32,9 +32,8 @@ type resource struct {
 	credWin float64
 	// from is the upstream node (a bundle's first); to the downstream node, or -1 for a bundle
 	// that ends on several switches (toSwitches then lists them).
-	to     topo.NodeID
-	hotN   int32
-	quietN int32
+	to   topo.NodeID
+	hotN int32
 	// toHost: the resource delivers to a host NIC, which drains at line rate (never back-pressures).
 	toHost bool
 	// fromHost: the resource is a host's NIC link; its bytes are injected, never queued.

@@ -145,7 +145,7 @@ func (b *backpressure) countPauses(idx int, r int32, drain, ing, bound float64) 
 	switch {
 	case s > 0:
 		// Each link's counter drains drain/links and falls one amplitude in a pause.
-		b.addFrames(idx, r, p.advance(s, s*drain/(a*links), b.refreshEvery(r)))
+		b.addFrames(idx, r, p.advance(s, s*drain/(a*links), b.refreshAt(r)))
 	case ing <= bound-a*links:
 		b.addFrames(idx, r, p.release())
 	}

@@ -74,10 +74,10 @@ func (e *engine) heatPath(fid int32) {
 	load := e.qload(fid)
 	for _, r := range e.path[f.off : f.off+f.hops] {
 		res := &e.net.res[r]
-		res.quietN--
+		e.quietN[r]--
 		e.quietMembers--
 		res.quietLoad -= load
-		if res.quietN == 0 {
+		if e.quietN[r] == 0 {
 			res.quietLoad = 0
 		}
 		e.hotJoin(r)
@@ -160,7 +160,7 @@ func (e *engine) coolPath(fid int32) {
 	load := e.qload(fid)
 	for _, r := range e.path[f.off : f.off+f.hops] {
 		res := &e.net.res[r]
-		res.quietN++
+		e.quietN[r]++
 		e.quietMembers++
 		res.quietLoad += load
 		e.hotLeave(r)
@@ -218,8 +218,7 @@ func (e *engine) coolable(fid int32, tau float64) bool {
 func (e *engine) settle(tau float64) {
 	for rank := 0; rank < len(e.act) && e.quietMembers > 0; rank++ {
 		for _, r := range e.act[rank] {
-			res := &e.net.res[r]
-			if res.quietN > 0 && (res.q > 0 || e.fc.throttled(r)) {
+			if e.quietN[r] > 0 && (e.net.res[r].q > 0 || e.fc.throttled(r)) {
 				e.heatMembers(r)
 			}
 		}
@@ -257,10 +256,10 @@ func (e *engine) preheat() {
 	for rank := 0; rank < len(e.act) && e.quietMembers > 0; rank++ {
 		for k := 0; k < len(e.act[rank]); k++ {
 			r := e.act[rank][k]
-			res := &e.net.res[r]
-			if res.quietN == 0 {
+			if e.quietN[r] == 0 {
 				continue
 			}
+			res := &e.net.res[r]
 			if e.ar != nil && res.hotN > 0 {
 				// A hot family's switches choose among ports by their packets' backlog, which a
 				// quiet family's packets are part of: both step (arflows.go, "Quiet families").

@@ -226,7 +226,10 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			}
 			f.inj = amt
 			e.stats.injected += amt
-			r0 := e.path[f.off]
+			// The first hop's resource, from its slot record (in the line forward reads the next
+			// hop's from) rather than from e.path: one line less per flow and step (docs/flow.md,
+			// "Fewer lines a congested step reads"; check holds the records to the paths).
+			r0 := e.owner[f.off].res
 			e.age = int32(e.steps)
 			tLast := tau // when the last byte left the NIC, if it did: at the flow's share of the round robin
 			if f.rem == 0 {
