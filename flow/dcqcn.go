@@ -11,13 +11,15 @@ import (
 // dcqcnModel runs DCQCN's own state machines (package transport/cc/dcqcn, the ones the packet
 // backend runs) for every flow, fed by the fluid network instead of packets:
 //   - the reaction point's byte counter counts the frame bytes the flow injected in each step,
-//     its increase timer fires at its exact time, and the flow's rate is the RP's current rate;
-//   - a step's packets at a queue above Kmin are ECN-marked with RED's probability, so a flow
-//     that sent k packets through a queue marking with p carries a mark with probability
-//     1 - (1-p)^k, drawn from the flow's own random stream when those bytes reach the
-//     receiver (the queues are FIFO, so the flow's bytes arrive in the order they were sent:
-//     markAt files the marks under the bytes they are on, deliveredMarks reads them as the
-//     flow's delivered bytes pass them);
+//     its increase timer fires at its exact time, and the flow's rate is the RP's current rate,
+//     less its wait for its NIC's round robin where that rate holds it below the NIC's level
+//     (rrWait);
+//   - the frames whose first byte joins a queue above Kmin in a step are ECN-marked with RED's
+//     probability, so a flow that started n frames through a queue marking with p carries a
+//     mark with probability 1 - (1-p)^n, drawn from the flow's own random stream when the first
+//     of those bytes reaches the receiver, a frame's serialisation later (the queues are FIFO,
+//     so the flow's bytes arrive in the order they were sent: markAt files the marks under the
+//     bytes they are on, deliveredMarks reads them as the flow's delivered bytes pass them);
 //   - a flow paced below a packet per microsecond is marked packet by packet instead: each
 //     packet, sent at its pacer's time (afterStep), crosses its path's queues one after the
 //     other, marked at each with RED's probability at the depth it finds there (join,
