@@ -11,13 +11,15 @@ import (
 // dcqcnModel runs DCQCN's own state machines (package transport/cc/dcqcn, the ones the packet
 // backend runs) for every flow, fed by the fluid network instead of packets:
 //   - the reaction point's byte counter counts the frame bytes the flow injected in each step,
-//     its increase timer fires at its exact time, and the flow's rate is the RP's current rate;
-//   - a step's packets at a queue above Kmin are ECN-marked with RED's probability, so a flow
-//     that sent k packets through a queue marking with p carries a mark with probability
-//     1 - (1-p)^k, drawn from the flow's own random stream when those bytes reach the
-//     receiver (the queues are FIFO, so the flow's bytes arrive in the order they were sent:
-//     markAt files the marks under the bytes they are on, deliveredMarks reads them as the
-//     flow's delivered bytes pass them);
+//     its increase timer fires at its exact time, and the flow's rate is the RP's current rate,
+//     less its wait for its NIC's round robin where that rate holds it below the NIC's level
+//     (rrWait);
+//   - the frames whose first byte joins a queue above Kmin in a step are ECN-marked with RED's
+//     probability, so a flow that started n frames through a queue marking with p carries a
+//     mark with probability 1 - (1-p)^n, drawn from the flow's own random stream when the first
+//     of those bytes reaches the receiver, a frame's serialisation later (the queues are FIFO,
+//     so the flow's bytes arrive in the order they were sent: markAt files the marks under the
+//     bytes they are on, deliveredMarks reads them as the flow's delivered bytes pass them);
 //   - a flow paced below a packet per microsecond is marked packet by packet instead: each
 //     packet, sent at its pacer's time (afterStep), crosses its path's queues one after the
 //     other, marked at each with RED's probability at the depth it finds there (join,
@@ -38,6 +40,17 @@ type dcqcnModel struct {
 	cnpsSent  int64
 	cnpsRcvd  int64
 	decreases int64
+	// rr is every host NIC's round robin as its last step's fill left it (round, rrWait).
+	rr []rrHost
+}
+
+// rrHost is a NIC's round robin after a step's fill (round): level is the rate (wire bytes per
+// second) of the flows the fill held to its level, n their number; n is 0 where the NIC sent
+// less than it could (no flow is held to a level: a flow whose interval has passed is served at
+// once, after at most the packet being sent).
+type rrHost struct {
+	level float64
+	n     int32
 }
 
 // ccFlow is one flow's DCQCN state.
@@ -64,6 +77,9 @@ type ccFlow struct {
 	// are on; seen is the flow's bytes delivered by the last step's end (deliveredMarks).
 	marks markQueue
 	seen  float64
+	// ser is a frame's serialisation at the path's slowest link: a packet leaves a queue whole,
+	// its last byte ser after its first (deliveredMarks).
+	ser units.Time
 }
 
 // pacedPkt is a paced flow's packet on its way: it leaves the queue of its path's hop hop at
@@ -78,7 +94,7 @@ func newDCQCN(e *engine) *dcqcnModel {
 	c := &e.cfg
 	full := float64(int(c.MTU) + c.HeaderBytes)
 	return &dcqcnModel{e: e, p: c.RoCE.DCQCNParams, frame: full / (full + float64(c.L1Overhead)),
-		cnpWire: float64(max(c.CNPBytes, c.MinFrame) + c.L1Overhead)}
+		cnpWire: float64(max(c.CNPBytes, c.MinFrame) + c.L1Overhead), rr: make([]rrHost, len(e.hostSt))}
 }
 
 func (d *dcqcnModel) start(fid int32, t units.Time) {
@@ -92,6 +108,13 @@ func (d *dcqcnModel) start(fid int32, t units.Time) {
 	f := &d.e.flows[fid]
 	line := units.Rate(d.e.hostSt[f.src].rate * 8)
 	s.rp.Init(&d.p, line, t)
+	bott := math.Inf(1)
+	for _, r := range d.e.path[f.off : f.off+f.hops] {
+		bott = min(bott, float64(d.e.net.res[r].linkRate)/8)
+	}
+	if bott > 0 && !math.IsInf(bott, 1) {
+		s.ser = units.Time(math.Round(d.e.ideal.maxWire / bott * float64(units.Second)))
+	}
 }
 
 func (d *dcqcnModel) end(fid int32) { d.st[fid].on = false }
@@ -121,27 +144,26 @@ func (d *dcqcnModel) enqueued(fid, r int32, q *fifo, amt float64) {
 		return
 	}
 	e := d.e
-	// k packets, each marked with probability p; less than one packet is one packet present
-	// with probability k (a flow at a low rate sends rarely).
-	f := &e.flows[fid]
-	k := amt / e.ideal.maxWire
-	var lk float64 // the log of the probability that none of them is marked
-	switch {
-	case k < 1:
-		lk = math.Log1p(-k * p)
-	case p >= 1:
-		lk = math.Inf(-1)
-	default:
-		lk = k * q.markLog
-	}
-	e.net.res[r].marks += k * p
-	d.markAt(fid, r, f, amt, lk)
+	e.net.res[r].marks += amt / e.ideal.maxWire * p
+	d.markAt(fid, r, &e.flows[fid], amt, p, q.markLog)
 }
 
-// markAt files the marks of amt bytes of flow f joining resource r (lk: the log of the
-// probability that none is marked) under the flow's bytes they are: the queues are FIFO, so
+// markAt files the marks of amt bytes of flow f joining resource r, where RED marks with
+// probability p (markLog: log(1 - p)), under the flow's bytes they are: the queues are FIFO, so
 // ahead of them are the flow's delivered bytes and its bytes at r and the hops after it.
-func (d *dcqcnModel) markAt(fid, r int32, f *flowState, amt, lk float64) {
+//
+// A mark is on a whole frame, and the NIC sends a frame whole, at its turn in the round robin:
+// the frame's bytes leave the NIC at once where the fluid spreads them over the frame's share
+// of the round, the first of them when the fluid's first byte of the frame goes (flows offered
+// together are served one packet each in the order offered, which the fluid's start follows:
+// engine.joinDelay). Every queue is FIFO, so the packet leaves each queue when the fluid's first
+// byte of its frame does, and reaches the receiver a frame's serialisation later (its last
+// byte; deliveredMarks adds ser). So the bytes joining r carry one mark draw for every frame
+// whose first byte is among them, filed at that byte: a flow sending less than a frame a step
+// marks only the steps that hold a frame's first byte, and its marks reach the receiver a
+// frame apart, as the packets do (where a step's share of a frame marked with probability p
+// made them random: docs/jitter.md, "Why fewer CNPs").
+func (d *dcqcnModel) markAt(fid, r int32, f *flowState, amt, p, markLog float64) {
 	s := &d.st[fid]
 	if s.rp.RC < d.e.ideal.maxWire/pacedInterval.Seconds()*8 {
 		return // paced: marked packet by packet (afterStep)
@@ -155,7 +177,24 @@ func (d *dcqcnModel) markAt(fid, r int32, f *flowState, amt, lk float64) {
 	for j := h; j < f.hops; j++ {
 		end += e.owner[f.off+j].back
 	}
-	s.marks.file(h, markBatch{start: end - amt, end: end, logKeep: lk})
+	j0, n := frameStarts(end-amt, end, e.ideal.maxWire)
+	if n <= 0 {
+		return
+	}
+	lk := math.Inf(-1)
+	if p < 1 {
+		lk = float64(n) * markLog
+	}
+	w := e.ideal.maxWire
+	s.marks.file(h, markBatch{start: j0*w + 1, end: (j0+float64(n-1))*w + 1, logKeep: lk})
+}
+
+// frameStarts is the frames whose first byte is among a flow's bytes (a, b] (frame j, from 0,
+// starts with byte j*w + 1, its bytes counted from 1): the first of them, j0, and their number.
+func frameStarts(a, b, w float64) (j0 float64, n int) {
+	j0 = math.Floor((a-1)/w) + 1
+	j1 := math.Floor((b - 1) / w)
+	return j0, int(j1 - j0 + 1)
 }
 
 func (d *dcqcnModel) report(c map[string]float64) {
@@ -165,10 +204,65 @@ func (d *dcqcnModel) report(c map[string]float64) {
 }
 
 // rate is the flow's DCQCN rate in wire bytes per second or, after a cut, until the paced
-// packet already scheduled has gone, the rate it was scheduled at.
+// packet already scheduled has gone, the rate it was scheduled at; where that holds the flow
+// below its NIC's round-robin level, less its wait for the round robin (rrWait).
 func (d *dcqcnModel) rate(fid int32) float64 {
 	s := &d.st[fid]
-	return max(s.rp.RC, s.pace) / 8
+	r := max(s.rp.RC, s.pace) / 8
+	f := &d.e.flows[fid]
+	if wait := d.rrWait(f.src, r, f.rate); wait > 0 {
+		w := d.e.ideal.maxWire
+		return w / (w/r + wait)
+	}
+	return r
+}
+
+// round records host h's round robin after the step's fill (grants: the flows' bytes, indexing
+// flows; capB what the NIC could send): the rate of the flows held to the fill's level and
+// their number (rrHost).
+func (d *dcqcnModel) round(h int32, grants []fill, flows []int32, tEnd units.Time, tau, capB float64) {
+	rr := &d.rr[h]
+	rr.level, rr.n = 0, 0
+	var sum float64
+	for _, x := range grants {
+		sum += x.d
+	}
+	if capB <= 0 || sum < capB*(1-1e-9) {
+		return
+	}
+	rateOf := func(x fill) float64 {
+		f := &d.e.flows[flows[x.i]]
+		return x.d / max(float64(tEnd-f.from)/float64(units.Second), tau*1e-9)
+	}
+	for _, x := range grants {
+		rr.level = max(rr.level, rateOf(x))
+	}
+	for _, x := range grants {
+		if rateOf(x) >= rr.level*(1-1e-9) {
+			rr.n++
+		}
+	}
+}
+
+// rrWait is the mean time, in seconds, a packet of a flow of host h whose pacer holds it to r
+// (wire bytes per second; it was sent at g) waits for its NIC's round robin once its interval
+// has passed. The NIC serves its flows one packet each in turn and passes over a flow whose
+// interval has not passed, which then waits for the round to come back to it, and the next
+// interval counts from the send (fabric/nic.go, nextData). In a round each of the n flows the
+// fill holds to its level (rate L) sends a frame, and the NIC sends at its level throughout, so
+// the flows at the level and this one's g fill the NIC's rate less the others held below it:
+// a round is R = n w / (n L + g), and the flow waits half of it on average (the packet
+// backend's rate-limited sends 60-90 us into the 1,024-GPU all-to-all came 1.4 us after their
+// interval, against half a round of 1.3 us: docs/jitter.md, "What keeps the event rarer on the
+// flow backend"). A flow at the level is served every round; none waits where the NIC is not
+// busy (rrHost.n 0).
+func (d *dcqcnModel) rrWait(h int32, r, g float64) float64 {
+	rr := &d.rr[h]
+	if rr.n == 0 || r >= rr.level {
+		return 0
+	}
+	n := float64(rr.n)
+	return n * d.e.ideal.maxWire / (2 * (n*rr.level + g))
 }
 
 // pacedInterval is the pacing interval from which a flow's packets are marked one by one
@@ -234,7 +328,8 @@ func (d *dcqcnModel) afterStep(tEnd units.Time, tau float64) bool {
 			if paced && f.inj > 0 && s.next <= tEnd && (!cnp || tp < s.cnps[k]) && (!timer || tp < rp.TimerAt) {
 				feed(tp)
 				s.pace = rp.RC
-				s.next = tp + units.Time(math.Ceil(w/(rp.RC/8)*float64(units.Second)))
+				wait := d.rrWait(f.src, rp.RC/8, f.rate) // (its next packet's turn)
+				s.next = tp + units.Time(math.Ceil((w/(rp.RC/8)+wait)*float64(units.Second)))
 				p := d.join(f, pacedPkt{hop: 1, at: tp})
 				if len(s.pkts) == 0 || p.at < s.pktsAt {
 					s.pktsAt = p.at
@@ -412,7 +507,9 @@ func (d *dcqcnModel) deliveredMarks(fid int32, s *ccFlow, f *flowState, t0, t1 u
 		d.e.twin.marks(fid, s, d0, d1, 1e-9*f.total+1e-6)
 	}
 	s.marks.delivered(d0, d1, 1e-9*f.total+1e-6, func(lk, from, to float64) {
-		lo := at(from)
-		d.notify(s, f, lk, lo, max(lo+1, at(to)))
+		// The marks are on frames' first bytes (markAt): each packet's last byte arrives a
+		// frame's serialisation after its first.
+		lo := at(from) + s.ser
+		d.notify(s, f, lk, lo, max(lo+1, at(to)+s.ser))
 	})
 }

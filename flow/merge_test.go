@@ -48,15 +48,19 @@ func fctStats(x []float64) [4]float64 {
 //   - PFC alone (no draws), fixed 1 us steps: TestAdaptiveMatchesFixed's, every message within
 //     6 hops x (FCT/128 + 1 us), the mean, p50, p99 and completion within 1/128 (measured: the
 //     worst message 0.97 % (14.4 us), the mean +0.04 %, the p99 +0.13 %);
-//   - DCQCN (roce-default), draw seeds 1 and 2 averaged: TestDCQCNBaseStepConverged's, the
-//     draws' own spread, 3 % on the mean and 4 % on the p99 (measured: -0.4 % and +1.4 %).
+//   - DCQCN (roce-default), draw seeds 1-4 averaged: TestDCQCNBaseStepConverged's, the draws'
+//     own spread, 3 % on the mean and 4 % on the p99 (measured: -0.7 % and -1.7 %). Seeds 1
+//     and 2 were enough until marks came to be on frames' first bytes with the round-robin
+//     wait (flow/dcqcn.go, markAt and rrWait): a flow starved at its last packets now sets the
+//     class's p99 more often, and the p99 of one seed spreads more (seeds 1-6: standard
+//     deviation 3.7 % merged, 2.6 % split; seeds 1 and 2 alone -6.5 %, 1-6 -2.5 %).
 //
 // (The saving, counted with a throwaway counter in take: 3.96 M entries handed on against 8.23 M
 // on the DCQCN class, 1.81 M against 3.45 M with PFC alone; BenchmarkPipelineClass's split runs
 // give the CPU.)
 func TestMergedEntriesMatchSplit(t *testing.T) {
 	if testing.Short() {
-		t.Skip("six 2,048-GPU runs (about 6 s of CPU)")
+		t.Skip("ten 2,048-GPU runs (about 10 s of CPU)")
 	}
 	const hops = 6
 	base := DefaultStep.Seconds()
@@ -76,7 +80,8 @@ func TestMergedEntriesMatchSplit(t *testing.T) {
 	}
 
 	var dm, dp [4]float64
-	for seed := uint64(1); seed <= 2; seed++ {
+	const seeds = 4
+	for seed := uint64(1); seed <= seeds; seed++ {
 		m, cm := classFCTs(t, false, Options{DrawSeed: seed})
 		p, _ := classFCTs(t, false, Options{DrawSeed: seed, SplitEntries: true})
 		if cm["dcqcn_rate_decreases"] == 0 {
@@ -84,8 +89,8 @@ func TestMergedEntriesMatchSplit(t *testing.T) {
 		}
 		sm, sp := fctStats(m), fctStats(p)
 		for k := range sm {
-			dm[k] += sm[k] / 2
-			dp[k] += sp[k] / 2
+			dm[k] += sm[k] / seeds
+			dp[k] += sp[k] / seeds
 		}
 	}
 	for _, c := range []struct {

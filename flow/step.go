@@ -165,6 +165,7 @@ func (e *engine) ccRate(fid int32) float64 {
 // inject is step 1: every NIC's round robin over its flows.
 func (e *engine) inject(tau float64, tEnd units.Time) {
 	nc := e.nc
+	dq, _ := e.cc.(*dcqcnModel)
 	for hi := 0; hi < len(e.activeHosts); hi++ {
 		h := e.activeHosts[hi]
 		hs := &e.hostSt[h]
@@ -197,6 +198,9 @@ func (e *engine) inject(tau float64, tEnd units.Time) {
 			}
 		} else {
 			e.classFill(hs.link, capB, hs.flows, d)
+		}
+		if dq != nil {
+			dq.round(h, d, hs.flows, tEnd, tau, capB) // (its round robin's level: rrWait)
 		}
 		var finished []int32
 		sending := 0

@@ -188,7 +188,7 @@ func victim(ib bool) func(t testing.TB) (*topo.Graph, fabric.Config, *msggraph.G
 
 // valCases are the scenarios of docs/flow.md's table.
 var valCases = []valCase{
-	{name: "permutation, k=8 fat tree, RoCE DCQCN (roce-dcqcn-permutation), 4 seeds", small: true, seeds: 4, build: example("roce-dcqcn-permutation.yaml"), packet: [4]float64{781.0, 643.0, 775.1, 625.5}, flow: [4]float64{808.9, 640.4, 772.5, 621.8}},
+	{name: "permutation, k=8 fat tree, RoCE DCQCN (roce-dcqcn-permutation), 4 seeds", small: true, seeds: 4, build: example("roce-dcqcn-permutation.yaml"), packet: [4]float64{781.0, 643.0, 775.1, 625.5}, flow: [4]float64{773.4, 630.7, 771.0, 614.2}},
 	{name: "permutation, k=8 fat tree, InfiniBand min-hop", small: true, build: ibPermutation(false), packet: [4]float64{287.7, 168.3, 287.6, 140.0}, flow: [4]float64{275.3, 165.3, 275.3, 128.6}},
 	{name: "shift, k=8 fat tree, InfiniBand D-mod-K (ib-shift-dmodk)", small: true, build: example("ib-shift-dmodk.yaml"), packet: [4]float64{44.7, 44.7, 44.7, 44.7}, flow: [4]float64{44.4, 44.4, 44.4, 44.4}},
 	{name: "permutation, leaf-spine 2:1, Ethernet (leaf-spine-2to1)", small: true, build: example("leaf-spine-2to1.yaml"), packet: [4]float64{614.2, 338.4, 581.7, 350.0}, flow: [4]float64{612.2, 332.6, 577.4, 344.2}},
@@ -197,7 +197,7 @@ var valCases = []valCase{
 	{name: "incast 32:1, k=8 fat tree, Ethernet tail drop and go-back-N (incast-32), 24 seeds", seeds: 24, build: example("incast-32.yaml"), packet: [4]float64{8594.1, 6334.3, 8594.1, 1129.5}, flow: [4]float64{8266.1, 6464.9, 8266.1, 1145.3}},
 	{name: "all-to-all 4 MiB, 24 hosts, 3:1 leaves, RoCE default (DCQCN), 4 seeds", seeds: 4, build: allToAll3to1(false), packet: [4]float64{233.3, 201.8, 233.0, 83.8}, flow: [4]float64{226.7, 195.7, 226.7, 76.7}},
 	{name: "all-to-all 4 MiB, 24 hosts, 3:1 leaves, InfiniBand AR", small: true, build: allToAll3to1(true), packet: [4]float64{199.2, 193.4, 198.8, 189.2}, flow: [4]float64{192.3, 189.0, 192.2, 167.8}},
-	{name: "ring all-reduce 64 MiB across spines, 16 hosts, RoCE default (DCQCN), 8 seeds", seeds: 8, build: ringAcrossSpines(false), packet: [4]float64{4753.3, 63.5, 885.8, 283.9}, flow: [4]float64{4728.9, 63.2, 852.7, 261.8}},
+	{name: "ring all-reduce 64 MiB across spines, 16 hosts, RoCE default (DCQCN), 8 seeds", seeds: 8, build: ringAcrossSpines(false), packet: [4]float64{4753.3, 63.5, 885.8, 283.9}, flow: [4]float64{4591.7, 64.2, 844.6, 215.6}},
 	{name: "ring all-reduce 64 MiB across spines, 16 hosts, InfiniBand min-hop", known: [4]bool{2: true}, build: ringIB(false), packet: [4]float64{2914.3, 95.7, 140.9, 96.0}, flow: [4]float64{2802.6, 92.9, 119.9, 92.7}},
 	{name: "ring all-reduce 64 MiB across spines, 16 hosts, InfiniBand AR", build: ringIB(true), packet: [4]float64{2962.4, 98.7, 136.6, 99.2}, flow: [4]float64{2793.8, 92.2, 128.9, 92.6}},
 	{name: "PFC victim: 2:1 incast + innocent flow, RoCE PFC", small: true, victim: true, build: victim(false), packet: [4]float64{3271.7, 3271.4, 3271.7, 1607.1}, flow: [4]float64{3271.6, 3271.6, 3271.6, 1605.2}},
@@ -348,11 +348,14 @@ func runBoth(t *testing.T, c valCase, live bool) (fl, pkt, an [4]float64) {
 	return
 }
 
+// TestValidation: FLOW_VALIDATE=1 runs every row on both backends; FLOW_VALIDATE_MATCH=text
+// only the rows whose name holds text (e.g. DCQCN: rows 1, 8 and 10).
 func TestValidation(t *testing.T) {
 	live := os.Getenv("FLOW_VALIDATE") != ""
+	match := os.Getenv("FLOW_VALIDATE_MATCH")
 	var table []string
 	for _, c := range valCases {
-		if !live && (!c.small || testing.Short()) {
+		if !live && (!c.small || testing.Short()) || !strings.Contains(c.name, match) {
 			continue
 		}
 		got, pkt, an := runBoth(t, c, live)
