@@ -1357,7 +1357,9 @@ func (e *engine) rehost(fid int32) {
 // per channel (a port's resource, padded to 256 B, its queue, class state, back-pressure and
 // bundle entries: the heap a new engine keeps, 447 and 449 B per port on RoCE fat trees of k=16
 // and k=32, and 451 B at k=32 on InfiniBand less its forwarding tables; 481.5 B at k=16 since the
-// queue record grew to two aligned cache lines (128 B) and the dense resTo; TestChannelBytes).
+// queue record grew to two aligned cache lines (128 B) and the dense resTo; 497.6 B with the
+// dense quiet counts and the pause refresh per resource, measured after two collections so that
+// the sync.Pools' buffers are gone; TestChannelBytes).
 //
 // InfiniBand adds the subnet manager's forwarding tables (package ibsm, shared by every run of the
 // network). Stored: an LFT entry (2 B) and an adaptive-routing group id (4 B) per switch row x
@@ -1369,7 +1371,7 @@ func (e *engine) rehost(fid int32) {
 // 131,072-GPU rail-plane Clos (10.2 MB), planned above the largest (TestSubnetTableBytes).
 const (
 	bytesPerMessage      = 160
-	bytesPerChannel      = 496
+	bytesPerChannel      = 512
 	bytesPerTableEntry   = 6.25
 	bytesPerOnDemandHost = 96
 )

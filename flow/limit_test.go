@@ -53,28 +53,38 @@ func TestMemoryLimit(t *testing.T) {
 // within 10 % below it: an estimate short of it would let a run past the memory limit, one far
 // above it would refuse runs that fit.
 func TestChannelBytes(t *testing.T) {
-	g, _ := fatTree(t, 16, 400*units.Gbps)
-	lr, err := NewLeafRoutes(g)
-	if err != nil {
-		t.Fatal(err)
+	// Two collections before the first reading: one moves the sync.Pools' contents (the
+	// standard library's buffers) to their victim caches, where they are still live, the second
+	// frees them; with one, the engine's second collection freed them between the readings and
+	// the figure came out low (412 B once, in a full `go test ./...`, against 485-498 B). Three
+	// measurements, each on a network of its own, the largest kept.
+	per, ports := 0.0, 0
+	for range 3 {
+		g, _ := fatTree(t, 16, 400*units.Gbps)
+		lr, err := NewLeafRoutes(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
+		mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.KB})
+		ports = 0
+		for i := range g.Nodes {
+			ports += len(g.Nodes[i].Ports)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e, err := newEngine(g, lr, fabrics(t)["roce"], mg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(e)
+		one := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(ports)
+		per = max(per, one)
 	}
-	mg := &msggraph.Graph{Endpoints: len(g.Hosts)}
-	mg.Add(msggraph.Message{Src: 0, Dst: 1, Bytes: units.KB})
-	var ports int
-	for i := range g.Nodes {
-		ports += len(g.Nodes[i].Ports)
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	e, err := newEngine(g, lr, fabrics(t)["roce"], mg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(e)
-	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(ports)
 	t.Logf("%d ports: %.1f B per port kept by a new engine, planned %d B", ports, per, bytesPerChannel)
 	if per > bytesPerChannel || per < 0.9*bytesPerChannel {
 		t.Errorf("a new engine keeps %.1f B per port, planned bytesPerChannel = %d B: want the plan at most 10 %% above it", per, bytesPerChannel)
@@ -93,6 +103,7 @@ func TestSubnetTableBytes(t *testing.T) {
 	heap := func() float64 {
 		var before, after runtime.MemStats
 		runtime.GC()
+		runtime.GC() // the sync.Pools' victims freed before the reading (TestChannelBytes)
 		runtime.ReadMemStats(&before)
 		tb, err := ibsm.Compute(g, ibsm.MinHop)
 		if err != nil {
