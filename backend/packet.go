@@ -33,6 +33,11 @@ type PacketOptions struct {
 	Threads int
 	// Parallel, when set, is told after the run how it was split.
 	Parallel func(fabric.ParallelInfo)
+	// OwnProcess says the run is the only one in its process (fabricsim run), so the collector
+	// may be set for it (gcForRun: one collection after the set-up, then room for RunHeadroom
+	// or the live heap, whichever is larger, before the next). The setting is process-wide:
+	// compare and sweeps, which run several jobs at once, leave it false.
+	OwnProcess bool
 	// DrawSeed, when not 0, seeds the run's random draws (ECN marks, losses) apart from
 	// Job.Seed, which then drives routing alone (fabric.Config.DrawSeed); it replaces
 	// Fabric.DrawSeed, as Job.Seed replaces Fabric.Seed.
@@ -117,6 +122,9 @@ func (packetBackend) Run(ctx context.Context, j *Job) (*result.Run, error) {
 	until := j.Until
 	if until <= 0 {
 		until = units.MaxTime
+	}
+	if j.Packet.OwnProcess {
+		defer gcForRun(RunHeadroom)()
 	}
 	res, err := net.Run(work, until)
 	if j.Packet.Parallel != nil {

@@ -42,6 +42,9 @@ type Options struct {
 	// was split.
 	Threads  int
 	Parallel func(fabric.ParallelInfo)
+	// OwnProcess says this run is the only one in its process (backend.PacketOptions.OwnProcess:
+	// the collector is then set for the packet run); fabricsim run sets it.
+	OwnProcess bool
 }
 
 // PcapOptions select what to capture.
@@ -93,7 +96,7 @@ func RunContext(ctx context.Context, s *scenario.Scenario, opt Options) (*result
 			}
 		}
 	}
-	job.Packet.Threads, job.Packet.Parallel = opt.Threads, opt.Parallel
+	job.Packet.Threads, job.Packet.Parallel, job.Packet.OwnProcess = opt.Threads, opt.Parallel, opt.OwnProcess
 	job.Flow = backend.FlowOptions{Step: opt.FlowStep, MemoryLimit: scenario.MemoryLimit}
 	job.Auto.Budget = opt.AutoBudget
 	res, err := backend.Run(ctx, name, job)

@@ -106,7 +106,7 @@ func runScenario(c *cobra.Command, args []string, f *runFlags) error {
 	if f.budget <= 0 {
 		return usageErr(fmt.Errorf("--auto-budget %v: want a positive duration (e.g. 60s, 5m)", f.budget))
 	}
-	opt := runner.Options{Check: f.check, AutoBudget: f.budget, Threads: backend.ThreadsAuto}
+	opt := runner.Options{Check: f.check, AutoBudget: f.budget, Threads: backend.ThreadsAuto, OwnProcess: true}
 	if c.Flags().Changed("threads") {
 		if f.threads < 0 {
 			return usageErr(fmt.Errorf("--threads %d: want 0 (automatic) or a positive count", f.threads))
