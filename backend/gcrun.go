@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 )
 
 // RunHeadroom is how far the heap may grow, from what the set-up left live, before the first
@@ -29,6 +30,9 @@ func gcForRun(headroom uint64) (restore func()) {
 	if headroom == 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
+	if !gcRunActive.CompareAndSwap(false, true) {
+		return func() {} // another run of the process holds it (tests run `run` side by side)
+	}
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
@@ -39,8 +43,15 @@ func gcForRun(headroom uint64) (restore func()) {
 	prev := debug.SetGCPercent(runPercent(live, headroom))
 	once := new(gcPass)
 	runtime.SetFinalizer(once, func(*gcPass) { debug.SetGCPercent(prev) })
-	return func() { debug.SetGCPercent(prev) }
+	return func() {
+		debug.SetGCPercent(prev)
+		gcRunActive.Store(false)
+	}
 }
+
+// gcRunActive is set while a run holds gcForRun's setting, so that two runs in one process do
+// not restore each other's.
+var gcRunActive atomic.Bool
 
 // gcPass is the object whose finalizer ends gcForRun's pass (large enough not to be batched
 // with other tiny allocations, which would delay its finalizer).

@@ -71,3 +71,19 @@ func TestGCForRunOnePass(t *testing.T) {
 	}
 	t.Error("GOGC not put back to 123 after the first collection")
 }
+
+// TestGCForRunOneHolder: a second run in the same process leaves the first one's setting alone,
+// so the first one's restore puts back the setting from before both.
+func TestGCForRunOneHolder(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetGCPercent(123)
+	defer debug.SetGCPercent(prev)
+	first := gcForRun(1 << 40)
+	second := gcForRun(1 << 40)
+	second()
+	first()
+	if got := debug.SetGCPercent(100); got != 123 {
+		t.Errorf("after both runs GOGC = %d, want 123", got)
+	}
+}
