@@ -70,15 +70,7 @@ func checkFork(t *testing.T, name string, g *topo.Graph, nh NextHopper, cfg fabr
 // 4 MiB), which fork too (the path latency that times DCQCN's CNPs is the first packet's, the
 // same at both sizes: engine.latency), and on a lossy fabric (not forked).
 func TestForkMatchesPlain(t *testing.T) {
-	roce := func(dcqcn bool) fabric.Config {
-		c := fabric.DefaultRoCE()
-		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
-		return c
-	}
-	ib, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
+	roce, ib, _, _ := railFixtures(t)
 	lossy := roce(true)
 	lossy.RoCE.PFC = false
 	all := func(int) bool { return true }
@@ -118,15 +110,7 @@ func TestForkMatchesPlain2048(t *testing.T) {
 		t.Skip("runs the 2,048-GPU pipeline class at two sizes, twice")
 	}
 	for _, pfcOnly := range []bool{false, true} {
-		g, mg, cfg := pipelineClass(t, 256, 3)
-		if pfcOnly {
-			cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-		}
-		rt, err := topo.ComputeRoutes(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := map[bool]string{false: "pipeline 2048, DCQCN", true: "pipeline 2048, PFC alone"}[pfcOnly]
+		g, rt, mg, cfg, name := pipeline2048(t, pfcOnly)
 		shared, _ := checkFork(t, name, g, rt, cfg, mg, halved(mg, func(int) bool { return true }), Options{})
 		if shared == 0 {
 			t.Errorf("%s: shared no steps; want some", name)
@@ -256,15 +240,7 @@ func doubled(mg *msggraph.Graph, keep func(i int) bool) *msggraph.Graph {
 // reduction, on the cases of TestForkMatchesPlain that fork; both fork, the larger one no
 // earlier than the smaller one (it parts where the run's own flows near their end).
 func TestSizesMatchPlain(t *testing.T) {
-	roce := func(dcqcn bool) fabric.Config {
-		c := fabric.DefaultRoCE()
-		c.RoCE.DCQCN, c.RoCE.ECN = dcqcn, dcqcn
-		return c
-	}
-	ib, err := fabric.DefaultInfiniBand("ndr")
-	if err != nil {
-		t.Fatal(err)
-	}
+	roce, ib, _, _ := railFixtures(t)
 	all := func(int) bool { return true }
 	incasts := func(t testing.TB) (*topo.Graph, *msggraph.Graph) { return railIncasts(t, 32) }
 	for _, c := range []struct {
@@ -300,19 +276,25 @@ func TestSizesMatchPlain2048(t *testing.T) {
 		t.Skip("runs the 2,048-GPU pipeline class at three sizes, twice")
 	}
 	for _, pfcOnly := range []bool{true, false} {
-		g, mg, cfg := pipelineClass(t, 256, 3)
-		if pfcOnly {
-			cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-		}
-		rt, err := topo.ComputeRoutes(g)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, rt, mg, cfg, name := pipeline2048(t, pfcOnly)
 		all := func(int) bool { return true }
-		name := map[bool]string{false: "pipeline 2048, DCQCN", true: "pipeline 2048, PFC alone"}[pfcOnly]
 		shared := checkSizes(t, name, g, rt, cfg, []*msggraph.Graph{mg, halved(mg, all), doubled(mg, all)}, Options{})
 		if shared[1] <= 0 || pfcOnly && shared[2] < shared[1] {
 			t.Errorf("%s: shared steps %v; want the smaller run forked (and with PFC alone the larger one no earlier)", name, shared)
 		}
 	}
+}
+
+// pipeline2048 is BenchmarkPipelineClass's 2,048-GPU class (stage 3's sends, 16 MiB) with DCQCN,
+// or with PFC alone, its routes, and the name the fork tests give it.
+func pipeline2048(t *testing.T, pfcOnly bool) (*topo.Graph, *topo.Routes, *msggraph.Graph, fabric.Config, string) {
+	g, mg, cfg := pipelineClass(t, 256, 3)
+	if pfcOnly {
+		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
+	}
+	rt, err := topo.ComputeRoutes(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, rt, mg, cfg, map[bool]string{false: "pipeline 2048, DCQCN", true: "pipeline 2048, PFC alone"}[pfcOnly]
 }
