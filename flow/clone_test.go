@@ -152,14 +152,7 @@ func TestCloneMatchesPlain2048(t *testing.T) {
 		want := runClass2048(t, pfcOnly, Options{})
 		want.WallSeconds = 0
 		wb, _ := json.Marshal(want)
-		g, mg, cfg := pipelineClass(t, 256, 3)
-		if pfcOnly {
-			cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-		}
-		rt, err := topo.ComputeRoutes(g)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, rt, mg, cfg, _ := pipeline2048(t, pfcOnly)
 		e, nh, err := setup(g, rt, cfg, mg, Options{})
 		if err != nil {
 			t.Fatal(err)

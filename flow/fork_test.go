@@ -124,12 +124,7 @@ func TestForkMatchesPlain2048(t *testing.T) {
 // 8 MiB run alone, clone the copy at the fork (engine.clone after 200 steps), and setup nothing
 // (the class's graph and routes, which every one of them includes: for instruction counts).
 func BenchmarkForkPipelineClass(b *testing.B) {
-	g, mg, cfg := pipelineClass(b, 256, 3)
-	cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	rt, err := topo.ComputeRoutes(g)
-	if err != nil {
-		b.Fatal(err)
-	}
+	g, rt, mg, cfg, _ := pipeline2048(b, true)
 	small := halved(mg, func(int) bool { return true })
 	benchPair(b, g, rt, cfg, mg, small)
 	b.Run("small", func(b *testing.B) {
@@ -287,7 +282,7 @@ func TestSizesMatchPlain2048(t *testing.T) {
 
 // pipeline2048 is BenchmarkPipelineClass's 2,048-GPU class (stage 3's sends, 16 MiB) with DCQCN,
 // or with PFC alone, its routes, and the name the fork tests give it.
-func pipeline2048(t *testing.T, pfcOnly bool) (*topo.Graph, *topo.Routes, *msggraph.Graph, fabric.Config, string) {
+func pipeline2048(t testing.TB, pfcOnly bool) (*topo.Graph, *topo.Routes, *msggraph.Graph, fabric.Config, string) {
 	g, mg, cfg := pipelineClass(t, 256, 3)
 	if pfcOnly {
 		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/fabricsim/fabricsim/result"
-	"github.com/fabricsim/fabricsim/topo"
 )
 
 // classFCTs runs BenchmarkPipelineClass's 2,048-GPU class (stage 3's 512 sends across the
@@ -107,14 +106,7 @@ func TestMergedEntriesMatchSplit(t *testing.T) {
 // core) with opt, DCQCN and ECN off where pfcOnly (roce-pfc-only).
 func runClass2048(t *testing.T, pfcOnly bool, opt Options) *result.Run {
 	t.Helper()
-	g, mg, cfg := pipelineClass(t, 256, 3)
-	if pfcOnly {
-		cfg.RoCE.DCQCN, cfg.RoCE.ECN = false, false
-	}
-	rt, err := topo.ComputeRoutes(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, rt, mg, cfg, _ := pipeline2048(t, pfcOnly)
 	res, err := Run(g, rt, cfg, mg, opt)
 	if err != nil {
 		t.Fatal(err)
