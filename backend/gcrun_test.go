@@ -29,10 +29,7 @@ func TestRunPercent(t *testing.T) {
 
 // TestGCForRunRestores: the setting is the run's alone, and a user's GOGC is left alone.
 func TestGCForRunRestores(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetGCPercent(123)
-	defer debug.SetGCPercent(prev)
+	goGC123(t)
 	restore := gcForRun(1 << 40) // far above any test's heap: a large percent
 	during := debug.SetGCPercent(-1)
 	debug.SetGCPercent(during) // put back what the read took out
@@ -53,10 +50,7 @@ func TestGCForRunRestores(t *testing.T) {
 
 // TestGCForRunOnePass: the first collection after gcForRun puts the previous GOGC back.
 func TestGCForRunOnePass(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetGCPercent(123)
-	defer debug.SetGCPercent(prev)
+	goGC123(t)
 	restore := gcForRun(1 << 40)
 	defer restore()
 	runtime.GC() // the collection that ends the pass; its finalizer runs on another goroutine
@@ -75,10 +69,7 @@ func TestGCForRunOnePass(t *testing.T) {
 // TestGCForRunOneHolder: a second run in the same process leaves the first one's setting alone,
 // so the first one's restore puts back the setting from before both.
 func TestGCForRunOneHolder(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	prev := debug.SetGCPercent(123)
-	defer debug.SetGCPercent(prev)
+	goGC123(t)
 	first := gcForRun(1 << 40)
 	second := gcForRun(1 << 40)
 	second()
@@ -86,4 +77,13 @@ func TestGCForRunOneHolder(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != 123 {
 		t.Errorf("after both runs GOGC = %d, want 123", got)
 	}
+}
+
+// goGC123 clears the user's GOGC and GOMEMLIMIT for the test and sets GOGC to 123, which the
+// tests then expect back; the GOGC before the test is put back at its end.
+func goGC123(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetGCPercent(123)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
 }
